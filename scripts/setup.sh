@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs everything the README's commands need, skipping what is already there.
+# Usage: scripts/setup.sh [core|full]
+#   core: Rust wasm target, wasm-bindgen-cli (the version in Cargo.lock), npm packages.
+#   full: core + Debian packages (chromium, chromium-driver, age, firefox-esr) + Python venv
+#         with the reference clients (zebrastream-io, age-rt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+level="${1:-core}"
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# Rust wasm target
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  log "adding rustup target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# wasm-bindgen-cli pinned to the wasm-bindgen version in Cargo.lock
+wb_version=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$wb_version" ]; then
+  log "installing wasm-bindgen-cli $wb_version (about 5 minutes, once)"
+  cargo install wasm-bindgen-cli --version "$wb_version" --locked \
+    || cargo install wasm-bindgen-cli --version "$wb_version"
+fi
+
+# npm packages (playwright-core, deno, wrangler, binaryen, piping-server, ...)
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm packages"
+  npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+fi
+
+[ "$level" = "full" ] || exit 0
+
+# Debian packages for browser and interop tests
+need=()
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
+command -v age >/dev/null || need+=(age)
+command -v firefox-esr >/dev/null || need+=(firefox-esr)
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing Debian packages: ${need[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y --no-install-recommends "${need[@]}" \
+    || { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends "${need[@]}"; }
+fi
+
+# Python reference clients in a virtualenv (.venv)
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import zebrastream, age_rt' 2>/dev/null; then
+  log "creating .venv with zebrastream-io and age-rt"
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet -r tests/python-requirements.txt
+fi

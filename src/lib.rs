@@ -1,0 +1,15 @@
+//! httpipe: HTTP-native byte pipes for the browser and the edge.
+//!
+//! - [`protocol`]: wire pieces shared by the SDK and the relay (`PROTOCOL.md` §3–§6):
+//!   control lines, access tokens, segmented-upload parameters.
+//! - `crypto` (feature `crypto`, on by default): streaming age v1 and age-rt v0.2
+//!   encryption (`PROTOCOL.md` §7–§8).
+//! - `wasm` (only on `wasm32`): the JavaScript bindings shipped as the npm package.
+
+pub mod protocol;
+
+#[cfg(feature = "crypto")]
+pub mod crypto;
+
+#[cfg(all(target_arch = "wasm32", feature = "crypto"))]
+pub mod wasm;

@@ -1,0 +1,1 @@
+//! Wire pieces shared by SDK and relay (PROTOCOL.md).

@@ -1,0 +1,1 @@
+//! JavaScript bindings (wasm32 only).
