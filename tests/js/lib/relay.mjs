@@ -1,0 +1,53 @@
+// Starts the real relay binary (target/release/httpipe-relay) on 127.0.0.1 with free ports
+// (port 0) and reads the chosen ports from its start-up lines:
+//   listening http://127.0.0.1:PORT
+//   listening https://127.0.0.1:PORT
+// Usage:
+//   const relay = await startRelay();            // { http, https, proc, stop() }
+//   ... fetch(`${relay.http}/path`) ...
+//   await relay.stop();
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import fs from 'node:fs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const RELAY_BIN = process.env.HTTPIPE_RELAY_BIN || path.join(ROOT, 'target/release/httpipe-relay');
+
+/**
+ * @param {{ args?: string[], env?: Record<string,string>, timeoutMs?: number }} [opts]
+ * @returns {Promise<{ http: string, https: string|undefined, proc: import('node:child_process').ChildProcess, output: () => string, stop: () => Promise<void> }>}
+ */
+export async function startRelay(opts = {}) {
+  if (!fs.existsSync(RELAY_BIN)) {
+    throw new Error(`relay binary not found at ${RELAY_BIN}: run cargo build --release -p httpipe-relay`);
+  }
+  const args = ['--host', '127.0.0.1', '--http-port', '0', '--https-port', '0',
+    '--www', path.join(ROOT, 'www'), '--sdk-dir', path.join(ROOT, 'pkg'), ...(opts.args || [])];
+  const proc = spawn(RELAY_BIN, args, { env: { ...process.env, ...(opts.env || {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const urls = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`relay did not start in time; output:\n${out}`)), opts.timeoutMs || 15000);
+    const found = {};
+    const onData = (d) => {
+      out += d.toString();
+      for (const m of out.matchAll(/listening (https?):\/\/(\S+)/g)) found[m[1]] = `${m[1]}://${m[2]}`;
+      if (found.http && found.https) { clearTimeout(timer); resolve(found); }
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`relay exited with ${code}; output:\n${out}`)); });
+  });
+  return {
+    http: urls.http,
+    https: urls.https,
+    proc,
+    output: () => out,
+    stop: () => new Promise((resolve) => {
+      if (proc.exitCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+      setTimeout(() => proc.kill('SIGKILL'), 3000).unref();
+    }),
+  };
+}
