@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh core
 scripts/build-sdk.sh
+scripts/build-www.sh
 cargo build --release -p httpipe-relay
 exec target/release/httpipe-relay --www www --sdk-dir pkg "$@"

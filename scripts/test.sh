@@ -16,6 +16,7 @@ cargo test --workspace
 
 step "build SDK (wasm)"
 scripts/build-sdk.sh
+scripts/build-www.sh
 
 if compgen -G "tests/js/*.test.mjs" >/dev/null; then
   step "JavaScript tests (Node, Deno, Workers, Chromium)"
