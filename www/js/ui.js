@@ -1,0 +1,50 @@
+// Small DOM helpers shared by the sender and receiver panels.
+import { ProgressMeter, formatBytes } from './format.js';
+
+export const $ = (id) => document.getElementById(id);
+
+export function show(el, visible = true) { el.hidden = !visible; }
+
+export function setText(el, text) { el.textContent = text; }
+
+/**
+ * Binds a <progress> and a stats line to a ProgressMeter, redrawing at most 4 times a second.
+ * @returns {{ meter: ProgressMeter, update(bytes:number): void, finish(bytes?:number): void, stop(): void }}
+ */
+export function progressView(bar, stats, total) {
+  const meter = new ProgressMeter(total);
+  const draw = () => {
+    const s = meter.snapshot();
+    if (s.percent !== undefined) { bar.max = 100; bar.value = s.percent; } else bar.removeAttribute('value');
+    stats.textContent = meter.describe();
+  };
+  bar.max = 100;
+  bar.value = 0;
+  stats.textContent = '';
+  const timer = setInterval(draw, 250);
+  return {
+    meter,
+    update(bytes) { meter.update(bytes); },
+    finish(bytes) {
+      clearInterval(timer);
+      if (bytes !== undefined) meter.update(bytes);
+      bar.max = 100;
+      bar.value = 100;
+      const secs = (meter.now() - meter.start) / 1000;
+      stats.textContent = `${formatBytes(meter.bytes)} in ${secs.toFixed(1)} s · ${formatBytes(meter.averageRate())}/s on average`;
+    },
+    stop() { clearInterval(timer); draw(); },
+  };
+}
+
+/** Copies text to the clipboard and briefly relabels the button. */
+export async function copyButton(button, text) {
+  const label = button.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = 'Copied';
+  } catch {
+    button.textContent = 'Select and copy manually';
+  }
+  setTimeout(() => { button.textContent = label; }, 1500);
+}
