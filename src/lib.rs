@@ -2,11 +2,15 @@
 //!
 //! - [`protocol`]: wire pieces shared by the SDK and the relay (`PROTOCOL.md` §3–§6):
 //!   control lines, access tokens, segmented-upload parameters.
+//! - [`client`]: target-independent SDK logic (errors, status log, URLs, segmented parts,
+//!   transport choice, progress) used by the bindings.
 //! - `crypto` (feature `crypto`, on by default): streaming age v1 and age-rt v0.2
 //!   encryption (`PROTOCOL.md` §7–§8).
 //! - `wasm` (only on `wasm32`): the JavaScript bindings shipped as the npm package.
 
 pub mod protocol;
+
+pub mod client;
 
 #[cfg(feature = "crypto")]
 pub mod crypto;

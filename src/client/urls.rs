@@ -1,0 +1,237 @@
+//! URLs the SDK calls: the Data API (`PROTOCOL.md` §3), the Connect API (§5) and segmented
+//! upload parts (§4). Stream paths are sent exactly as given (the relay does not normalise).
+
+use super::error::{ClientError, ErrorCode};
+
+/// A relay base URL without a trailing slash, e.g. `https://relay.example` or
+/// `http://127.0.0.1:8080/prefix`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayBase(String);
+
+impl RelayBase {
+    /// Accepts `http://` and `https://` URLs; drops a trailing `/`, query and fragment.
+    pub fn parse(relay: &str) -> Result<Self, ClientError> {
+        let trimmed = relay.trim();
+        let lower = trimmed.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err(ClientError::new(
+                ErrorCode::Unsupported,
+                format!("`relay` must be an http:// or https:// URL, got {trimmed:?}"),
+            ));
+        }
+        let cut = trimmed.find(['?', '#']).unwrap_or(trimmed.len());
+        let scheme_end = trimmed.find("://").map_or(0, |i| i + 3);
+        let rest = trimmed[scheme_end..cut].trim_end_matches('/');
+        let base = format!("{}{rest}", &trimmed[..scheme_end]);
+        if rest.is_empty() || rest.starts_with('/') {
+            return Err(ClientError::new(
+                ErrorCode::Unsupported,
+                format!("`relay` has no host: {trimmed:?}"),
+            ));
+        }
+        Ok(RelayBase(base))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The Data API URL of a stream path (`/` is added in front when missing).
+    pub fn data_url(&self, path: &str) -> Result<String, ClientError> {
+        Ok(format!("{}{}", self.0, stream_path(path)?))
+    }
+
+    /// `GET /connect/v0/{path}?mode=...[&timeout=S]` (§5).
+    pub fn connect_url(
+        &self,
+        path: &str,
+        mode: ConnectMode,
+        timeout_s: Option<f64>,
+    ) -> Result<String, ClientError> {
+        let mut url = format!(
+            "{}/connect/v0{}?mode={}",
+            self.0,
+            stream_path(path)?,
+            mode.as_str()
+        );
+        if let Some(t) = timeout_s {
+            // The relay takes whole seconds; round up so it never gives up early.
+            url.push_str(&format!("&timeout={}", t.ceil().max(0.0) as u64));
+        }
+        Ok(url)
+    }
+}
+
+/// A stream path as sent: must not be empty, must not carry a query or fragment.
+pub fn stream_path(path: &str) -> Result<String, ClientError> {
+    if path.is_empty() || path == "/" {
+        return Err(ClientError::new(
+            ErrorCode::Unsupported,
+            "`path` must name a stream, e.g. \"/team/reports\"",
+        ));
+    }
+    if path.contains(['?', '#']) {
+        return Err(ClientError::new(
+            ErrorCode::Unsupported,
+            format!("`path` must not contain '?' or '#': {path:?}"),
+        ));
+    }
+    if path.len() > 1024 {
+        return Err(ClientError::new(
+            ErrorCode::Unsupported,
+            "`path` is longer than the relay's limit of 1024 bytes",
+        ));
+    }
+    Ok(if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    })
+}
+
+/// The rendezvous mode (§5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectMode {
+    /// Sent by a producer: wait for a consumer.
+    AwaitReader,
+    /// Sent by a consumer: wait for a producer.
+    AwaitWriter,
+}
+
+impl ConnectMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectMode::AwaitReader => "await-reader",
+            ConnectMode::AwaitWriter => "await-writer",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, ClientError> {
+        match s {
+            "await-reader" => Ok(ConnectMode::AwaitReader),
+            "await-writer" => Ok(ConnectMode::AwaitWriter),
+            _ => Err(ClientError::new(
+                ErrorCode::Unsupported,
+                format!("`mode` must be 'await-reader' or 'await-writer', got {s:?}"),
+            )),
+        }
+    }
+}
+
+/// The data URL in a Connect answer body (`https://relay/p\n`).
+pub fn parse_connect_body(body: &str) -> Result<String, ClientError> {
+    let url = body.trim();
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(url.to_string())
+    } else {
+        Err(ClientError::new(
+            ErrorCode::RelayError,
+            format!(
+                "the Connect API answered without a data URL: {:?}",
+                url.chars().take(200).collect::<String>()
+            ),
+        ))
+    }
+}
+
+/// The URL of segmented-upload part `k` (§4): `?part=0` starts; later parts carry the upload
+/// id; the last one adds `final=1`.
+pub fn part_url(data_url: &str, k: u64, upload_id: Option<&str>, last: bool) -> String {
+    let sep = if data_url.contains('?') { '&' } else { '?' };
+    let mut url = format!("{data_url}{sep}part={k}");
+    if let Some(id) = upload_id {
+        url.push_str("&upload=");
+        url.push_str(&percent_encode_component(id));
+    }
+    if last {
+        url.push_str("&final=1");
+    }
+    url
+}
+
+/// `scheme://host[:port]` of an absolute URL (the key for per-origin transport memory).
+pub fn origin(url: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    url[..end].to_ascii_lowercase()
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+pub fn percent_encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bases_and_paths() {
+        let b = RelayBase::parse("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(b.data_url("/a/b").unwrap(), "http://127.0.0.1:8080/a/b");
+        assert_eq!(b.data_url("a").unwrap(), "http://127.0.0.1:8080/a");
+        assert_eq!(
+            RelayBase::parse("https://r.example/x/?q#f")
+                .unwrap()
+                .as_str(),
+            "https://r.example/x"
+        );
+        assert!(RelayBase::parse("ftp://x").is_err());
+        assert!(RelayBase::parse("http://").is_err());
+        assert!(b.data_url("").is_err());
+        assert!(b.data_url("/a?n=2").is_err());
+        assert!(b.data_url(&"/a".repeat(600)).is_err());
+    }
+
+    #[test]
+    fn connect_urls() {
+        let b = RelayBase::parse("http://h:1").unwrap();
+        assert_eq!(
+            b.connect_url("/p", ConnectMode::AwaitReader, None).unwrap(),
+            "http://h:1/connect/v0/p?mode=await-reader"
+        );
+        assert_eq!(
+            b.connect_url("/p", ConnectMode::AwaitWriter, Some(1.2))
+                .unwrap(),
+            "http://h:1/connect/v0/p?mode=await-writer&timeout=2"
+        );
+        assert_eq!(
+            parse_connect_body("http://h:1/p\n").unwrap(),
+            "http://h:1/p"
+        );
+        assert!(parse_connect_body("[ERROR] x").is_err());
+        assert_eq!(
+            ConnectMode::parse("await-writer").unwrap(),
+            ConnectMode::AwaitWriter
+        );
+        assert!(ConnectMode::parse("x").is_err());
+    }
+
+    #[test]
+    fn part_urls_and_origins() {
+        assert_eq!(part_url("http://h/p", 0, None, false), "http://h/p?part=0");
+        assert_eq!(
+            part_url("http://h/p", 3, Some("a b"), true),
+            "http://h/p?part=3&upload=a%20b&final=1"
+        );
+        assert_eq!(
+            part_url("http://h/p?accesstoken=t", 1, Some("i"), false),
+            "http://h/p?accesstoken=t&part=1&upload=i"
+        );
+        assert_eq!(
+            origin("HTTPS://Relay.Example:8443/a/b?c"),
+            "https://relay.example:8443"
+        );
+        assert_eq!(origin("http://h"), "http://h");
+    }
+}
