@@ -1,0 +1,120 @@
+// Unit tests of the demo's pure modules (link/fragment handling, formatting and progress,
+// state machines, error messages). The browser behaviour is in demo-browser.test.mjs.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { buildLink, parseFragment, parseTyped, randomPath, randomPassphrase, safeFileName } from '../../www/js/link.js';
+import { formatBytes, formatDuration, ProgressMeter } from '../../www/js/format.js';
+import { StateMachine, SENDER, RECEIVER } from '../../www/js/machine.js';
+import { describeError } from '../../www/js/errors.js';
+
+const ID = 'AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX';
+
+test('link round-trips path, key and metadata through the fragment only', () => {
+  const link = buildLink('https://relay.example:8443', {
+    path: '/s/abc', identity: ID, name: 'report & notes #1.pdf', size: 123456, type: 'application/pdf', kind: 'file',
+  });
+  const u = new URL(link);
+  assert.equal(u.pathname, '/');
+  assert.equal(u.search, '', 'nothing in the query string: it would reach the relay');
+  assert.ok(u.hash.includes('AGE-SECRET-KEY-1'));
+  assert.deepEqual(parseFragment(u.hash), {
+    path: '/s/abc', identity: ID, passphrase: false, name: 'report & notes #1.pdf', size: 123456, type: 'application/pdf', kind: 'file',
+  });
+});
+
+test('passphrase links carry no key and ask for the passphrase', () => {
+  const link = buildLink('http://127.0.0.1:8080', { path: '/s/x', passphrase: true, name: 'a.txt', size: 0 });
+  const t = parseFragment(new URL(link).hash);
+  assert.equal(t.identity, undefined);
+  assert.equal(t.passphrase, true);
+  assert.equal(t.size, 0);
+  assert.ok(!link.includes('AGE-SECRET'));
+});
+
+test('bad fragments are not receive links', () => {
+  assert.equal(parseFragment(''), null);
+  assert.equal(parseFragment('#hello'), null);
+  assert.equal(parseFragment('#r=relative'), null);
+  assert.equal(parseFragment('#r=/s/x&k=not-a-key'), null);
+  assert.equal(parseFragment('#r=/s/x&s=-5').size, undefined);
+  assert.equal(parseFragment('#r=/s/x&s=1e400').size, undefined);
+});
+
+test('typed input: whole link, bare path, path without slash, URL with a path', () => {
+  const link = buildLink('https://h', { path: '/s/q', identity: ID });
+  assert.equal(parseTyped(link).identity, ID);
+  assert.deepEqual(parseTyped('  /s/abc '), { path: '/s/abc', passphrase: true });
+  assert.deepEqual(parseTyped('s/abc'), { path: '/s/abc', passphrase: true });
+  assert.deepEqual(parseTyped('https://h/team/feed'), { path: '/team/feed', passphrase: true });
+  assert.equal(parseTyped(''), null);
+  assert.equal(parseTyped('two words'), null);
+  assert.equal(parseTyped('https://h/'), null);
+});
+
+test('random paths and passphrases are fresh, long enough and unreserved', () => {
+  const paths = new Set(Array.from({ length: 200 }, randomPath));
+  assert.equal(paths.size, 200);
+  for (const p of paths) assert.match(p, /^\/s\/[a-z2-9]{16}$/);
+  const pass = randomPassphrase();
+  assert.match(pass, /^([a-z2-9]{5}-){4}[a-z2-9]{5}$/);
+  assert.notEqual(pass, randomPassphrase());
+});
+
+test('file names from links are made safe for save dialogs', () => {
+  assert.equal(safeFileName('../../etc/passwd'), '_.._etc_passwd');
+  assert.equal(safeFileName('a\\b\u0000c'), 'a_b_c');
+  assert.equal(safeFileName(''), 'httpipe-download');
+  assert.equal(safeFileName(undefined), 'httpipe-download');
+  assert.equal(safeFileName('Urlaub 2026 — 🎞.mp4'), 'Urlaub 2026 — 🎞.mp4');
+});
+
+test('formatting of sizes and durations', () => {
+  assert.equal(formatBytes(0), '0 B');
+  assert.equal(formatBytes(1536), '1.50 KiB');
+  assert.equal(formatBytes(200 * 1024 * 1024), '200 MiB');
+  assert.equal(formatBytes(-1), '?');
+  assert.equal(formatDuration(42), '42 s');
+  assert.equal(formatDuration(185), '3 min 5 s');
+  assert.equal(formatDuration(3720), '1 h 2 min');
+});
+
+test('progress meter: percent, rate and ETA from a controlled clock', () => {
+  let t = 0;
+  const m = new ProgressMeter(100 * 1024 * 1024, () => t);
+  t = 1000; m.update(10 * 1024 * 1024);
+  t = 2000; m.update(20 * 1024 * 1024);
+  const s = m.snapshot();
+  assert.equal(Math.round(s.percent), 20);
+  assert.ok(Math.abs(s.rate - 10 * 1024 * 1024) < 1, `rate ${s.rate}`);
+  assert.ok(Math.abs(s.eta - 8) < 0.01, `eta ${s.eta}`);
+  assert.equal(m.describe(), '20.0 MiB of 100 MiB · 20% · 10.0 MiB/s · 8 s left');
+  const unknown = new ProgressMeter(undefined, () => t);
+  unknown.update(5);
+  assert.equal(unknown.snapshot().percent, undefined);
+  assert.equal(new ProgressMeter(0, () => t).snapshot().percent, 100);
+});
+
+test('state machines allow the transfer life cycle and reject the rest', () => {
+  const seen = [];
+  const s = new StateMachine('idle', SENDER, (to, data, from) => seen.push(`${from}>${to}`));
+  s.go('waiting'); s.go('sending'); s.go('error', {}); s.go('waiting'); s.go('sending'); s.go('done');
+  assert.deepEqual(seen, ['idle>waiting', 'waiting>sending', 'sending>error', 'error>waiting', 'waiting>sending', 'sending>done']);
+  assert.throws(() => s.go('sending'), /invalid transition done -> sending/);
+  const r = new StateMachine('idle', RECEIVER, () => {});
+  r.go('waiting'); r.go('ready'); r.go('receiving');
+  assert.equal(r.can('ready'), false);
+  r.go('cancelled');
+  assert.equal(r.can('waiting'), true);
+});
+
+test('error codes become sentences that differ by side', () => {
+  const e = (code) => Object.assign(new Error(`x ${code}`), { code });
+  assert.match(describeError(e('PEER_DISCONNECTED'), 'send').title, /other side left/);
+  assert.match(describeError(e('WRONG_KEY'), 'receive').title, /Wrong passphrase/);
+  assert.match(describeError(e('WRONG_KEY'), 'receive').title, /Nothing was saved/);
+  assert.match(describeError(e('TRUNCATED'), 'receive').title, /cut short.*nothing was saved/);
+  assert.match(describeError(e('NETWORK'), 'send').title, /Can't reach the relay/);
+  assert.match(describeError(new TypeError('Failed to fetch'), 'receive').title, /Can't reach the relay/);
+  assert.equal(describeError(new Error('boom'), 'send').title, 'Something went wrong.');
+  assert.equal(describeError(new Error('boom'), 'send').detail, 'boom');
+});
