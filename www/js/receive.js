@@ -40,8 +40,13 @@ export class Receiver {
     for (const id of ['recv-error', 'recv-text-box', 'recv-image', 'recv-save', 'recv-retry']) show($(id), false);
     $('recv-progress').value = 0;
     setText($('recv-stats'), '');
+    setText($('recv-enc'), t.identity
+      ? 'End-to-end encrypted: the key came in the link and never reaches the relay.'
+      : 'Encrypted with a passphrase the sender chose (age-rt, scrypt).');
+    show($('save-options'), t.kind !== 'text');
     show(this.panel);
     if (t.identity) return this.run({ identities: [t.identity] });
+    if (passphrase === '') setText($('recv-enc'), 'No passphrase given: the stream is saved as it arrives, without decryption.');
     if (passphrase !== undefined) return this.run(passphrase ? { passphrase } : {});
     this.panel.dataset.state = 'idle';
     setText($('recv-status'), 'Enter the passphrase the sender gave you.');
@@ -210,6 +215,7 @@ export class Receiver {
     show($('recv-retry'), state === 'error' || state === 'cancelled');
     show($('recv-error'), state === 'error');
     if (state !== 'ready' && state !== 'done') show($('recv-save'), false);
+    if (state === 'done') show($('save-options'), false);
     switch (state) {
       case 'waiting':
         setText($('recv-status'), 'Waiting for the other side (the sender)…');
