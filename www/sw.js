@@ -25,15 +25,33 @@ function contentDisposition(name) {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
+// The page sends 'alive' on the port every few seconds; if it goes silent (tab closed, crashed)
+// the download is failed rather than left hanging or, worse, completed short.
+const PAGE_SILENCE_MS = 20000;
+
 function streamFromPort(port) {
   let controller;
   let waiting = null; // resolve of the pull in progress
+  let lastSeen = Date.now();
+  const fail = (message) => {
+    try { controller.error(new Error(message)); } catch { /* already closed */ }
+    port.close();
+  };
+  const watchdog = setInterval(() => {
+    if (Date.now() - lastSeen > PAGE_SILENCE_MS) {
+      clearInterval(watchdog);
+      fail('the page that was saving this file went away');
+      if (waiting) { const w = waiting; waiting = null; w({ type: 'gone' }); }
+    }
+  }, 2000);
   port.onmessage = (event) => {
     const msg = event.data || {};
+    lastSeen = Date.now();
+    if (msg.type === 'alive') return;
     if (msg.type === 'error') {
       // Fail the download at once, whether or not a pull is pending.
-      try { controller.error(new Error(msg.message || 'transfer failed')); } catch { /* already closed */ }
-      port.close();
+      clearInterval(watchdog);
+      fail(msg.message || 'transfer failed');
     }
     const w = waiting;
     waiting = null;
@@ -47,10 +65,11 @@ function streamFromPort(port) {
         port.postMessage({ type: 'pull' });
       }).then((msg) => {
         if (msg.type === 'chunk') c.enqueue(new Uint8Array(msg.data));
-        else if (msg.type === 'end') { c.close(); port.close(); }
+        else if (msg.type === 'end') { clearInterval(watchdog); c.close(); port.close(); }
       });
     },
     cancel(reason) {
+      clearInterval(watchdog);
       port.postMessage({ type: 'cancel', reason: String(reason || 'download cancelled') });
       port.close();
     },

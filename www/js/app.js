@@ -156,6 +156,8 @@ async function main() {
   wireStartView();
   wirePanels();
   window.addEventListener('hashchange', route);
+  // Leaving the page mid-transfer: fail the download now rather than after the worker's watchdog.
+  window.addEventListener('pagehide', () => { if (receiver) receiver.close(); });
   const [mod, sw] = await Promise.all([loadSdk(), registerDownloadWorker()]);
   sdk = mod;
   setText($('save-hint'), [

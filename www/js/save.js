@@ -82,7 +82,10 @@ export async function swSink(name, size, onCancel) {
   });
   active.postMessage({ type: 'download', id, name, size, contentType: 'application/octet-stream' }, [channel.port2]);
   await registered;
-  const keepAlive = setInterval(() => { try { active.postMessage({ type: 'ping' }); } catch { /* worker gone */ } }, 10000);
+  // Keeps the worker alive (its own message events) and tells it this page is still here.
+  const keepAlive = setInterval(() => {
+    try { active.postMessage({ type: 'ping' }); port.postMessage({ type: 'alive' }); } catch { /* worker gone */ }
+  }, 5000);
   const frame = document.createElement('iframe');
   frame.hidden = true;
   frame.src = `/assets/dl/${id}/${encodeURIComponent(name)}`;

@@ -1,0 +1,173 @@
+// The demo in real Chromium against the real relay: drag and drop a 200 MiB file in one
+// browser profile, open the shown link in a second profile, compare SHA-256, check both
+// progress bars and the page's requests; several files as one ZIP; text; the File System
+// Access save path. Screenshots go to test-artifacts/ (look at them).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { startRelay } from './lib/relay.mjs';
+import {
+  launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf,
+  screenshot, forbidForeignRequests,
+} from './lib/demo-browser.mjs';
+
+const MiB = 1024 * 1024;
+let relay; let senderBrowser; let receiverBrowser;
+
+test.before(async () => {
+  relay = await startRelay();
+  senderBrowser = await launchChromium();
+  receiverBrowser = await launchChromium();
+  // The receiving profile saves with the Service Worker download (headless Chromium can't
+  // show the File System Access save dialog; that path has its own test below).
+  await receiverBrowser.context.addInitScript(() => localStorage.setItem('httpipe.save', 'sw'));
+});
+
+test.after(async () => {
+  await senderBrowser?.close();
+  await receiverBrowser?.close();
+  await relay?.stop();
+});
+
+/** Sender page on `origin` with `files` dropped; returns { page, link, foreign }. */
+async function sendFiles(origin, files) {
+  const page = await senderBrowser.context.newPage();
+  const foreign = forbidForeignRequests(page, origin);
+  await openDemo(page, `${origin}/`);
+  await dropFiles(page, files);
+  await waitState(page, 'send-panel', ['waiting', 'sending']);
+  const link = await page.inputValue('#link');
+  return { page, link, foreign };
+}
+
+test('200 MiB by drag and drop over the TLS port arrives intact in a second browser', { timeout: 300000 }, async () => {
+  const src = randomFile(200 * MiB, 'holiday video.mp4');
+  try {
+    const origin = relay.https;
+    const { page: sender, link, foreign } = await sendFiles(origin, [src.file]);
+    assert.ok(link.startsWith(`${origin}/#r=`), link);
+    const u = new URL(link);
+    assert.equal(u.search, '');
+    assert.match(u.hash, /k=AGE-SECRET-KEY-1/, 'the key travels in the fragment');
+    assert.ok(await sender.$('#qr svg'), 'QR code rendered');
+    assert.match(await textOf(sender, 'send-status'), /Waiting for the other side/);
+    await screenshot(sender, 'demo-sender-waiting.png');
+
+    const receiver = await receiverBrowser.context.newPage();
+    const rForeign = forbidForeignRequests(receiver, origin);
+    const download = receiver.waitForEvent('download', { timeout: 120000 });
+    await openDemo(receiver, link);
+    const dl = await download;
+    assert.equal(dl.suggestedFilename(), 'holiday video.mp4');
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 240000), 'done',
+      await textOf(receiver, 'recv-error'));
+    assert.equal(await waitState(sender, 'send-panel', ['done', 'error', 'cancelled'], 60000), 'done',
+      await textOf(sender, 'send-error'));
+    const saved = await dl.path();
+    assert.equal(fs.statSync(saved).size, 200 * MiB);
+    assert.equal(await sha256File(saved), src.sha256);
+    assert.deepEqual(await progressOf(sender, 'send-progress'), { value: 100, max: 100 });
+    assert.deepEqual(await progressOf(receiver, 'recv-progress'), { value: 100, max: 100 });
+    assert.match(await textOf(sender, 'send-status'), /Delivered/);
+    assert.match(await textOf(receiver, 'recv-status'), /Done: 200 MiB received and verified/);
+    assert.match(await textOf(sender, 'send-stats'), /200 MiB in [\d.]+ s/);
+    assert.equal(await sender.isVisible('#send-note'), false, 'HTTP/2 streaming upload: no segmented note');
+    await screenshot(sender, 'demo-sender-done.png');
+    await screenshot(receiver, 'demo-receiver-done.png');
+    assert.deepEqual(foreign, [], 'sender page requested nothing outside the relay');
+    assert.deepEqual(rForeign, [], 'receiver page requested nothing outside the relay');
+    await dl.delete();
+    await sender.close();
+    await receiver.close();
+  } finally {
+    fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});
+
+test('several files go as one ZIP with their names and bytes', { timeout: 120000 }, async () => {
+  const a = randomFile(3 * MiB + 17, 'a.bin');
+  const b = randomFile(1000, 'notes.txt');
+  try {
+    const { page: sender, link } = await sendFiles(relay.https, [a.file, b.file]);
+    assert.match(await textOf(sender, 'send-summary'), /httpipe-2-files\.zip/);
+    const receiver = await receiverBrowser.context.newPage();
+    const download = receiver.waitForEvent('download', { timeout: 60000 });
+    await openDemo(receiver, link);
+    const dl = await download;
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
+    assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
+    const zip = await dl.path();
+    const listing = execFileSync('python3', ['-c', `
+import zipfile, hashlib, sys, json
+z = zipfile.ZipFile(sys.argv[1])
+assert z.testzip() is None
+print(json.dumps({i.filename: hashlib.sha256(z.read(i)).hexdigest() for i in z.infolist()}))`, zip]).toString();
+    assert.deepEqual(JSON.parse(listing), { 'a.bin': a.sha256, 'notes.txt': b.sha256 });
+    assert.deepEqual(await progressOf(receiver, 'recv-progress'), { value: 100, max: 100 });
+    await dl.delete();
+    await sender.close();
+    await receiver.close();
+  } finally {
+    fs.rmSync(a.dir, { recursive: true, force: true });
+    fs.rmSync(b.dir, { recursive: true, force: true });
+  }
+});
+
+test('pasted text is shown in the receiving page with a copy button', { timeout: 60000 }, async () => {
+  const sender = await senderBrowser.context.newPage();
+  await openDemo(sender, `${relay.https}/`);
+  await sender.click('.paste summary');
+  const text = 'Meeting moved to 15:30.\nRoom: Ada Lovelace — 3rd floor ✓';
+  await sender.fill('#text-input', text);
+  await sender.click('#send-text');
+  await waitState(sender, 'send-panel', ['waiting', 'sending']);
+  const receiver = await receiverBrowser.context.newPage();
+  await openDemo(receiver, await sender.inputValue('#link'));
+  assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done');
+  assert.equal(await textOf(receiver, 'recv-text'), text);
+  assert.equal(await receiver.isVisible('#copy-text'), true);
+  assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
+  await screenshot(receiver, 'demo-receiver-text.png');
+  await sender.close();
+  await receiver.close();
+});
+
+test('File System Access save path writes the chosen file only after a click', { timeout: 120000 }, async () => {
+  const src = randomFile(8 * MiB + 3, 'report.pdf.bin');
+  const fsaBrowser = await launchChromium();
+  try {
+    // Headless Chromium can't show the save dialog: answer it with a file in the origin
+    // private file system, which has the same FileSystemFileHandle/createWritable API.
+    await fsaBrowser.context.addInitScript(() => {
+      localStorage.setItem('httpipe.save', 'fsa');
+      window.showSaveFilePicker = async ({ suggestedName }) => {
+        window.__pickedName = suggestedName;
+        const root = await navigator.storage.getDirectory();
+        return root.getFileHandle('saved.bin', { create: true });
+      };
+    });
+    const { page: sender, link } = await sendFiles(relay.https, [src.file]);
+    const receiver = await fsaBrowser.context.newPage();
+    await openDemo(receiver, link);
+    assert.equal(await waitState(receiver, 'recv-panel', ['ready', 'error']), 'ready');
+    assert.match(await textOf(receiver, 'recv-save'), /Save report\.pdf\.bin/);
+    assert.equal(await receiver.evaluate(() => window.__pickedName), undefined, 'no file before the click');
+    await screenshot(receiver, 'demo-receiver-fsa-ready.png');
+    await receiver.click('#recv-save');
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
+    const got = await receiver.evaluate(async () => {
+      const root = await navigator.storage.getDirectory();
+      const file = await (await root.getFileHandle('saved.bin')).getFile();
+      const digest = await crypto.subtle.digest('SHA-256', await file.arrayBuffer());
+      return { size: file.size, sha256: [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join(''), name: window.__pickedName };
+    });
+    assert.deepEqual(got, { size: 8 * MiB + 3, sha256: src.sha256, name: 'report.pdf.bin' });
+    assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
+    await sender.close();
+  } finally {
+    await fsaBrowser.close();
+    fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,155 @@
+// Failure paths of the demo in real Chromium against the real relay: each side sees a clear
+// message, and nothing is saved or reported as success on a partial transfer.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startRelay } from './lib/relay.mjs';
+import {
+  launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf, screenshot,
+} from './lib/demo-browser.mjs';
+
+const MiB = 1024 * 1024;
+let relay; let senderBrowser; let receiverBrowser; let big;
+
+/** A sparse file of zeros: instant to create; its size keeps the transfer running long enough. */
+function sparseFile(size, name) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-demo-'));
+  const file = path.join(dir, name);
+  fs.closeSync(fs.openSync(file, 'w'));
+  fs.truncateSync(file, size);
+  return { file, dir };
+}
+
+test.before(async () => {
+  relay = await startRelay();
+  senderBrowser = await launchChromium();
+  receiverBrowser = await launchChromium();
+  await receiverBrowser.context.addInitScript(() => localStorage.setItem('httpipe.save', 'sw'));
+  big = sparseFile(4096 * MiB, 'big.iso');
+});
+
+test.after(async () => {
+  await senderBrowser?.close();
+  await receiverBrowser?.close();
+  await relay?.stop();
+  if (big) fs.rmSync(big.dir, { recursive: true, force: true });
+});
+
+async function startSend(origin, files, passphrase) {
+  const page = await senderBrowser.context.newPage();
+  await openDemo(page, `${origin}/`);
+  if (passphrase !== undefined) {
+    await page.check('#use-passphrase');
+    await page.fill('#passphrase', passphrase);
+  }
+  await dropFiles(page, files);
+  await waitState(page, 'send-panel', ['waiting', 'sending']);
+  return { page, link: await page.inputValue('#link') };
+}
+
+async function waitReceived(page, percent) {
+  await page.waitForFunction((p) => document.getElementById('recv-progress').value >= p, percent, { timeout: 60000, polling: 50 });
+}
+
+test('receiver closes its tab mid-transfer: the sender shows "the other side left"', { timeout: 120000 }, async () => {
+  const { page: sender, link } = await startSend(relay.https, [big.file]);
+  const receiver = await receiverBrowser.context.newPage();
+  const download = receiver.waitForEvent('download', { timeout: 60000 });
+  await openDemo(receiver, link);
+  const dl = await download;
+  await waitReceived(receiver, 1);
+  await receiver.close();
+  assert.equal(await waitState(sender, 'send-panel', ['done', 'error'], 60000), 'error');
+  assert.equal(await textOf(sender, 'send-status'), 'The other side left.');
+  assert.match(await textOf(sender, 'send-error'), /other side left before the transfer finished/);
+  assert.equal(await sender.isVisible('#send-retry'), true, 'offers to send again');
+  assert.ok((await progressOf(sender, 'send-progress')).value < 100);
+  assert.notEqual(await dl.failure(), null, 'the partial download is marked failed, not complete');
+  await screenshot(sender, 'demo-sender-other-side-left.png');
+  await sender.close();
+});
+
+test('sender cancels mid-transfer: the receiver is told it was cut short and nothing is kept', { timeout: 120000 }, async () => {
+  const { page: sender, link } = await startSend(relay.https, [big.file]);
+  const receiver = await receiverBrowser.context.newPage();
+  const download = receiver.waitForEvent('download', { timeout: 60000 });
+  await openDemo(receiver, link);
+  const dl = await download;
+  await waitReceived(receiver, 1);
+  await sender.click('#send-cancel');
+  assert.equal(await waitState(sender, 'send-panel', ['cancelled', 'error', 'done']), 'cancelled');
+  assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 90000), 'error');
+  assert.match(await textOf(receiver, 'recv-error'), /cut short.*nothing was saved/);
+  assert.notEqual(await dl.failure(), null, 'the partial download is marked failed');
+  await screenshot(receiver, 'demo-receiver-cut-short.png');
+  await sender.close();
+  await receiver.close();
+});
+
+test('wrong passphrase: clear message, nothing saved; the right one then works', { timeout: 120000 }, async () => {
+  const src = randomFile(2 * MiB + 5, 'secret.txt');
+  try {
+    const { page: sender, link } = await startSend(relay.https, [src.file], 'correct horse battery staple');
+    assert.doesNotMatch(link, /AGE-SECRET-KEY/, 'passphrase links carry no key');
+    const receiver = await receiverBrowser.context.newPage();
+    let downloads = 0;
+    receiver.on('download', () => { downloads++; });
+    await openDemo(receiver, link);
+    assert.equal(await receiver.isVisible('#recv-pass-form'), true);
+    await receiver.fill('#recv-passphrase', 'wrong horse');
+    await receiver.click('#recv-start');
+    assert.equal(await waitState(receiver, 'recv-panel', ['error', 'done'], 60000), 'error');
+    assert.equal(await textOf(receiver, 'recv-status'), 'Wrong passphrase or key.');
+    assert.match(await textOf(receiver, 'recv-error'), /Wrong passphrase.*Nothing was saved/);
+    await screenshot(receiver, 'demo-receiver-wrong-passphrase.png');
+    // The sender's stream was spent on the failed attempt: it sees the receiver leave.
+    assert.equal(await waitState(sender, 'send-panel', ['error', 'done'], 60000), 'error');
+    assert.equal(downloads, 0, 'no download was started');
+
+    // Try again with the right passphrase; the sender sends again on the same link.
+    await receiver.click('#recv-retry');
+    await receiver.fill('#recv-passphrase', 'correct horse battery staple');
+    const download = receiver.waitForEvent('download', { timeout: 60000 });
+    await receiver.click('#recv-start');
+    await sender.click('#send-retry');
+    const dl = await download;
+    assert.equal(await waitState(receiver, 'recv-panel', ['error', 'done'], 60000), 'done', await textOf(receiver, 'recv-error'));
+    assert.equal(await sha256File(await dl.path()), src.sha256);
+    assert.equal(await waitState(sender, 'send-panel', ['error', 'done'], 60000), 'done');
+    await sender.close();
+    await receiver.close();
+  } finally {
+    fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});
+
+test('relay stopped: both pages say the relay cannot be reached', { timeout: 120000 }, async () => {
+  const own = await startRelay();
+  const src = randomFile(1000, 'x.bin');
+  try {
+    // A receiver already waiting, and a sender page loaded before the relay goes away.
+    const { page: first, link } = await startSend(own.https, [src.file]);
+    await first.click('#send-cancel');
+    await waitState(first, 'send-panel', ['cancelled']);
+    const receiver = await receiverBrowser.context.newPage();
+    await openDemo(receiver, link);
+    await waitState(receiver, 'recv-panel', ['waiting']);
+    const sender = await senderBrowser.context.newPage();
+    await openDemo(sender, `${own.https}/`);
+    await own.stop();
+    assert.equal(await waitState(receiver, 'recv-panel', ['error'], 60000), 'error');
+    assert.match(await textOf(receiver, 'recv-error'), /Can't reach the relay/);
+    await dropFiles(sender, [src.file]);
+    assert.equal(await waitState(sender, 'send-panel', ['error'], 60000), 'error');
+    assert.match(await textOf(sender, 'send-error'), /Can't reach the relay/);
+    await screenshot(sender, 'demo-sender-relay-down.png');
+    await first.close();
+    await sender.close();
+    await receiver.close();
+  } finally {
+    await own.stop();
+    fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});
