@@ -1,0 +1,70 @@
+// Memory: during a 1 GiB browser-to-browser transfer through the demo, the receiving page's JS
+// heap (DevTools protocol, Runtime.getHeapUsage) stays under 200 MB — the file streams to disk
+// through the download worker and is never held by the page. Prints the peak and the time.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startRelay } from './lib/relay.mjs';
+import { launchChromium, sha256File, openDemo, dropFiles, waitState, textOf } from './lib/demo-browser.mjs';
+
+const SIZE = Number(process.env.HTTPIPE_DEMO_MEMORY_BYTES || 1024 * 1024 * 1024);
+const LIMIT = 200 * 1000 * 1000;
+
+test(`receiving ${SIZE} bytes keeps the receiver's JS heap under 200 MB`, { timeout: 600000 }, async () => {
+  const relay = await startRelay();
+  const sender = await launchChromium();
+  const receiverBrowser = await launchChromium();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-demo-'));
+  const file = path.join(dir, 'big.bin');
+  fs.closeSync(fs.openSync(file, 'w'));
+  fs.truncateSync(file, SIZE); // sparse zeros: instant; the ciphertext still differs everywhere
+  const expected = crypto.createHash('sha256');
+  const zeros = Buffer.alloc(4 * 1024 * 1024);
+  for (let n = 0; n < SIZE; n += zeros.length) expected.update(zeros.subarray(0, Math.min(zeros.length, SIZE - n)));
+  const expectedHash = expected.digest('hex');
+  try {
+    const sp = await sender.context.newPage();
+    await openDemo(sp, `${relay.https}/`);
+    await dropFiles(sp, [file]);
+    await waitState(sp, 'send-panel', ['waiting']);
+    const link = await sp.inputValue('#link');
+
+    await receiverBrowser.context.addInitScript(() => localStorage.setItem('httpipe.save', 'sw'));
+    const rp = await receiverBrowser.context.newPage();
+    const cdp = await receiverBrowser.context.newCDPSession(rp);
+    const download = rp.waitForEvent('download', { timeout: 120000 });
+    const t0 = Date.now();
+    await openDemo(rp, link);
+    let peak = 0;
+    let samples = 0;
+    let running = true;
+    const sampler = (async () => {
+      while (running) {
+        const { usedSize } = await cdp.send('Runtime.getHeapUsage').catch(() => ({ usedSize: 0 }));
+        peak = Math.max(peak, usedSize);
+        samples++;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    const dl = await download;
+    const state = await waitState(rp, 'recv-panel', ['done', 'error'], 540000);
+    running = false;
+    await sampler;
+    const seconds = (Date.now() - t0) / 1000;
+    console.log(`# demo memory: ${SIZE} bytes in ${seconds.toFixed(1)} s (${(SIZE / 1048576 / seconds).toFixed(1)} MiB/s), receiver JS heap peak ${(peak / 1e6).toFixed(1)} MB over ${samples} samples`);
+    assert.equal(state, 'done', await textOf(rp, 'recv-error'));
+    assert.ok(samples >= 5, 'sampled during the transfer');
+    assert.ok(peak < LIMIT, `receiver JS heap peaked at ${peak} bytes`);
+    assert.equal(await sha256File(await dl.path()), expectedHash);
+    await dl.delete();
+    assert.equal(await waitState(sp, 'send-panel', ['done', 'error']), 'done');
+  } finally {
+    await sender.close();
+    await receiverBrowser.close();
+    await relay.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
