@@ -1,1 +1,60 @@
-//! Streaming age v1 and age-rt v0.2 (PROTOCOL.md §7–§8).
+//! Streaming age v1 and age-rt v0.2 encryption (PROTOCOL.md §7–§8, C2SP age v1).
+//!
+//! Push-style and synchronous, so the same core serves sync code, async code and wasm
+//! `TransformStream`s: feed bytes in, get bytes out, memory bounded by about one 64 KiB chunk.
+//!
+//! - [`Encryptor`]: `update` / `flush` / `finish`, to [`Format::Age`] (interoperates with the
+//!   `age` and `rage` CLIs) or [`Format::AgeRt`] (flushable records, ZebraStream's default).
+//! - [`Decryptor`]: `update` / `finish`, auto-detects armor and format; releases only
+//!   authenticated plaintext; reports truncation, tampering and trailing data as [`Error`]s.
+//! - [`Recipient`] (`age1...`, passphrase) and [`Identity`] (`AGE-SECRET-KEY-1...`,
+//!   passphrase); [`generate_x25519`] makes a key pair like `age-keygen`.
+//! - [`RandomSource`]: injectable randomness ([`OsRandom`] by default, [`FixedRandom`] for
+//!   reproducible test vectors).
+//!
+//! Not supported: post-quantum hybrid (`age1pq1`) and tag recipients, plugins, SSH keys;
+//! the pre-age-rt zebrastream-io legacy format ([`Error::UnsupportedLegacyFormat`]).
+
+mod armor;
+mod base64;
+mod decryptor;
+mod encryptor;
+mod error;
+mod header;
+mod keys;
+mod recipients;
+mod rng;
+mod stream;
+
+pub use decryptor::{DecryptOptions, Decryptor};
+pub use encryptor::Encryptor;
+pub use error::Error;
+pub use recipients::{generate_x25519, Identity, Recipient, DEFAULT_SCRYPT_LOG2_N};
+pub use rng::{FixedRandom, OsRandom, RandomSource};
+pub use stream::CHUNK_SIZE;
+
+/// Which encrypted format to write (readers detect it from the first header line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// age v1 (`age-encryption.org/v1`): 64 KiB STREAM chunks, readable by `age`/`rage`.
+    /// A flush can't emit a partial chunk (PROTOCOL.md §7).
+    Age,
+    /// age-rt v0.2 (`github.com/parsimonit/age-rt-encryption/v0.2`): every flush emits one
+    /// length-prefixed record (PROTOCOL.md §8).
+    AgeRt,
+}
+
+impl core::str::FromStr for Format {
+    type Err = Error;
+
+    /// `"age"` or `"age-rt"`.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "age" => Ok(Format::Age),
+            "age-rt" | "agert" => Ok(Format::AgeRt),
+            _ => Err(Error::Usage(format!(
+                "unknown format {s:?} (use age or age-rt)"
+            ))),
+        }
+    }
+}

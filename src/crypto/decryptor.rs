@@ -1,0 +1,252 @@
+//! Push-style decryption of age v1 and age-rt v0.2, armored or binary, auto-detected.
+
+use super::header::{self, Header, Scan, AGE_RT_MAX_HEADER};
+use super::keys::{payload_aead, FileKey, PAYLOAD_NONCE_LEN};
+use super::recipients::{scrypt, x25519};
+use super::stream::{age_rt, age_v1, Sealer};
+use super::{armor, Error, Format, Identity};
+
+/// Reader limits and leniencies. `DecryptOptions::default()` is strict C2SP age.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecryptOptions {
+    /// Largest accepted scrypt work factor, as log2 N (default 22, like the `age` CLI; one
+    /// derivation at 22 takes about 16 s natively and needs 1 GiB of memory). Larger ones fail
+    /// with [`Error::WorkFactorTooHigh`] before any work is done.
+    pub max_scrypt_log2_n: u8,
+    /// Accept an empty final chunk after a full one in age v1 (default false). zebrastream-io's
+    /// "age" mode writes that for plaintexts that are a non-zero multiple of 64 KiB; strict age
+    /// readers (`age`, `rage`) reject it. Authentication and truncation detection are not
+    /// weakened by this: only the "final chunk must not be empty" rule is relaxed.
+    pub lenient_empty_final_chunk: bool,
+    /// Largest accepted age v1 header in bytes (default 64 KiB). age-rt headers are capped
+    /// at 4 KiB (PROTOCOL.md §8) regardless.
+    pub max_header_bytes: usize,
+}
+
+impl Default for DecryptOptions {
+    fn default() -> Self {
+        DecryptOptions {
+            max_scrypt_log2_n: 22,
+            lenient_empty_final_chunk: false,
+            max_header_bytes: 64 * 1024,
+        }
+    }
+}
+
+enum Stage {
+    Header(Vec<u8>),
+    Nonce {
+        format: Format,
+        file_key: FileKey,
+        buf: Vec<u8>,
+    },
+    Age(age_v1::Reader),
+    AgeRt(age_rt::Reader),
+}
+
+/// Decrypts a stream push-style: feed ciphertext with [`update`](Self::update) in pieces of
+/// any size and call [`finish`](Self::finish) at the end of input. Each call appends
+/// **only authenticated plaintext** to `out`.
+///
+/// - Detects armor (`-----BEGIN AGE ENCRYPTED FILE-----`, possibly after whitespace) from the
+///   first byte and the format from the first header line (`age-encryption.org/v1` or
+///   `github.com/parsimonit/age-rt-encryption/v0.2`), see [`format`](Self::format).
+/// - age v1: a 64 KiB chunk is released once the next byte arrives (it is then known to be
+///   non-final); the final chunk at `finish`. age-rt: each record as soon as it is complete.
+/// - Memory is bounded by one chunk/record plus the header (≤ `max_header_bytes`).
+/// - `finish` fails with [`Error::Truncated`] if the final chunk/record never came: never
+///   treat a stream as complete before `finish` returned `Ok`.
+///
+/// Errors (see [`Error`]): `NoMatchingIdentity` / `WrongPassphrase`, `HeaderMalformed`,
+/// `HeaderMac`, `WorkFactorTooHigh`, `UnsupportedLegacyFormat`, `Armor`, `ChunkAuth { index }`,
+/// `PayloadMalformed`, `Truncated`, `TrailingData`. After an error every call returns it again.
+pub struct Decryptor {
+    identities: Vec<Identity>,
+    options: DecryptOptions,
+    armor: Option<Option<armor::Reader>>,
+    stage: Stage,
+    format: Option<Format>,
+    state: Result<bool, Error>,
+}
+
+impl Decryptor {
+    /// A decryptor trying each of `identities` (X25519 keys and/or passphrases). Fails with
+    /// [`Error::Usage`] if the list is empty.
+    pub fn new(identities: &[Identity], options: DecryptOptions) -> Result<Self, Error> {
+        if identities.is_empty() {
+            return Err(Error::Usage(
+                "at least one identity or passphrase is required".into(),
+            ));
+        }
+        Ok(Decryptor {
+            identities: identities.to_vec(),
+            options,
+            armor: None,
+            stage: Stage::Header(Vec::new()),
+            format: None,
+            state: Ok(false),
+        })
+    }
+
+    /// The detected format, once the first header line has been parsed.
+    pub fn format(&self) -> Option<Format> {
+        self.format
+    }
+
+    /// Whether the input is ASCII-armored, once the first byte has been seen.
+    pub fn is_armored(&self) -> Option<bool> {
+        self.armor.as_ref().map(Option::is_some)
+    }
+
+    fn guard(&self) -> Result<(), Error> {
+        match &self.state {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(Error::Usage("decryptor already finished".into())),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    fn record<T>(&mut self, r: Result<T, Error>) -> Result<T, Error> {
+        if let Err(e) = &r {
+            self.state = Err(e.clone());
+        }
+        r
+    }
+
+    /// Decrypts `input`, appending newly authenticated plaintext to `out`.
+    pub fn update(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        self.guard()?;
+        let r = self.update_inner(input, out);
+        self.record(r)
+    }
+
+    fn update_inner(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        let Some(&first) = input.first() else {
+            return Ok(());
+        };
+        let armor = self.armor.get_or_insert_with(|| {
+            (first == b'-' || armor::is_whitespace(first)).then(armor::Reader::new)
+        });
+        match armor {
+            Some(a) => {
+                let mut raw = Vec::new();
+                a.push(input, &mut raw)?;
+                self.feed(&raw, out)
+            }
+            None => self.feed(input, out),
+        }
+    }
+
+    /// Ends the input: releases the final chunk or fails (`Truncated`, `ChunkAuth`, ...).
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.guard()?;
+        let r = self.finish_inner(out);
+        let r = self.record(r);
+        if r.is_ok() {
+            self.state = Ok(true);
+        }
+        r
+    }
+
+    fn finish_inner(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        if let Some(Some(a)) = &mut self.armor {
+            let mut raw = Vec::new();
+            a.finish(&mut raw)?;
+            self.feed(&raw, out)?;
+        }
+        match &mut self.stage {
+            Stage::Header(buf) if buf.is_empty() => Err(Error::header("empty input")),
+            Stage::Header(_) => Err(Error::header("input ended inside the header (truncated?)")),
+            Stage::Nonce { .. } => Err(Error::header(
+                "input ended before the 16-byte payload nonce",
+            )),
+            Stage::Age(r) => r.finish(out),
+            Stage::AgeRt(r) => r.finish(),
+        }
+    }
+
+    fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        while !input.is_empty() {
+            match &mut self.stage {
+                Stage::Header(buf) => {
+                    let cap = self.options.max_header_bytes.max(AGE_RT_MAX_HEADER);
+                    let take = input.len().min(cap + 1 - buf.len().min(cap + 1));
+                    buf.extend_from_slice(&input[..take]);
+                    input = &input[take..];
+                    if let Scan::Complete(len) = header::scan(buf, self.options.max_header_bytes)? {
+                        let mut buf = std::mem::take(buf);
+                        let rest = buf.split_off(len);
+                        let header = header::parse(&buf)?;
+                        self.format = Some(header.format);
+                        let file_key = self.unwrap_file_key(&header)?;
+                        header::verify_mac(&header, &buf, &file_key)?;
+                        self.stage = Stage::Nonce {
+                            format: header.format,
+                            file_key,
+                            buf: Vec::new(),
+                        };
+                        self.feed(&rest, out)?;
+                    }
+                }
+                Stage::Nonce {
+                    format,
+                    file_key,
+                    buf,
+                } => {
+                    let take = input.len().min(PAYLOAD_NONCE_LEN - buf.len());
+                    buf.extend_from_slice(&input[..take]);
+                    input = &input[take..];
+                    if let Ok(nonce) = <[u8; PAYLOAD_NONCE_LEN]>::try_from(buf.as_slice()) {
+                        let sealer = Sealer::new(payload_aead(file_key, &nonce));
+                        self.stage = match format {
+                            Format::Age => Stage::Age(age_v1::Reader::new(
+                                sealer,
+                                self.options.lenient_empty_final_chunk,
+                            )),
+                            Format::AgeRt => Stage::AgeRt(age_rt::Reader::new(sealer)),
+                        };
+                    }
+                }
+                Stage::Age(r) => return r.push(input, out),
+                Stage::AgeRt(r) => return r.push(input, out),
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds the file key: scrypt stanzas with the passphrases, X25519 stanzas with the keys;
+    /// other stanza types are skipped (C2SP age).
+    fn unwrap_file_key(&self, header: &Header) -> Result<FileKey, Error> {
+        let has_scrypt = header.stanzas.iter().any(|s| s.tag == scrypt::TAG);
+        if has_scrypt && header.stanzas.len() > 1 {
+            return Err(Error::header(
+                "an scrypt stanza must be the only stanza in the header",
+            ));
+        }
+        let passphrases: Vec<&[u8]> = self
+            .identities
+            .iter()
+            .filter_map(Identity::as_passphrase)
+            .collect();
+        for stanza in &header.stanzas {
+            if stanza.tag == scrypt::TAG && !passphrases.is_empty() {
+                if let Some(k) =
+                    scrypt::unwrap(stanza, &passphrases, self.options.max_scrypt_log2_n)?
+                {
+                    return Ok(k);
+                }
+            } else if stanza.tag == x25519::TAG {
+                for id in self.identities.iter().filter_map(Identity::as_x25519) {
+                    if let Some(k) = x25519::unwrap(stanza, id)? {
+                        return Ok(k);
+                    }
+                }
+            }
+        }
+        if has_scrypt && !passphrases.is_empty() {
+            Err(Error::WrongPassphrase)
+        } else {
+            Err(Error::NoMatchingIdentity)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Push-style encryption to age v1 or age-rt v0.2.
+
+use super::header::{self, Stanza};
+use super::keys::{payload_aead, FileKey, PAYLOAD_NONCE_LEN};
+use super::rng::{draw, OsRandom, RandomSource};
+use super::stream::{age_rt, age_v1, Sealer};
+use super::{armor, Error, Format, Recipient};
+
+enum Payload {
+    Age(age_v1::Writer),
+    AgeRt(age_rt::Writer),
+}
+
+/// Encrypts a stream push-style: feed plaintext with [`update`](Self::update), call
+/// [`flush`](Self::flush) where a reader should see data now (age-rt), and
+/// [`finish`](Self::finish) exactly once at the end. Each call appends ciphertext to `out`.
+///
+/// - The header (and the 16-byte payload nonce) is emitted with the first output of any call.
+/// - Memory is bounded: at most one 64 KiB chunk of plaintext is buffered, whatever the
+///   stream length (plus whatever the caller lets accumulate in `out`).
+/// - age v1 (PROTOCOL.md §7): output leaves in 64 KiB chunks; one chunk is held back until
+///   more input or `finish` shows whether it is the last; `flush` only emits the header.
+/// - age-rt (PROTOCOL.md §8): `flush` emits the buffered plaintext as one record at once
+///   (nothing if none is buffered); 64 KiB of buffered input is emitted as a record without a
+///   flush; `finish` ends with an empty final record (20 bytes).
+/// - With [`armored`](Self::armored) the output is ASCII-armored; full 64-column lines are
+///   emitted as soon as possible, so a flush may keep up to 47 bytes back until `finish`.
+///
+/// Not finishing means the reader reports [`Error::Truncated`]: that is the point.
+/// After `finish` or any error, further calls fail with [`Error::Usage`] / the same error.
+///
+/// ```
+/// use httpipe::crypto::{Encryptor, Decryptor, DecryptOptions, Format, Identity};
+/// let mut enc = Encryptor::with_passphrase_work_factor(Format::AgeRt, "secret", 10)?;
+/// let mut wire = Vec::new();
+/// enc.update(b"hello ", &mut wire)?;
+/// enc.flush(&mut wire)?;            // one record on the wire now
+/// enc.update(b"world\n", &mut wire)?;
+/// enc.finish(&mut wire)?;
+/// let mut dec = Decryptor::new(&[Identity::passphrase("secret")], DecryptOptions::default())?;
+/// let mut plain = Vec::new();
+/// dec.update(&wire, &mut plain)?;
+/// dec.finish(&mut plain)?;
+/// assert_eq!(plain, b"hello world\n");
+/// # Ok::<(), httpipe::crypto::Error>(())
+/// ```
+pub struct Encryptor {
+    format: Format,
+    header: Option<Vec<u8>>,
+    payload: Payload,
+    armor: Option<armor::Writer>,
+    state: Result<bool, Error>,
+}
+
+impl Encryptor {
+    /// Encrypts to `recipients` (one or more X25519, or exactly one passphrase), with
+    /// OS randomness. Fails with [`Error::Usage`] on an empty list or a passphrase mixed with
+    /// other recipients. A passphrase recipient runs scrypt here (about 1 s at log2 N = 18).
+    pub fn new(format: Format, recipients: &[Recipient]) -> Result<Self, Error> {
+        Self::with_rng(format, recipients, &mut OsRandom)
+    }
+
+    /// Encrypts with a passphrase at the default work factor (log2 N = 18, the only one
+    /// the Python age-rt client reads).
+    pub fn with_passphrase(format: Format, passphrase: &str) -> Result<Self, Error> {
+        Self::new(format, &[Recipient::passphrase(passphrase)])
+    }
+
+    /// Encrypts with a passphrase at scrypt N = 2^`log2_n` (1..=63).
+    pub fn with_passphrase_work_factor(
+        format: Format,
+        passphrase: &str,
+        log2_n: u8,
+    ) -> Result<Self, Error> {
+        Self::new(
+            format,
+            &[Recipient::passphrase_with_work_factor(passphrase, log2_n)],
+        )
+    }
+
+    /// Like [`new`](Self::new) with explicit randomness (see [`RandomSource`] for the draw
+    /// order). All randomness is drawn here.
+    pub fn with_rng(
+        format: Format,
+        recipients: &[Recipient],
+        rng: &mut dyn RandomSource,
+    ) -> Result<Self, Error> {
+        if recipients.is_empty() {
+            return Err(Error::Usage("at least one recipient is required".into()));
+        }
+        if recipients.len() > 1 && recipients.iter().any(Recipient::is_passphrase) {
+            return Err(Error::Usage(
+                "a passphrase must be the only recipient of a file".into(),
+            ));
+        }
+        let file_key = FileKey::new(draw(rng)?);
+        let stanzas = recipients
+            .iter()
+            .map(|r| r.wrap(&file_key, rng))
+            .collect::<Result<Vec<Stanza>, Error>>()?;
+        let nonce: [u8; PAYLOAD_NONCE_LEN] = draw(rng)?;
+        let mut head = header::write(format, &stanzas, &file_key);
+        head.extend_from_slice(&nonce);
+        let sealer = Sealer::new(payload_aead(&file_key, &nonce));
+        let payload = match format {
+            Format::Age => Payload::Age(age_v1::Writer::new(sealer)),
+            Format::AgeRt => Payload::AgeRt(age_rt::Writer::new(sealer)),
+        };
+        Ok(Encryptor {
+            format,
+            header: Some(head),
+            payload,
+            armor: None,
+            state: Ok(false),
+        })
+    }
+
+    /// Switches ASCII armor on (must be called before any output).
+    pub fn armored(mut self) -> Self {
+        self.armor = Some(armor::Writer::new());
+        self
+    }
+
+    /// The output format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    fn run(
+        &mut self,
+        out: &mut Vec<u8>,
+        step: impl FnOnce(&mut Payload, &mut Vec<u8>) -> Result<bool, Error>,
+    ) -> Result<(), Error> {
+        match &self.state {
+            Ok(false) => {}
+            Ok(true) => return Err(Error::Usage("encryptor already finished".into())),
+            Err(e) => return Err(e.clone()),
+        }
+        let mut raw = Vec::new();
+        let target = if self.armor.is_some() {
+            &mut raw
+        } else {
+            &mut *out
+        };
+        if let Some(h) = self.header.take() {
+            target.extend_from_slice(&h);
+        }
+        let result = step(&mut self.payload, target);
+        let finished = match result {
+            Ok(f) => f,
+            Err(e) => {
+                self.state = Err(e.clone());
+                return Err(e);
+            }
+        };
+        if let Some(a) = &mut self.armor {
+            a.push(&raw, out);
+            if finished {
+                a.finish(out);
+            }
+        }
+        self.state = Ok(finished);
+        Ok(())
+    }
+
+    /// Encrypts `input`, appending whatever ciphertext is ready to `out`.
+    pub fn update(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        self.run(out, |p, o| {
+            match p {
+                Payload::Age(w) => w.push(input, o)?,
+                Payload::AgeRt(w) => w.push(input, o)?,
+            }
+            Ok(false)
+        })
+    }
+
+    /// age-rt: emits buffered plaintext as one record now. age v1: emits only the header
+    /// (a chunk can't be emitted before it is full or final).
+    pub fn flush(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.run(out, |p, o| {
+            if let Payload::AgeRt(w) = p {
+                w.flush(o)?;
+            }
+            Ok(false)
+        })
+    }
+
+    /// Emits the rest and the final chunk / record. Call exactly once.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.run(out, |p, o| {
+            match p {
+                Payload::Age(w) => w.finish(o)?,
+                Payload::AgeRt(w) => w.finish(o)?,
+            }
+            Ok(true)
+        })
+    }
+}

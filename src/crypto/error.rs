@@ -1,0 +1,144 @@
+//! Typed errors of the crypto core (PROTOCOL.md §7–§8).
+
+use core::fmt;
+
+/// Everything that can go wrong while encrypting or decrypting.
+///
+/// Every variant's `Display` is one sentence a person can act on. [`Error::code`] gives a
+/// stable machine-readable class (used by the wasm bindings and the CLI exit path).
+///
+/// Once an [`Encryptor`](super::Encryptor) or [`Decryptor`](super::Decryptor) has returned an
+/// error it is poisoned: every later call returns the same error and no further output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// None of the given X25519 identities matches any recipient stanza of the header.
+    NoMatchingIdentity,
+    /// The file is passphrase-encrypted (`scrypt` stanza) and no given passphrase opens it.
+    WrongPassphrase,
+    /// The header is not well-formed; the string says what is wrong (C2SP age "header failure").
+    HeaderMalformed(String),
+    /// The header did not end within `limit` bytes (age-rt: 4 KiB, age v1: configurable).
+    HeaderTooLarge {
+        /// The cap in bytes.
+        limit: usize,
+    },
+    /// The header MAC does not match: the header was modified after it was written.
+    HeaderMac,
+    /// The input is the pre-0.5.3 zebrastream-io legacy format (no header MAC, padded base64).
+    UnsupportedLegacyFormat,
+    /// ASCII armor is malformed (`-----BEGIN AGE ENCRYPTED FILE-----` framing, line lengths,
+    /// base64); the string says what is wrong.
+    Armor(String),
+    /// Chunk (age v1) or record (age-rt) number `index` (0-based) failed to authenticate:
+    /// the ciphertext was modified, reordered or encrypted under another key.
+    ChunkAuth {
+        /// 0-based chunk/record index.
+        index: u64,
+    },
+    /// The payload is structurally invalid (a record length outside 16..=65552, an empty
+    /// final chunk after a full one in strict mode, ...); the string says what.
+    PayloadMalformed(String),
+    /// The stream ended before its final chunk/record: the transfer was cut short.
+    Truncated,
+    /// Bytes follow the final chunk/record.
+    TrailingData,
+    /// An `scrypt` stanza asks for a work factor above the reader's cap
+    /// ([`DecryptOptions::max_scrypt_log2_n`](super::DecryptOptions)).
+    WorkFactorTooHigh {
+        /// log2 N found in the stanza.
+        log2_n: u8,
+        /// The configured maximum.
+        max: u8,
+    },
+    /// A recipient or identity string of a type this implementation does not support
+    /// (e.g. post-quantum hybrid, plugins).
+    UnsupportedRecipient(String),
+    /// A recipient / identity string could not be parsed; the string says why.
+    InvalidKey(String),
+    /// The API was used incorrectly (no recipients, scrypt mixed with other recipients,
+    /// write after finish, ...).
+    Usage(String),
+    /// The operating system / browser random number generator failed.
+    Random(String),
+}
+
+impl Error {
+    /// A stable short class name: `no_match`, `wrong_passphrase`, `header`, `header_too_large`,
+    /// `hmac`, `legacy`, `armor`, `chunk_auth`, `payload`, `truncated`, `trailing_data`,
+    /// `work_factor`, `unsupported_recipient`, `invalid_key`, `usage`, `random`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NoMatchingIdentity => "no_match",
+            Error::WrongPassphrase => "wrong_passphrase",
+            Error::HeaderMalformed(_) => "header",
+            Error::HeaderTooLarge { .. } => "header_too_large",
+            Error::HeaderMac => "hmac",
+            Error::UnsupportedLegacyFormat => "legacy",
+            Error::Armor(_) => "armor",
+            Error::ChunkAuth { .. } => "chunk_auth",
+            Error::PayloadMalformed(_) => "payload",
+            Error::Truncated => "truncated",
+            Error::TrailingData => "trailing_data",
+            Error::WorkFactorTooHigh { .. } => "work_factor",
+            Error::UnsupportedRecipient(_) => "unsupported_recipient",
+            Error::InvalidKey(_) => "invalid_key",
+            Error::Usage(_) => "usage",
+            Error::Random(_) => "random",
+        }
+    }
+
+    pub(crate) fn header(msg: impl Into<String>) -> Self {
+        Error::HeaderMalformed(msg.into())
+    }
+
+    pub(crate) fn armor(msg: impl Into<String>) -> Self {
+        Error::Armor(msg.into())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoMatchingIdentity => {
+                f.write_str("no identity matches any recipient of this file (wrong key?)")
+            }
+            Error::WrongPassphrase => f.write_str("wrong passphrase"),
+            Error::HeaderMalformed(m) => write!(f, "malformed age header: {m}"),
+            Error::HeaderTooLarge { limit } => {
+                write!(
+                    f,
+                    "age header is larger than {limit} bytes (not an age file?)"
+                )
+            }
+            Error::HeaderMac => f.write_str(
+                "header MAC mismatch: the header was tampered with (or the file key is wrong)",
+            ),
+            Error::UnsupportedLegacyFormat => f.write_str(
+                "unsupported legacy format (zebrastream-io 0.4.0-0.5.2, pre-age-rt); \
+                 re-encrypt it with zebrastream-io >= 0.5.3",
+            ),
+            Error::Armor(m) => write!(f, "malformed ASCII armor: {m}"),
+            Error::ChunkAuth { index } => write!(
+                f,
+                "payload chunk {index} failed to authenticate (data tampered or corrupted)"
+            ),
+            Error::PayloadMalformed(m) => write!(f, "malformed payload: {m}"),
+            Error::Truncated => f.write_str(
+                "stream truncated: it ended before its final chunk (incomplete transfer)",
+            ),
+            Error::TrailingData => f.write_str("unexpected data after the final chunk"),
+            Error::WorkFactorTooHigh { log2_n, max } => write!(
+                f,
+                "scrypt work factor 2^{log2_n} exceeds the maximum 2^{max} \
+                 (raise max_scrypt_log2_n if you trust this file)"
+            ),
+            Error::UnsupportedRecipient(m) => write!(f, "unsupported recipient type: {m}"),
+            Error::InvalidKey(m) => write!(f, "invalid key: {m}"),
+            Error::Usage(m) => write!(f, "{m}"),
+            Error::Random(m) => write!(f, "random number generator failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

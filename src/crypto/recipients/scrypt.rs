@@ -1,0 +1,108 @@
+//! The `scrypt` (passphrase) recipient stanza (C2SP age §"The scrypt recipient type").
+//!
+//! `-> scrypt <base64 16-byte salt> <log2 N>`; body = ChaCha20-Poly1305(wrap key, zero nonce,
+//! file key) with wrap key = scrypt(passphrase, "age-encryption.org/v1/scrypt" || salt,
+//! N = 2^log2N, r = 8, p = 1, 32 bytes).
+
+use super::super::base64;
+use super::super::header::Stanza;
+use super::super::keys::{aead, FileKey, FILE_KEY_LEN};
+use super::super::Error;
+use chacha20poly1305::aead::Aead;
+use chacha20poly1305::Nonce;
+use zeroize::Zeroizing;
+
+pub(crate) const TAG: &str = "scrypt";
+const LABEL: &[u8] = b"age-encryption.org/v1/scrypt";
+pub(crate) const SALT_LEN: usize = 16;
+
+fn wrap_key(
+    passphrase: &[u8],
+    salt: &[u8; SALT_LEN],
+    log2_n: u8,
+) -> Result<Zeroizing<[u8; 32]>, Error> {
+    let params = scrypt::Params::new(log2_n, 8, 1, 32)
+        .map_err(|_| Error::header(format!("invalid scrypt work factor {log2_n}")))?;
+    let mut full_salt = LABEL.to_vec();
+    full_salt.extend_from_slice(salt);
+    let mut key = Zeroizing::new([0u8; 32]);
+    scrypt::scrypt(passphrase, &full_salt, &params, key.as_mut())
+        .map_err(|_| Error::header("scrypt failed"))?;
+    Ok(key)
+}
+
+/// Wraps `file_key` for a passphrase.
+pub(crate) fn wrap(
+    passphrase: &[u8],
+    log2_n: u8,
+    salt: [u8; SALT_LEN],
+    file_key: &FileKey,
+) -> Result<Stanza, Error> {
+    if !(1..=63).contains(&log2_n) {
+        return Err(Error::Usage(format!(
+            "scrypt log2 N must be 1..=63, got {log2_n}"
+        )));
+    }
+    let key = wrap_key(passphrase, &salt, log2_n)?;
+    let body = aead(&key)
+        .encrypt(Nonce::from_slice(&[0; 12]), file_key.as_ref())
+        .map_err(|_| Error::Usage("encryption failed".into()))?;
+    Ok(Stanza {
+        tag: TAG.into(),
+        args: vec![base64::encode(&salt), log2_n.to_string()],
+        body,
+    })
+}
+
+/// Parses the stanza strictly (header failure on any deviation) and returns (salt, log2 N).
+fn parse(stanza: &Stanza) -> Result<([u8; SALT_LEN], u8), Error> {
+    let [salt, wf] = stanza.args.as_slice() else {
+        return Err(Error::header(
+            "scrypt stanza needs exactly 2 arguments (salt, log2 N)",
+        ));
+    };
+    let salt = base64::decode_exact::<SALT_LEN>(salt)
+        .ok_or_else(|| Error::header("scrypt salt is not canonical base64 of 16 bytes"))?;
+    let valid = !wf.is_empty()
+        && wf.len() <= 2
+        && wf.bytes().all(|b| b.is_ascii_digit())
+        && !wf.starts_with('0');
+    let log2_n: u8 = valid
+        .then(|| wf.parse().ok())
+        .flatten()
+        .filter(|n| (1..=63).contains(n))
+        .ok_or_else(|| {
+            Error::header(format!(
+                "scrypt work factor {wf:?} is not a decimal in 1..=63"
+            ))
+        })?;
+    if stanza.body.len() != FILE_KEY_LEN + 16 {
+        return Err(Error::header("scrypt stanza body is not 32 bytes"));
+    }
+    Ok((salt, log2_n))
+}
+
+/// Tries each passphrase. `Ok(None)` when none opens the stanza.
+pub(crate) fn unwrap(
+    stanza: &Stanza,
+    passphrases: &[&[u8]],
+    max_log2_n: u8,
+) -> Result<Option<FileKey>, Error> {
+    let (salt, log2_n) = parse(stanza)?;
+    if log2_n > max_log2_n {
+        return Err(Error::WorkFactorTooHigh {
+            log2_n,
+            max: max_log2_n,
+        });
+    }
+    for p in passphrases {
+        let key = wrap_key(p, &salt, log2_n)?;
+        if let Ok(pt) = aead(&key).decrypt(Nonce::from_slice(&[0; 12]), stanza.body.as_slice()) {
+            let pt = Zeroizing::new(pt);
+            let mut fk = FileKey::default();
+            fk.copy_from_slice(&pt);
+            return Ok(Some(fk));
+        }
+    }
+    Ok(None)
+}

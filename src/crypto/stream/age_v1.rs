@@ -1,0 +1,131 @@
+//! age v1 STREAM (C2SP age §"Payload"): 64 KiB chunks, the last one flagged and never empty
+//! unless the whole plaintext is empty.
+
+use super::{Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
+use crate::crypto::Error;
+
+/// Encrypting side. Holds back up to one full chunk: a chunk is sealed as non-final only once
+/// a byte after it is known to exist, so an exact multiple of 64 KiB ends with a full final
+/// chunk.
+pub(crate) struct Writer {
+    sealer: Sealer,
+    pending: Vec<u8>,
+}
+
+impl Writer {
+    pub(crate) fn new(sealer: Sealer) -> Self {
+        Writer {
+            sealer,
+            pending: Vec::with_capacity(CHUNK_SIZE),
+        }
+    }
+
+    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        while !input.is_empty() {
+            if self.pending.len() == CHUNK_SIZE {
+                self.sealer.seal(&self.pending, false, out)?;
+                self.pending.clear();
+            }
+            // Whole chunks straight from the input, as long as more input follows them.
+            while self.pending.is_empty() && input.len() > CHUNK_SIZE {
+                let (chunk, rest) = input.split_at(CHUNK_SIZE);
+                self.sealer.seal(chunk, false, out)?;
+                input = rest;
+            }
+            let take = input.len().min(CHUNK_SIZE - self.pending.len());
+            self.pending.extend_from_slice(&input[..take]);
+            input = &input[take..];
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.sealer.seal(&self.pending, true, out)?;
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+/// Decrypting side. Buffers at most one chunk plus one byte: a full chunk is known to be
+/// non-final only when a byte follows it.
+pub(crate) struct Reader {
+    sealer: Sealer,
+    buf: Vec<u8>,
+    done: bool,
+    lenient_empty_final: bool,
+}
+
+impl Reader {
+    pub(crate) fn new(sealer: Sealer, lenient_empty_final: bool) -> Self {
+        Reader {
+            sealer,
+            buf: Vec::with_capacity(CHUNK_CT + 1),
+            done: false,
+            lenient_empty_final,
+        }
+    }
+
+    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        while !input.is_empty() {
+            if self.done {
+                return Err(Error::TrailingData);
+            }
+            let take = input.len().min(CHUNK_CT + 1 - self.buf.len());
+            self.buf.extend_from_slice(&input[..take]);
+            input = &input[take..];
+            if self.buf.len() == CHUNK_CT + 1 {
+                self.open_full_with_more(out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A full-size chunk followed by at least one more byte.
+    fn open_full_with_more(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let index = self.sealer.counter();
+        if self.sealer.open(&self.buf[..CHUNK_CT], false, out)? {
+            self.buf.drain(..CHUNK_CT);
+            return Ok(());
+        }
+        let mut scratch = Vec::new();
+        if self
+            .sealer
+            .open(&self.buf[..CHUNK_CT], true, &mut scratch)?
+        {
+            return Err(Error::TrailingData);
+        }
+        Err(Error::ChunkAuth { index })
+    }
+
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        if self.done {
+            return Ok(());
+        }
+        let index = self.sealer.counter();
+        if self.buf.len() < TAG_LEN {
+            return Err(if self.buf.is_empty() && index == 0 {
+                Error::PayloadMalformed("no payload chunks after the nonce".into())
+            } else {
+                Error::Truncated
+            });
+        }
+        let mut plain = Vec::new();
+        if self.sealer.open(&self.buf, true, &mut plain)? {
+            if plain.is_empty() && index > 0 && !self.lenient_empty_final {
+                return Err(Error::PayloadMalformed(
+                    "final chunk is empty after a full chunk (written by zebrastream-io's age \
+                     mode; enable lenient_empty_final_chunk to accept it)"
+                        .into(),
+                ));
+            }
+            out.extend_from_slice(&plain);
+            self.buf.clear();
+            self.done = true;
+            return Ok(());
+        }
+        if self.buf.len() == CHUNK_CT && self.sealer.open(&self.buf, false, &mut plain)? {
+            return Err(Error::Truncated);
+        }
+        Err(Error::ChunkAuth { index })
+    }
+}

@@ -1,0 +1,98 @@
+//! Payload framing: age v1 STREAM chunks ([`age_v1`]) and age-rt records ([`age_rt`]).
+//! Both seal with ChaCha20-Poly1305 under the payload key, nonce = 11-byte big-endian
+//! counter || final flag (PROTOCOL.md §7–§8).
+
+pub(crate) mod age_rt;
+pub(crate) mod age_v1;
+
+use super::Error;
+use chacha20poly1305::aead::AeadInPlace;
+use chacha20poly1305::{ChaCha20Poly1305, Nonce, Tag};
+
+/// Plaintext bytes per full chunk / maximum per record.
+pub const CHUNK_SIZE: usize = 64 * 1024;
+/// Poly1305 tag length.
+pub(crate) const TAG_LEN: usize = 16;
+/// Ciphertext bytes of a full chunk.
+pub(crate) const CHUNK_CT: usize = CHUNK_SIZE + TAG_LEN;
+
+fn nonce(counter: u64, last: bool) -> Nonce {
+    let mut n = [0u8; 12];
+    n[3..11].copy_from_slice(&counter.to_be_bytes());
+    n[11] = u8::from(last);
+    Nonce::from(n)
+}
+
+/// The running chunk counter and AEAD.
+pub(crate) struct Sealer {
+    aead: ChaCha20Poly1305,
+    counter: u64,
+}
+
+impl Sealer {
+    pub(crate) fn new(aead: ChaCha20Poly1305) -> Self {
+        Sealer { aead, counter: 0 }
+    }
+
+    /// Index of the next chunk.
+    pub(crate) fn counter(&self) -> u64 {
+        self.counter
+    }
+
+    /// Appends `plaintext` sealed as the next chunk (ciphertext || tag) to `out`.
+    pub(crate) fn seal(
+        &mut self,
+        plaintext: &[u8],
+        last: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        let start = out.len();
+        out.extend_from_slice(plaintext);
+        let tag = self
+            .aead
+            .encrypt_in_place_detached(&nonce(self.counter, last), b"", &mut out[start..])
+            .map_err(|_| Error::Usage("chunk too large".into()))?;
+        out.extend_from_slice(&tag);
+        self.advance()
+    }
+
+    /// Tries to open `chunk` (ciphertext || tag) as the next chunk with the given final flag.
+    /// On success appends the plaintext to `out`, advances and returns true; on failure
+    /// leaves `out` unchanged and returns false.
+    pub(crate) fn open(
+        &mut self,
+        chunk: &[u8],
+        last: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, Error> {
+        let Some(split) = chunk.len().checked_sub(TAG_LEN) else {
+            return Ok(false);
+        };
+        let (ct, tag) = chunk.split_at(split);
+        let start = out.len();
+        out.extend_from_slice(ct);
+        let ok = self
+            .aead
+            .decrypt_in_place_detached(
+                &nonce(self.counter, last),
+                b"",
+                &mut out[start..],
+                Tag::from_slice(tag),
+            )
+            .is_ok();
+        if !ok {
+            out.truncate(start);
+            return Ok(false);
+        }
+        self.advance()?;
+        Ok(true)
+    }
+
+    fn advance(&mut self) -> Result<(), Error> {
+        self.counter = self
+            .counter
+            .checked_add(1)
+            .ok_or_else(|| Error::PayloadMalformed("chunk counter overflow".into()))?;
+        Ok(())
+    }
+}
