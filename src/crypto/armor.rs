@@ -124,7 +124,10 @@ impl Reader {
         match self.state {
             State::Begin => {
                 if line != BEGIN.as_bytes() {
-                    return Err(Error::armor(format!("first line must be {BEGIN:?}")));
+                    return Err(Error::armor(format!(
+                        "not an age file: the first line must be {BEGIN:?} (armored), \
+                         age-encryption.org/v1 or the age-rt version line"
+                    )));
                 }
                 self.state = State::Body { last_seen: false };
             }

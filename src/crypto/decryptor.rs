@@ -33,6 +33,9 @@ impl Default for DecryptOptions {
     }
 }
 
+/// How binary (non-armored) input starts.
+const BINARY_STARTS: [&[u8]; 2] = [b"age-", b"github.com/"];
+
 enum Stage {
     Header(Vec<u8>),
     Nonce {
@@ -49,7 +52,8 @@ enum Stage {
 /// **only authenticated plaintext** to `out`.
 ///
 /// - Detects armor (`-----BEGIN AGE ENCRYPTED FILE-----`, possibly after whitespace) from the
-///   first byte and the format from the first header line (`age-encryption.org/v1` or
+///   first bytes (binary input starts with `age-` or `github.com/`; anything else is parsed
+///   as armor) and the format from the first header line (`age-encryption.org/v1` or
 ///   `github.com/parsimonit/age-rt-encryption/v0.2`), see [`format`](Self::format).
 /// - age v1: a 64 KiB chunk is released once the next byte arrives (it is then known to be
 ///   non-final); the final chunk at `finish`. age-rt: each record as soon as it is complete.
@@ -64,6 +68,7 @@ pub struct Decryptor {
     identities: Vec<Identity>,
     options: DecryptOptions,
     armor: Option<Option<armor::Reader>>,
+    detect: Vec<u8>,
     stage: Stage,
     format: Option<Format>,
     state: Result<bool, Error>,
@@ -82,6 +87,7 @@ impl Decryptor {
             identities: identities.to_vec(),
             options,
             armor: None,
+            detect: Vec::new(),
             stage: Stage::Header(Vec::new()),
             format: None,
             state: Ok(false),
@@ -121,19 +127,26 @@ impl Decryptor {
     }
 
     fn update_inner(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
-        let Some(&first) = input.first() else {
-            return Ok(());
-        };
-        let armor = self.armor.get_or_insert_with(|| {
-            (first == b'-' || armor::is_whitespace(first)).then(armor::Reader::new)
-        });
-        match armor {
-            Some(a) => {
+        if self.armor.is_none() {
+            // Binary files start with a version line ("age-..." or "github.com/..."); anything
+            // else is read as (possibly malformed) armor. Undecided bytes wait in `detect`.
+            self.detect.extend_from_slice(input);
+            let d = &self.detect;
+            let binary = BINARY_STARTS.iter().any(|p| d.starts_with(p));
+            if !binary && BINARY_STARTS.iter().any(|p| p.starts_with(d)) {
+                return Ok(());
+            }
+            self.armor = Some((!binary).then(armor::Reader::new));
+            let pending = std::mem::take(&mut self.detect);
+            return self.update_inner(&pending, out);
+        }
+        match &mut self.armor {
+            Some(Some(a)) => {
                 let mut raw = Vec::new();
                 a.push(input, &mut raw)?;
                 self.feed(&raw, out)
             }
-            None => self.feed(input, out),
+            _ => self.feed(input, out),
         }
     }
 
@@ -149,6 +162,11 @@ impl Decryptor {
     }
 
     fn finish_inner(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        if self.armor.is_none() {
+            self.armor = Some(None);
+            let pending = std::mem::take(&mut self.detect);
+            self.feed(&pending, out)?;
+        }
         if let Some(Some(a)) = &mut self.armor {
             let mut raw = Vec::new();
             a.finish(&mut raw)?;

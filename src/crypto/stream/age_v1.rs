@@ -87,11 +87,9 @@ impl Reader {
             self.buf.drain(..CHUNK_CT);
             return Ok(());
         }
-        let mut scratch = Vec::new();
-        if self
-            .sealer
-            .open(&self.buf[..CHUNK_CT], true, &mut scratch)?
-        {
+        if self.sealer.open(&self.buf[..CHUNK_CT], true, out)? {
+            // An authentic final chunk is released; what follows it is the error.
+            self.done = true;
             return Err(Error::TrailingData);
         }
         Err(Error::ChunkAuth { index })
@@ -123,7 +121,8 @@ impl Reader {
             self.done = true;
             return Ok(());
         }
-        if self.buf.len() == CHUNK_CT && self.sealer.open(&self.buf, false, &mut plain)? {
+        if self.buf.len() == CHUNK_CT && self.sealer.open(&self.buf, false, out)? {
+            // An authentic non-final chunk is released (as `age` does); the end is missing.
             return Err(Error::Truncated);
         }
         Err(Error::ChunkAuth { index })
