@@ -1,1 +1,24 @@
-//! JavaScript bindings (wasm32 only).
+//! JavaScript bindings (wasm32 only), shipped as the npm package built by
+//! `scripts/build-sdk.sh`. The hand-written ESM entry `js/index.js` wraps these exports
+//! (source normalisation, `HttpipeError`, lazy init); the contract is `docs/js-api.md`.
+//!
+//! - [`bindings`]: the global `fetch` / timers through own bindings (no `window`, §10).
+//! - [`error`]: `HttpipeError` construction and mapping of JavaScript failures to codes.
+//! - [`abort`]: one `AbortController` per operation, linked to the caller's signal and timeout.
+//! - [`options`]: the options object.
+//! - [`http`]: requests (streaming bodies with `duplex: 'half'`), feature detection (§10).
+//! - [`chunks`]: byte streams of `Uint8Array`s: validation, progress, replay for fallback.
+//! - [`connect`], [`send`], [`segmented`], [`receive`]: the operations.
+//! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
+
+pub mod abort;
+pub mod bindings;
+pub mod chunks;
+pub mod connect;
+pub mod crypto;
+pub mod error;
+pub mod http;
+pub mod options;
+pub mod receive;
+pub mod segmented;
+pub mod send;

@@ -1,0 +1,238 @@
+// httpipe public API (ESM). The contract is docs/js-api.md; the wasm core is src/wasm/.
+// This file is shared by the entries index.js (browsers, Node, Deno) and workerd.js
+// (Cloudflare Workers); each entry provides the way the .wasm module is loaded.
+import * as wasm from './httpipe_wasm.js';
+
+const CODES = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
+  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK']);
+
+/** The one error class of the package: `code` is stable, `message` says what to do. */
+export class HttpipeError extends Error {
+  constructor(message, code, options) {
+    super(message, options);
+    this.name = 'HttpipeError';
+    this.code = CODES.has(code) ? code : 'RELAY_ERROR';
+  }
+}
+
+function wrapError(e) {
+  if (e instanceof HttpipeError) return e;
+  if (e && e.name === 'HttpipeError' && CODES.has(e.code)) return new HttpipeError(e.message, e.code, { cause: e.cause });
+  if (e && e.name === 'AbortError') return new HttpipeError('aborted by the AbortSignal', 'ABORTED', { cause: e });
+  return new HttpipeError(`unexpected failure: ${e && e.message ? e.message : String(e)}`, 'UNSUPPORTED', { cause: e });
+}
+
+// ---- initialisation -------------------------------------------------------------------
+let loader = null;
+let ready = null;
+let initialised = false;
+
+/** @internal Set by the entry: how to get the wasm module when `init()` has no argument. */
+export function setLoader(fn) { loader = fn; }
+
+/** @internal Called by an entry that instantiated the module synchronously. */
+export function markInitialised() {
+  wasm.setErrorClass(HttpipeError);
+  initialised = true;
+  ready = Promise.resolve();
+}
+
+/**
+ * Loads the wasm module. Optional: every async function calls it on first use. `input` may be
+ * a URL, a Response, bytes or a WebAssembly.Module (e.g. for a strict CSP or a custom path).
+ */
+export function init(input) {
+  if (!ready) {
+    ready = (async () => {
+      const module_or_path = input !== undefined ? input : loader ? await loader() : undefined;
+      await wasm.default({ module_or_path });
+      markInitialised();
+    })();
+    ready.catch(() => { ready = null; });
+  }
+  return ready;
+}
+
+function requireInit(what) {
+  if (!initialised) {
+    throw new HttpipeError(`${what} needs the wasm module: call \`await init()\` first`, 'UNSUPPORTED');
+  }
+}
+
+// ---- sources ----------------------------------------------------------------------------
+const enc = new TextEncoder();
+
+function isAsyncIterable(x) { return x != null && typeof x[Symbol.asyncIterator] === 'function'; }
+function isIterable(x) { return x != null && typeof x !== 'string' && typeof x[Symbol.iterator] === 'function'; }
+
+function toBytes(chunk) {
+  if (chunk instanceof Uint8Array) return chunk;
+  if (typeof chunk === 'string') return enc.encode(chunk);
+  if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk);
+  if (ArrayBuffer.isView(chunk)) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  throw new HttpipeError('a source chunk must be a Uint8Array (or string / ArrayBuffer)', 'UNSUPPORTED');
+}
+
+function fromIterator(it) {
+  return new ReadableStream({
+    async pull(ctrl) {
+      try {
+        const { value, done } = await it.next();
+        if (done) ctrl.close(); else ctrl.enqueue(toBytes(value));
+      } catch (e) { ctrl.error(e); }
+    },
+    async cancel(reason) { if (typeof it.return === 'function') await it.return(reason); },
+  }, { highWaterMark: 0 });
+}
+
+function fromBytes(bytes) {
+  // Hand big buffers over in views of 1 MiB, so progress and parts move smoothly.
+  const STEP = 1 << 20;
+  let at = 0;
+  return new ReadableStream({
+    pull(ctrl) {
+      if (at >= bytes.byteLength) { ctrl.close(); return; }
+      ctrl.enqueue(bytes.subarray(at, Math.min(at + STEP, bytes.byteLength)));
+      at += STEP;
+    },
+  }, { highWaterMark: 0 });
+}
+
+/** @returns {{ stream: ReadableStream<Uint8Array>, size?: number, type?: string, name?: string }} */
+function normaliseSource(source) {
+  if (source instanceof ReadableStream) return { stream: source };
+  if (typeof Blob !== 'undefined' && source instanceof Blob) {
+    return { stream: source.stream(), size: source.size, type: source.type || undefined,
+      name: typeof source.name === 'string' && source.name ? source.name : undefined };
+  }
+  if (typeof source === 'string') { const b = enc.encode(source); return { stream: fromBytes(b), size: b.byteLength }; }
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+    const b = toBytes(source); return { stream: fromBytes(b), size: b.byteLength };
+  }
+  if (isAsyncIterable(source)) return { stream: fromIterator(source[Symbol.asyncIterator]()) };
+  if (isIterable(source)) return { stream: fromIterator(source[Symbol.iterator]()) };
+  throw new HttpipeError('source must be a Blob, ReadableStream, Uint8Array, string or (async) iterable of bytes', 'UNSUPPORTED');
+}
+
+// Batches small writes for log-style producers: hands the batch on at most `ms` later (or at
+// 64 KiB, or on flush()).
+function batcher(ms) {
+  let parts = [];
+  let size = 0;
+  let timer = null;
+  let ctrl = null;
+  const emit = () => {
+    if (timer !== null) { clearTimeout(timer); timer = null; }
+    if (size === 0 || !ctrl) return;
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (const p of parts) { out.set(p, at); at += p.byteLength; }
+    parts = []; size = 0;
+    try { ctrl.enqueue(out); } catch { /* stream already closed or errored */ }
+  };
+  const stream = new TransformStream({
+    start(c) { ctrl = c; },
+    transform(chunk) {
+      const b = toBytes(chunk);
+      if (b.byteLength === 0) return;
+      parts.push(b.slice()); size += b.byteLength;
+      if (size >= 65536) emit();
+      else if (timer === null) timer = setTimeout(emit, ms);
+    },
+    flush() { emit(); },
+  });
+  return { stream, emit };
+}
+
+function sendOptions(options, meta) {
+  const o = { ...options };
+  if (o.size === undefined && meta.size !== undefined) o.size = meta.size;
+  if (o.contentType === undefined && meta.type !== undefined) o.contentType = meta.type;
+  if (o.filename === undefined && meta.name !== undefined) o.filename = meta.name;
+  return o;
+}
+
+// ---- transfers --------------------------------------------------------------------------
+
+/** Sends `source` to `options.path` on `options.relay`; resolves with a SendReport. */
+export async function send(source, options) {
+  try {
+    const meta = normaliseSource(source);
+    let stream = meta.stream;
+    if (options && options.autoFlush !== undefined) stream = stream.pipeThrough(batcher(options.autoFlush).stream);
+    await init();
+    return await wasm.sendStream(stream, sendOptions(options, meta));
+  } catch (e) { throw wrapError(e); }
+}
+
+/** Receives the stream at `options.path`; resolves when it starts. */
+export async function receive(options) {
+  try {
+    await init();
+    return await wasm.receive(options);
+  } catch (e) { throw wrapError(e); }
+}
+
+/** Rendezvous only (Connect API): resolves with the data URL once the peer is there. */
+export async function connect(options) {
+  try {
+    await init();
+    return await wasm.connect(options);
+  } catch (e) { throw wrapError(e); }
+}
+
+/** A WritableStream producer: write, `flush()`, close; `done` resolves with the SendReport. */
+export function openWriter(options) {
+  const ms = options && options.autoFlush;
+  const b = ms !== undefined ? batcher(ms) : null;
+  const pipe = b ? b.stream : new TransformStream();
+  const done = send(pipe.readable, { ...options, autoFlush: undefined });
+  done.catch(() => {});
+  return {
+    writable: pipe.writable,
+    async flush() { if (b) b.emit(); },
+    done,
+  };
+}
+
+/** The consumer's byte stream (like `receive(...).stream`). */
+export async function openReader(options) {
+  return (await receive(options)).stream;
+}
+
+// ---- crypto on its own ------------------------------------------------------------------
+
+function cryptoTransform(make) {
+  let c = null;
+  return new TransformStream({
+    async start() { await init().catch((e) => { throw wrapError(e); }); try { c = make(); } catch (e) { throw wrapError(e); } },
+    transform(chunk, ctrl) {
+      try { const out = c.update(toBytes(chunk)); if (out.byteLength) ctrl.enqueue(out); } catch (e) { throw wrapError(e); }
+    },
+    flush(ctrl) {
+      try { const out = c.finish(); if (out.byteLength) ctrl.enqueue(out); } catch (e) { throw wrapError(e); } finally { c.free(); }
+    },
+  });
+}
+
+/** Encrypts a byte stream (age-rt by default; every chunk is flushed as one record). */
+export function encryptStream(options) {
+  return cryptoTransform(() => new wasm.Encryptor(options));
+}
+
+/** Decrypts age or age-rt (auto-detected); errors WRONG_KEY before any plaintext. */
+export function decryptStream(options) {
+  return cryptoTransform(() => new wasm.Decryptor(options));
+}
+
+/** A new X25519 identity "AGE-SECRET-KEY-1..." (needs init). */
+export function generateIdentity() {
+  requireInit('generateIdentity');
+  try { return wasm.generateIdentity(); } catch (e) { throw wrapError(e); }
+}
+
+/** The "age1..." recipient of an identity (needs init). */
+export function identityToRecipient(identity) {
+  requireInit('identityToRecipient');
+  try { return wasm.identityToRecipient(identity); } catch (e) { throw wrapError(e); }
+}

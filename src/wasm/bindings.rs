@@ -1,0 +1,33 @@
+//! Own bindings to globals every target runtime has (browsers, workers, Node, Deno,
+//! Cloudflare Workers) — never through `window` (`PROTOCOL.md` §10).
+
+use js_sys::{Function, Promise};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The global `fetch(url, init)`.
+    #[wasm_bindgen(js_name = fetch)]
+    pub fn global_fetch(url: &str, init: &JsValue) -> Promise;
+
+    /// The global `setTimeout(handler, ms)`; returns the runtime's handle.
+    #[wasm_bindgen(js_name = setTimeout)]
+    pub fn set_timeout(handler: &Function, ms: f64) -> JsValue;
+
+    /// The global `clearTimeout(handle)`.
+    #[wasm_bindgen(js_name = clearTimeout)]
+    pub fn clear_timeout(handle: &JsValue);
+}
+
+/// Milliseconds since the epoch (`Date.now()`).
+pub fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+/// Resolves after `ms` milliseconds.
+pub async fn sleep(ms: f64) {
+    let promise = Promise::new(&mut |resolve, _reject| {
+        set_timeout(&resolve, ms);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}

@@ -1,0 +1,261 @@
+//! Encryption in the SDK (`PROTOCOL.md` §7–§8) over the crypto core's push API
+//! (`crate::crypto::Encryptor` / `Decryptor`): stream stages for `send`/`receive`, and the
+//! classes behind `encryptStream`/`decryptStream` (`TransformStream`s built in `js/index.js`).
+//!
+//! Errors: `WRONG_KEY` (no identity/passphrase opens the header — raised before any plaintext),
+//! `DECRYPT_FAILED` (tampered or malformed ciphertext), `TRUNCATED` (no final record/chunk),
+//! `UNSUPPORTED` (bad keys or options).
+
+use std::str::FromStr;
+
+use futures::stream::{self, StreamExt};
+use js_sys::Uint8Array;
+use wasm_bindgen::prelude::*;
+
+use super::chunks::ByteStream;
+use super::error::js_error;
+use super::options::Options;
+use crate::client::error::ErrorCode;
+use crate::crypto::{
+    generate_x25519, DecryptOptions, Decryptor, Encryptor, Error, Format, Identity, Recipient,
+};
+
+/// The public error code of a crypto core error.
+pub fn code_of(e: &Error) -> ErrorCode {
+    match e {
+        Error::NoMatchingIdentity | Error::WrongPassphrase => ErrorCode::WrongKey,
+        Error::Truncated => ErrorCode::Truncated,
+        Error::InvalidKey(_)
+        | Error::Usage(_)
+        | Error::UnsupportedRecipient(_)
+        | Error::UnsupportedLegacyFormat
+        | Error::Random(_) => ErrorCode::Unsupported,
+        _ => ErrorCode::DecryptFailed,
+    }
+}
+
+fn to_js(e: Error) -> JsValue {
+    let hint = match code_of(&e) {
+        ErrorCode::WrongKey => " (check the passphrase or identities)",
+        ErrorCode::Truncated => " (the producer stopped before the end)",
+        _ => "",
+    };
+    js_error(code_of(&e), &format!("{e}{hint}"), None)
+}
+
+/// The encryptor for `send`/`encryptStream` options: a passphrase, or `age1...` recipients;
+/// `format` 'age-rt' (default) or 'age'.
+pub fn encryptor_for(o: &Options) -> Result<Encryptor, JsValue> {
+    let format = match o.format.as_deref() {
+        None => Format::AgeRt,
+        Some(f) => Format::from_str(f).map_err(to_js)?,
+    };
+    let recipients = o.recipients.as_deref().unwrap_or_default();
+    match (&o.passphrase, recipients.is_empty()) {
+        (Some(_), false) => Err(js_error(
+            ErrorCode::Unsupported,
+            "use either `passphrase` or `recipients`, not both (age allows one scrypt stanza only)",
+            None,
+        )),
+        (Some(p), true) => Encryptor::with_passphrase(format, p).map_err(to_js),
+        (None, false) => {
+            let parsed = recipients
+                .iter()
+                .map(|r| Recipient::from_str(r))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(to_js)?;
+            Encryptor::new(format, &parsed).map_err(to_js)
+        }
+        (None, true) => Err(js_error(
+            ErrorCode::Unsupported,
+            "encryption needs `passphrase` or `recipients`",
+            None,
+        )),
+    }
+}
+
+/// The decryptor for `receive`/`decryptStream` options: a passphrase and/or identities.
+pub fn decryptor_for(o: &Options) -> Result<Decryptor, JsValue> {
+    let mut ids = Vec::new();
+    if let Some(p) = &o.passphrase {
+        ids.push(Identity::passphrase(p));
+    }
+    for s in o.identities.as_deref().unwrap_or_default() {
+        ids.push(Identity::from_str(s).map_err(to_js)?);
+    }
+    if ids.is_empty() {
+        return Err(js_error(
+            ErrorCode::Unsupported,
+            "decryption needs `passphrase` or `identities`",
+            None,
+        ));
+    }
+    Decryptor::new(
+        &ids,
+        DecryptOptions {
+            lenient_empty_final_chunk: true,
+            ..DecryptOptions::default()
+        },
+    )
+    .map_err(to_js)
+}
+
+fn bytes(out: &[u8]) -> Option<Result<Uint8Array, JsValue>> {
+    (!out.is_empty()).then(|| Ok(Uint8Array::from(out)))
+}
+
+/// Encrypts a byte stream: each source chunk is flushed as it comes (age-rt: one record per
+/// write, so log lines leave at once), the final record at the end.
+pub fn encrypt_stream(input: ByteStream, o: &Options) -> Result<ByteStream, JsValue> {
+    let enc = encryptor_for(o)?;
+    let state = (input, Some(enc));
+    Ok(stream::unfold(state, |(mut input, mut enc)| async move {
+        let e = enc.as_mut()?;
+        let mut out = Vec::new();
+        loop {
+            match input.next().await {
+                Some(Ok(chunk)) => {
+                    let r = e
+                        .update(&chunk.to_vec(), &mut out)
+                        .and_then(|_| e.flush(&mut out));
+                    if let Err(err) = r {
+                        return Some((Err(to_js(err)), (input, None)));
+                    }
+                    if let Some(item) = bytes(&out) {
+                        return Some((item, (input, enc)));
+                    }
+                }
+                Some(Err(err)) => return Some((Err(err), (input, None))),
+                None => {
+                    let r = e
+                        .finish(&mut out)
+                        .map_err(to_js)
+                        .map(|_| Uint8Array::from(&out[..]));
+                    return Some((r, (input, None)));
+                }
+            }
+        }
+    })
+    .boxed_local())
+}
+
+/// Decrypts a byte stream; only authenticated plaintext is released; the stream errors with
+/// `WRONG_KEY` before any plaintext if the header does not open, `TRUNCATED` if the final
+/// record never came.
+pub fn decrypt_stream(input: ByteStream, dec: Decryptor) -> ByteStream {
+    stream::unfold((input, Some(dec)), |(mut input, mut dec)| async move {
+        let d = dec.as_mut()?;
+        let mut out = Vec::new();
+        loop {
+            match input.next().await {
+                Some(Ok(chunk)) => {
+                    if let Err(err) = d.update(&chunk.to_vec(), &mut out) {
+                        return Some((Err(to_js(err)), (input, None)));
+                    }
+                    if let Some(item) = bytes(&out) {
+                        return Some((item, (input, dec)));
+                    }
+                }
+                Some(Err(err)) => return Some((Err(err), (input, None))),
+                None => {
+                    return match d.finish(&mut out) {
+                        Err(err) => Some((Err(to_js(err)), (input, None))),
+                        Ok(()) => bytes(&out).map(|item| (item, (input, None))),
+                    };
+                }
+            }
+        }
+    })
+    .boxed_local()
+}
+
+/// An encryptor for `encryptStream` (a `TransformStream` in `js/index.js`).
+#[wasm_bindgen(js_name = Encryptor)]
+pub struct JsEncryptor(Encryptor);
+
+#[wasm_bindgen(js_class = Encryptor)]
+impl JsEncryptor {
+    /// `{ passphrase?, recipients?, format? }`; runs scrypt now for a passphrase (~1 s).
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<JsEncryptor, JsValue> {
+        let o: Options = serde_wasm_bindgen::from_value(options).map_err(|e| {
+            js_error(
+                ErrorCode::Unsupported,
+                &format!("invalid options: {e}"),
+                None,
+            )
+        })?;
+        encryptor_for(&o).map(JsEncryptor)
+    }
+
+    /// Encrypts `chunk` and flushes (age-rt: one record); returns the ciphertext ready now.
+    pub fn update(&mut self, chunk: &[u8]) -> Result<Vec<u8>, JsValue> {
+        let mut out = Vec::new();
+        self.0
+            .update(chunk, &mut out)
+            .and_then(|_| self.0.flush(&mut out))
+            .map_err(to_js)?;
+        Ok(out)
+    }
+
+    /// The rest and the final record/chunk.
+    pub fn finish(&mut self) -> Result<Vec<u8>, JsValue> {
+        let mut out = Vec::new();
+        self.0.finish(&mut out).map_err(to_js)?;
+        Ok(out)
+    }
+}
+
+/// A decryptor for `decryptStream`: auto-detects age / age-rt (and armor).
+#[wasm_bindgen(js_name = Decryptor)]
+pub struct JsDecryptor(Decryptor);
+
+#[wasm_bindgen(js_class = Decryptor)]
+impl JsDecryptor {
+    /// `{ passphrase?, identities? }`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<JsDecryptor, JsValue> {
+        let o: Options = serde_wasm_bindgen::from_value(options).map_err(|e| {
+            js_error(
+                ErrorCode::Unsupported,
+                &format!("invalid options: {e}"),
+                None,
+            )
+        })?;
+        decryptor_for(&o).map(JsDecryptor)
+    }
+
+    /// Authenticated plaintext ready after `chunk`.
+    pub fn update(&mut self, chunk: &[u8]) -> Result<Vec<u8>, JsValue> {
+        let mut out = Vec::new();
+        self.0.update(chunk, &mut out).map_err(to_js)?;
+        Ok(out)
+    }
+
+    /// The end of input: the last plaintext, or `TRUNCATED` / `DECRYPT_FAILED`.
+    pub fn finish(&mut self) -> Result<Vec<u8>, JsValue> {
+        let mut out = Vec::new();
+        self.0.finish(&mut out).map_err(to_js)?;
+        Ok(out)
+    }
+}
+
+/// A new X25519 identity, `AGE-SECRET-KEY-1...` (like `age-keygen`).
+#[wasm_bindgen(js_name = generateIdentity)]
+pub fn generate_identity() -> Result<String, JsValue> {
+    let (secret, _recipient) = generate_x25519().map_err(to_js)?;
+    Ok(secret.to_string())
+}
+
+/// The `age1...` recipient of an `AGE-SECRET-KEY-1...` identity.
+#[wasm_bindgen(js_name = identityToRecipient)]
+pub fn identity_to_recipient(identity: &str) -> Result<String, JsValue> {
+    let id = Identity::from_str(identity).map_err(to_js)?;
+    id.to_recipient().map(|r| r.to_string()).ok_or_else(|| {
+        js_error(
+            ErrorCode::Unsupported,
+            "not an X25519 identity (AGE-SECRET-KEY-1...)",
+            None,
+        )
+    })
+}

@@ -1,0 +1,90 @@
+//! Errors as JavaScript values: instances of the package's `HttpipeError` class (registered
+//! by `js/index.js` at init) with a stable `code`, a message and the original error as `cause`.
+
+use std::cell::RefCell;
+
+use js_sys::{Array, Function, Object, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::client::error::{ClientError, ErrorCode};
+
+thread_local! {
+    static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
+}
+
+/// Registers the `HttpipeError` constructor `(message, code, options)`; called once by the
+/// package entry at init.
+#[wasm_bindgen(js_name = setErrorClass)]
+pub fn set_error_class(ctor: Function) {
+    ERROR_CLASS.with(|c| *c.borrow_mut() = Some(ctor));
+}
+
+/// Builds an `HttpipeError` (or a plain `Error` with `code` before registration).
+pub fn js_error(code: ErrorCode, message: &str, cause: Option<&JsValue>) -> JsValue {
+    let options = Object::new();
+    if let Some(cause) = cause {
+        let _ = Reflect::set(&options, &"cause".into(), cause);
+    }
+    let ctor = ERROR_CLASS.with(|c| c.borrow().clone());
+    if let Some(ctor) = ctor {
+        let args = Array::of3(&message.into(), &code.as_str().into(), &options);
+        if let Ok(err) = Reflect::construct(&ctor, &args) {
+            return err;
+        }
+    }
+    let err = js_sys::Error::new(message);
+    let _ = Reflect::set(&err, &"code".into(), &code.as_str().into());
+    let _ = Reflect::set(&err, &"name".into(), &"HttpipeError".into());
+    if let Some(cause) = cause {
+        let _ = Reflect::set(&err, &"cause".into(), cause);
+    }
+    err.into()
+}
+
+/// A [`ClientError`] as a JavaScript `HttpipeError`.
+pub fn from_client(e: &ClientError) -> JsValue {
+    js_error(e.code, &e.message, None)
+}
+
+/// True if `v` already carries one of our codes (so it is passed on unchanged).
+pub fn has_code(v: &JsValue) -> bool {
+    code_of(v).is_some()
+}
+
+/// The `code` of an `HttpipeError`.
+pub fn code_of(v: &JsValue) -> Option<String> {
+    if !v.is_object() {
+        return None;
+    }
+    let name = Reflect::get(v, &"name".into()).ok()?.as_string()?;
+    if name != "HttpipeError" {
+        return None;
+    }
+    Reflect::get(v, &"code".into()).ok()?.as_string()
+}
+
+/// The `message` of a JavaScript error (or its string form).
+pub fn message_of(v: &JsValue) -> String {
+    if let Some(e) = v.dyn_ref::<js_sys::Error>() {
+        let msg: String = e.message().into();
+        // undici puts the interesting part ("ECONNREFUSED", "other side closed") in `cause`.
+        if let Ok(cause) = Reflect::get(v, &"cause".into()) {
+            if let Some(c) = cause.dyn_ref::<js_sys::Error>() {
+                let cm: String = c.message().into();
+                return format!("{msg}: {cm}");
+            }
+        }
+        return msg;
+    }
+    v.as_string().unwrap_or_else(|| format!("{v:?}"))
+}
+
+/// True for a `TypeError` (what `fetch` rejects with on a network failure).
+pub fn is_type_error(v: &JsValue) -> bool {
+    v.is_instance_of::<js_sys::TypeError>()
+        || Reflect::get(v, &"name".into())
+            .ok()
+            .and_then(|n| n.as_string())
+            .is_some_and(|n| n == "TypeError")
+}

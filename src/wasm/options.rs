@@ -1,0 +1,128 @@
+//! The options object of `send`/`receive`/`connect`/`openWriter`/`openReader`
+//! (`docs/js-api.md`): plain fields through serde, `signal` and `onProgress` as JS objects.
+
+use js_sys::{Function, Object, Reflect};
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::AbortSignal;
+
+use super::error::js_error;
+use crate::client::error::ErrorCode;
+use crate::client::rate::Progress;
+use crate::client::urls::RelayBase;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Options {
+    pub relay: Option<String>,
+    pub path: Option<String>,
+    pub token: Option<String>,
+    pub rendezvous: Option<bool>,
+    /// Seconds.
+    pub timeout: Option<f64>,
+    pub mode: Option<String>,
+    pub content_type: Option<String>,
+    pub filename: Option<String>,
+    /// Bytes of plaintext, when known (progress total).
+    pub size: Option<f64>,
+    pub upload: Option<String>,
+    pub part_size: Option<f64>,
+    pub passphrase: Option<String>,
+    pub recipients: Option<Vec<String>>,
+    pub identities: Option<Vec<String>>,
+    pub format: Option<String>,
+}
+
+/// Parsed options plus the JavaScript-only members.
+pub struct Parsed {
+    pub o: Options,
+    pub signal: Option<AbortSignal>,
+    pub on_progress: Option<Function>,
+}
+
+impl Parsed {
+    pub fn from_js(options: &JsValue) -> Result<Parsed, JsValue> {
+        if !options.is_object() {
+            return Err(usage("options must be an object like { relay, path }"));
+        }
+        let o: Options = serde_wasm_bindgen::from_value(options.clone())
+            .map_err(|e| usage(&format!("invalid options: {e}")))?;
+        let signal = member(options, "signal")?
+            .map(|v| {
+                v.dyn_into::<AbortSignal>()
+                    .map_err(|_| usage("`signal` must be an AbortSignal"))
+            })
+            .transpose()?;
+        let on_progress = member(options, "onProgress")?
+            .map(|v| {
+                v.dyn_into::<Function>()
+                    .map_err(|_| usage("`onProgress` must be a function"))
+            })
+            .transpose()?;
+        if let Some(t) = o.timeout {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(usage("`timeout` must be a positive number of seconds"));
+            }
+        }
+        Ok(Parsed {
+            o,
+            signal,
+            on_progress,
+        })
+    }
+
+    pub fn relay(&self) -> Result<RelayBase, JsValue> {
+        let relay = self
+            .o
+            .relay
+            .as_deref()
+            .ok_or_else(|| usage("`relay` is required, e.g. \"https://relay.example\""))?;
+        RelayBase::parse(relay).map_err(|e| super::error::from_client(&e))
+    }
+
+    pub fn path(&self) -> Result<&str, JsValue> {
+        self.o
+            .path
+            .as_deref()
+            .ok_or_else(|| usage("`path` is required, e.g. \"/team/reports\""))
+    }
+
+    pub fn rendezvous(&self) -> bool {
+        self.o.rendezvous.unwrap_or(true)
+    }
+
+    /// True when any encryption option is set.
+    pub fn encrypted(&self) -> bool {
+        self.o.passphrase.is_some()
+            || self.o.recipients.as_ref().is_some_and(|r| !r.is_empty())
+            || self.o.identities.as_ref().is_some_and(|r| !r.is_empty())
+    }
+
+    /// Calls `onProgress` (errors thrown by it are ignored: progress must not break a transfer).
+    pub fn report_progress(on_progress: &Option<Function>, p: Progress) {
+        if let Some(f) = on_progress {
+            let obj = Object::new();
+            let _ = Reflect::set(&obj, &"bytes".into(), &(p.bytes as f64).into());
+            if let Some(t) = p.total {
+                let _ = Reflect::set(&obj, &"total".into(), &(t as f64).into());
+            }
+            let _ = Reflect::set(&obj, &"bytesPerSecond".into(), &p.bytes_per_second.into());
+            let _ = f.call1(&JsValue::UNDEFINED, &obj);
+        }
+    }
+}
+
+fn member(obj: &JsValue, name: &str) -> Result<Option<JsValue>, JsValue> {
+    let v = Reflect::get(obj, &name.into())?;
+    Ok(if v.is_undefined() || v.is_null() {
+        None
+    } else {
+        Some(v)
+    })
+}
+
+/// An `UNSUPPORTED` usage error.
+pub fn usage(message: &str) -> JsValue {
+    js_error(ErrorCode::Unsupported, message, None)
+}
