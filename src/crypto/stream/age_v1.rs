@@ -101,11 +101,8 @@ impl Reader {
         }
         let index = self.sealer.counter();
         if self.buf.len() < TAG_LEN {
-            return Err(if self.buf.is_empty() && index == 0 {
-                Error::PayloadMalformed("no payload chunks after the nonce".into())
-            } else {
-                Error::Truncated
-            });
+            // Includes "no chunk at all after the nonce": the stream was cut.
+            return Err(Error::Truncated);
         }
         let mut plain = Vec::new();
         if self.sealer.open(&self.buf, true, &mut plain)? {
