@@ -55,7 +55,7 @@ fn age_cli_reads_ours_and_we_read_age_cli() {
         );
 
         // ours armored -> age
-        let enc = Encryptor::new(Format::Age, &[recipient.clone()])
+        let enc = Encryptor::new(Format::Age, std::slice::from_ref(&recipient))
             .unwrap()
             .armored();
         std::fs::write(&ct_file, encrypt_pieces(enc, &plain, &[])).unwrap();
@@ -71,7 +71,12 @@ fn age_cli_reads_ours_and_we_read_age_cli() {
                 args.push("-a");
             }
             let ct = run_age(&args, &plain_file);
-            let (out, r) = decrypt_all(&[id.clone()], DecryptOptions::default(), &ct, 10_007);
+            let (out, r) = decrypt_all(
+                std::slice::from_ref(&id),
+                DecryptOptions::default(),
+                &ct,
+                10_007,
+            );
             assert_eq!(r, Ok(()), "size {size}, armor {armor}");
             assert!(
                 out == plain,

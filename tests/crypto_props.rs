@@ -142,7 +142,7 @@ fn payload_len(fmt: Format, plain: &[u8], flushes: &[usize]) -> usize {
                 }
             }
             buffered += rest;
-            records += buffered / 65536 + usize::from(buffered % 65536 > 0) + 1;
+            records += buffered / 65536 + usize::from(!buffered.is_multiple_of(65536)) + 1;
             plain.len() + 20 * records
         }
     }
