@@ -1,0 +1,87 @@
+//! Shared by the fuzz targets: a fixed identity, deterministic encryption, and a decryption
+//! driver that feeds input in pieces and checks the core's invariants.
+#![allow(dead_code)]
+
+use httpipe::crypto::{DecryptOptions, Decryptor, Encryptor, Error, FixedRandom, Format, Identity, Recipient};
+use std::sync::OnceLock;
+
+pub fn identity() -> &'static Identity {
+    static ID: OnceLock<Identity> = OnceLock::new();
+    ID.get_or_init(|| Identity::generate_x25519_with_rng(&mut FixedRandom::new([42u8; 32])).unwrap())
+}
+
+/// Identities for decryption: the X25519 key and a passphrase (scrypt capped at 2^4 so a
+/// fuzzed header can't make an iteration slow).
+pub fn decrypt(data: &[u8], step: usize) -> (Vec<u8>, Result<(), Error>) {
+    let ids = [identity().clone(), Identity::passphrase("fuzz")];
+    let options = DecryptOptions { max_scrypt_log2_n: 4, ..DecryptOptions::default() };
+    let mut dec = Decryptor::new(&ids, options).unwrap();
+    let mut out = Vec::new();
+    for piece in data.chunks(step.max(1)) {
+        if let Err(e) = dec.update(piece, &mut out) {
+            // Sticky: the same error again, and nothing more released.
+            let before = out.len();
+            assert_eq!(dec.update(b"x", &mut out), Err(e.clone()));
+            assert_eq!(out.len(), before);
+            return (out, Err(e));
+        }
+    }
+    let r = dec.finish(&mut out);
+    (out, r)
+}
+
+/// Deterministic encryption of `plain` to the fixed identity with flushes after `pieces`.
+pub fn encrypt(format: Format, plain: &[u8], pieces: &[usize]) -> Vec<u8> {
+    let r: Recipient = identity().to_recipient().unwrap();
+    let mut rng = FixedRandom::new([1u8; 64]);
+    let mut enc = Encryptor::with_rng(format, &[r], &mut rng).unwrap();
+    let mut out = Vec::new();
+    let mut rest = plain;
+    for &n in pieces {
+        let n = n.min(rest.len());
+        enc.update(&rest[..n], &mut out).unwrap();
+        enc.flush(&mut out).unwrap();
+        rest = &rest[n..];
+    }
+    enc.update(rest, &mut out).unwrap();
+    enc.finish(&mut out).unwrap();
+    out
+}
+
+/// The header + nonce of a deterministic stream (what `flush` emits first).
+pub fn prefix(format: Format) -> Vec<u8> {
+    let r: Recipient = identity().to_recipient().unwrap();
+    let mut enc = Encryptor::with_rng(format, &[r], &mut FixedRandom::new([1u8; 64])).unwrap();
+    let mut out = Vec::new();
+    enc.flush(&mut out).unwrap();
+    out
+}
+
+/// Payload target body. Mode byte even: `data` is a raw payload after a valid header (no
+/// panic, bounded buffering). Odd: `data` is a plaintext that is encrypted with flushes,
+/// has one byte XORed, and must then fail to decrypt, releasing only a prefix of it.
+pub fn payload(format: Format, data: &[u8]) {
+    let [mode, step, a, b, c, rest @ ..] = data else { return };
+    let step = 1 + (*step as usize) * 521;
+    if mode % 2 == 0 {
+        let mut input = prefix(format);
+        input.extend_from_slice(rest);
+        let (out, _) = decrypt(&input, step);
+        assert!(out.len() <= rest.len());
+        return;
+    }
+    // Repeat the plaintext to reach past chunk boundaries now and then.
+    let reps = 1 + (*a as usize % 4) * (*a as usize % 4) * 700;
+    let plain: Vec<u8> = rest.iter().copied().cycle().take(rest.len() * reps).collect();
+    let pieces: Vec<usize> = rest.iter().take(6).map(|&x| x as usize * 300).collect();
+    let mut ct = encrypt(format, &plain, &pieces);
+    let (out, r) = decrypt(&ct, step);
+    assert_eq!(r, Ok(()));
+    assert!(out == plain);
+    let pos = (u16::from_le_bytes([*b, *c]) as usize * 97) % ct.len();
+    let mask = b.wrapping_mul(31) | 1;
+    ct[pos] ^= mask;
+    let (out, r) = decrypt(&ct, step);
+    assert!(r.is_err(), "flipped byte {pos} not detected");
+    assert!(plain.starts_with(&out));
+}
