@@ -2,19 +2,26 @@
 //! driver that feeds input in pieces and checks the core's invariants.
 #![allow(dead_code)]
 
-use httpipe::crypto::{DecryptOptions, Decryptor, Encryptor, Error, FixedRandom, Format, Identity, Recipient};
+use httpipe::crypto::{
+    DecryptOptions, Decryptor, Encryptor, Error, FixedRandom, Format, Identity, Recipient,
+};
 use std::sync::OnceLock;
 
 pub fn identity() -> &'static Identity {
     static ID: OnceLock<Identity> = OnceLock::new();
-    ID.get_or_init(|| Identity::generate_x25519_with_rng(&mut FixedRandom::new([42u8; 32])).unwrap())
+    ID.get_or_init(|| {
+        Identity::generate_x25519_with_rng(&mut FixedRandom::new([42u8; 32])).unwrap()
+    })
 }
 
 /// Identities for decryption: the X25519 key and a passphrase (scrypt capped at 2^4 so a
 /// fuzzed header can't make an iteration slow).
 pub fn decrypt(data: &[u8], step: usize) -> (Vec<u8>, Result<(), Error>) {
     let ids = [identity().clone(), Identity::passphrase("fuzz")];
-    let options = DecryptOptions { max_scrypt_log2_n: 4, ..DecryptOptions::default() };
+    let options = DecryptOptions {
+        max_scrypt_log2_n: 4,
+        ..DecryptOptions::default()
+    };
     let mut dec = Decryptor::new(&ids, options).unwrap();
     let mut out = Vec::new();
     for piece in data.chunks(step.max(1)) {
@@ -61,7 +68,9 @@ pub fn prefix(format: Format) -> Vec<u8> {
 /// panic, bounded buffering). Odd: `data` is a plaintext that is encrypted with flushes,
 /// has one byte XORed, and must then fail to decrypt, releasing only a prefix of it.
 pub fn payload(format: Format, data: &[u8]) {
-    let [mode, step, a, b, c, rest @ ..] = data else { return };
+    let [mode, step, a, b, c, rest @ ..] = data else {
+        return;
+    };
     let step = 1 + (*step as usize) * 521;
     if mode % 2 == 0 {
         let mut input = prefix(format);
@@ -72,7 +81,12 @@ pub fn payload(format: Format, data: &[u8]) {
     }
     // Repeat the plaintext to reach past chunk boundaries now and then.
     let reps = 1 + (*a as usize % 4) * (*a as usize % 4) * 700;
-    let plain: Vec<u8> = rest.iter().copied().cycle().take(rest.len() * reps).collect();
+    let plain: Vec<u8> = rest
+        .iter()
+        .copied()
+        .cycle()
+        .take(rest.len() * reps)
+        .collect();
     let pieces: Vec<usize> = rest.iter().take(6).map(|&x| x as usize * 300).collect();
     let mut ct = encrypt(format, &plain, &pieces);
     let (out, r) = decrypt(&ct, step);
