@@ -104,8 +104,10 @@ test('wrong passphrase: clear message, nothing saved; the right one then works',
     assert.equal(await textOf(receiver, 'recv-status'), 'Wrong passphrase or key.');
     assert.match(await textOf(receiver, 'recv-error'), /Wrong passphrase.*Nothing was saved/);
     await screenshot(receiver, 'demo-receiver-wrong-passphrase.png');
-    // The sender's stream was spent on the failed attempt: it sees the receiver leave.
-    assert.equal(await waitState(sender, 'send-panel', ['error', 'done'], 60000), 'error');
+    // The sender's stream was spent on the failed attempt. Whether the sender hears that the
+    // receiver left depends on timing (a small file may be wholly handed over by the relay
+    // before the receiver gives up), so only its end matters here.
+    await waitState(sender, 'send-panel', ['error', 'done'], 60000);
     assert.equal(downloads, 0, 'no download was started');
 
     // Try again with the right passphrase; the sender sends again on the same link.
@@ -127,6 +129,7 @@ test('wrong passphrase: clear message, nothing saved; the right one then works',
 
 test('relay stopped: both pages say the relay cannot be reached', { timeout: 120000 }, async () => {
   const own = await startRelay();
+  let stopped = false; // stop() once: relay.mjs's stop() never resolves for a process already killed
   const src = randomFile(1000, 'x.bin');
   try {
     // A receiver already waiting, and a sender page loaded before the relay goes away.
@@ -139,6 +142,7 @@ test('relay stopped: both pages say the relay cannot be reached', { timeout: 120
     const sender = await senderBrowser.context.newPage();
     await openDemo(sender, `${own.https}/`);
     await own.stop();
+    stopped = true;
     assert.equal(await waitState(receiver, 'recv-panel', ['error'], 60000), 'error');
     assert.match(await textOf(receiver, 'recv-error'), /Can't reach the relay/);
     await dropFiles(sender, [src.file]);
@@ -149,7 +153,7 @@ test('relay stopped: both pages say the relay cannot be reached', { timeout: 120
     await sender.close();
     await receiver.close();
   } finally {
-    await own.stop();
+    if (!stopped) await own.stop();
     fs.rmSync(src.dir, { recursive: true, force: true });
   }
 });

@@ -27,12 +27,13 @@ export class StateMachine {
   }
 }
 
-// Terminal states may go back to 'idle' ("send another", "try again").
+// Terminal states may go back to 'idle' ("send something else") or, for the sender, start
+// waiting again on the same link ("send again": another receiver, or a retry).
 export const SENDER = {
   idle: ['waiting', 'error'],
   waiting: ['sending', 'done', 'error', 'cancelled'],
   sending: ['done', 'error', 'cancelled'],
-  done: ['idle'],
+  done: ['idle', 'waiting'],
   error: ['idle', 'waiting'],
   cancelled: ['idle', 'waiting'],
 };

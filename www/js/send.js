@@ -51,9 +51,9 @@ export class Sender {
     this.run();
   }
 
-  /** "Send again" after an error or a cancel: same link, same key. */
+  /** "Send again" after an error, a cancel or a delivery: same link, same key. */
   retry() {
-    if (['error', 'cancelled'].includes(this.machine.state)) this.run();
+    if (['error', 'cancelled', 'done'].includes(this.machine.state)) this.run();
   }
 
   async run() {
@@ -97,7 +97,7 @@ export class Sender {
     this.panel.dataset.state = state;
     const busy = state === 'waiting' || state === 'sending';
     show($('send-cancel'), busy);
-    show($('send-retry'), state === 'error' || state === 'cancelled');
+    show($('send-retry'), !busy && state !== 'idle');
     show($('send-new'), !busy);
     show($('send-error'), state === 'error');
     const note = $('send-note');
