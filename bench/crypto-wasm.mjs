@@ -2,6 +2,10 @@
 // ChaCha20-Poly1305 over the same 64 KiB chunks in the same run. Run by bench/crypto.sh.
 import { createRequire } from 'node:module';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const wasm = require('./crypto-wasm/pkg/httpipe_crypto_bench_wasm.js');
@@ -11,6 +15,22 @@ const N = MB << 20;
 const CHUNK = 64 * 1024;
 const RUNS = 7;
 const plain = randomBytes(N);
+
+// Cross-check first: what the wasm build encrypts (its own SIMD ChaCha20 on wasm) must decrypt
+// with the real `age` CLI.
+{
+  const dir = mkdtempSync(join(tmpdir(), 'httpipe-bench-'));
+  try {
+    const sample = plain.subarray(0, 3 * CHUNK + 12345);
+    writeFileSync(join(dir, 'key'), wasm.identity_string() + '\n');
+    writeFileSync(join(dir, 'ct.age'), wasm.encrypt(false, sample));
+    const back = execFileSync('age', ['-d', '-i', join(dir, 'key'), join(dir, 'ct.age')], { maxBuffer: 1 << 28 });
+    if (!back.equals(sample)) throw new Error('age -d of the wasm output differs from the plaintext');
+    console.log('cross-check: age -d reads the wasm build\'s output: ok');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
 function rate(fn) {

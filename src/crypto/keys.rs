@@ -1,5 +1,6 @@
 //! Key derivation shared by age v1 and age-rt (C2SP age §"Header", §"Payload").
 
+use super::aead::PayloadAead;
 use chacha20poly1305::{aead::KeyInit, ChaCha20Poly1305, Key};
 use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
@@ -28,11 +29,8 @@ pub(crate) fn aead(key: &[u8; 32]) -> ChaCha20Poly1305 {
 }
 
 /// The payload AEAD: key = HKDF-SHA-256(ikm = file key, salt = nonce, info = "payload").
-pub(crate) fn payload_aead(
-    file_key: &FileKey,
-    nonce: &[u8; PAYLOAD_NONCE_LEN],
-) -> ChaCha20Poly1305 {
-    aead(&hkdf32(file_key.as_ref(), nonce, b"payload"))
+pub(crate) fn payload_aead(file_key: &FileKey, nonce: &[u8; PAYLOAD_NONCE_LEN]) -> PayloadAead {
+    PayloadAead::new(hkdf32(file_key.as_ref(), nonce, b"payload"))
 }
 
 /// HMAC-SHA-256 over the header bytes up to and including `---`, keyed with

@@ -15,6 +15,7 @@
 //! Not supported: post-quantum hybrid (`age1pq1`) and tag recipients, plugins, SSH keys;
 //! the pre-age-rt zebrastream-io legacy format ([`Error::UnsupportedLegacyFormat`]).
 
+mod aead;
 mod armor;
 mod base64;
 mod decryptor;

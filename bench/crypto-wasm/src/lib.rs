@@ -36,6 +36,13 @@ pub fn decrypt(ct: &[u8]) -> usize {
     out.len()
 }
 
+/// The fixed identity (`AGE-SECRET-KEY-1...`) the bench encrypts to, so `age -d` can check
+/// the wasm output.
+#[wasm_bindgen]
+pub fn identity_string() -> String {
+    identity().to_secret_string().unwrap().to_string()
+}
+
 /// One scrypt derivation at log2 N = 18 (plus a trivial header).
 #[wasm_bindgen]
 pub fn scrypt18() {

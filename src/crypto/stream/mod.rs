@@ -5,9 +5,8 @@
 pub(crate) mod age_rt;
 pub(crate) mod age_v1;
 
+use super::aead::PayloadAead;
 use super::Error;
-use chacha20poly1305::aead::AeadInPlace;
-use chacha20poly1305::{ChaCha20Poly1305, Nonce, Tag};
 
 /// Plaintext bytes per full chunk / maximum per record.
 pub const CHUNK_SIZE: usize = 64 * 1024;
@@ -16,21 +15,21 @@ pub(crate) const TAG_LEN: usize = 16;
 /// Ciphertext bytes of a full chunk.
 pub(crate) const CHUNK_CT: usize = CHUNK_SIZE + TAG_LEN;
 
-fn nonce(counter: u64, last: bool) -> Nonce {
+fn nonce(counter: u64, last: bool) -> [u8; 12] {
     let mut n = [0u8; 12];
     n[3..11].copy_from_slice(&counter.to_be_bytes());
     n[11] = u8::from(last);
-    Nonce::from(n)
+    n
 }
 
 /// The running chunk counter and AEAD.
 pub(crate) struct Sealer {
-    aead: ChaCha20Poly1305,
+    aead: PayloadAead,
     counter: u64,
 }
 
 impl Sealer {
-    pub(crate) fn new(aead: ChaCha20Poly1305) -> Self {
+    pub(crate) fn new(aead: PayloadAead) -> Self {
         Sealer { aead, counter: 0 }
     }
 
@@ -50,8 +49,7 @@ impl Sealer {
         out.extend_from_slice(plaintext);
         let tag = self
             .aead
-            .encrypt_in_place_detached(&nonce(self.counter, last), b"", &mut out[start..])
-            .map_err(|_| Error::Usage("chunk too large".into()))?;
+            .seal(&nonce(self.counter, last), &mut out[start..]);
         out.extend_from_slice(&tag);
         self.advance()
     }
@@ -69,17 +67,13 @@ impl Sealer {
             return Ok(false);
         };
         let (ct, tag) = chunk.split_at(split);
+        let mut t = [0u8; TAG_LEN];
+        t.copy_from_slice(tag);
         let start = out.len();
         out.extend_from_slice(ct);
         let ok = self
             .aead
-            .decrypt_in_place_detached(
-                &nonce(self.counter, last),
-                b"",
-                &mut out[start..],
-                Tag::from_slice(tag),
-            )
-            .is_ok();
+            .open(&nonce(self.counter, last), &mut out[start..], &t);
         if !ok {
             out.truncate(start);
             return Ok(false);
