@@ -173,7 +173,7 @@ fn payload_problems() {
     let (id, r) = x25519();
     let ids = [id];
     let ct = encrypt_pieces(
-        Encryptor::new(Format::AgeRt, &[r.clone()]).unwrap(),
+        Encryptor::new(Format::AgeRt, std::slice::from_ref(&r)).unwrap(),
         b"hello",
         &[],
     );
