@@ -32,7 +32,7 @@ test('a page-sent passphrase stream decrypts with the ZebraStream Python client'
 
     const fd = fs.openSync(out, 'w');
     const py = spawn(ZEBRASTREAM, ['read', '--stream-path', streamPath, '--connect-url', `${relay.http}/connect/v0/`,
-      '--passphrase', passphrase], { stdio: ['ignore', fd, 'pipe'] });
+      '--passphrase', passphrase, '--access-token', 'open-mode-needs-none'], { stdio: ['ignore', fd, 'pipe'] });
     let stderr = '';
     py.stderr.on('data', (d) => { stderr += d; });
     const code = await new Promise((resolve) => py.on('exit', resolve));
