@@ -52,7 +52,11 @@ fn ids() -> Vec<Identity> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    // 128 cases in CI; PROPTEST_CASES=N for a longer soak.
+    #![proptest_config(ProptestConfig {
+        cases: if std::env::var_os("PROPTEST_CASES").is_some() { ProptestConfig::default().cases } else { 128 },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn round_trip(fmt in format(), plain in plaintext(), flushes in pieces(), armor in any::<bool>(), step in 1usize..100_000) {

@@ -86,50 +86,36 @@ impl Reader {
             if self.done {
                 return Err(Error::TrailingData);
             }
-            let want = match self.record_len()? {
+            if self.buf.is_empty() && input.len() >= LEN_PREFIX {
+                // Fast path: the whole record is in the input already.
+                let len = record_len(&input[..LEN_PREFIX], self.sealer.counter())?;
+                if let Some(record) = input.get(LEN_PREFIX..LEN_PREFIX + len) {
+                    open_record(&mut self.sealer, &mut self.done, record, out)?;
+                    input = &input[LEN_PREFIX + len..];
+                    continue;
+                }
+            }
+            let want = match self.buf.get(..LEN_PREFIX) {
                 None => LEN_PREFIX,
-                Some(len) => LEN_PREFIX + len,
+                Some(prefix) => LEN_PREFIX + record_len(prefix, self.sealer.counter())?,
             };
             let take = input.len().min(want - self.buf.len());
             self.buf.extend_from_slice(&input[..take]);
             input = &input[take..];
             if self.buf.len() == LEN_PREFIX {
-                self.record_len()?; // reject a bad length as soon as it is known
+                // reject a bad length as soon as it is known
+                record_len(&self.buf, self.sealer.counter())?;
             } else if self.buf.len() == want {
-                self.open_record(out)?;
+                open_record(
+                    &mut self.sealer,
+                    &mut self.done,
+                    &self.buf[LEN_PREFIX..],
+                    out,
+                )?;
+                self.buf.clear();
             }
         }
         Ok(())
-    }
-
-    /// The length of the buffered record once its prefix is complete, validated.
-    fn record_len(&self) -> Result<Option<usize>, Error> {
-        let Some(prefix) = self.buf.get(..LEN_PREFIX) else {
-            return Ok(None);
-        };
-        let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
-        if !(TAG_LEN..=CHUNK_CT).contains(&len) {
-            return Err(Error::PayloadMalformed(format!(
-                "record {} has length {len}, outside {TAG_LEN}..={CHUNK_CT}",
-                self.sealer.counter()
-            )));
-        }
-        Ok(Some(len))
-    }
-
-    fn open_record(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
-        let index = self.sealer.counter();
-        let record = &self.buf[LEN_PREFIX..];
-        if self.sealer.open(record, false, out)? {
-            self.buf.clear();
-            return Ok(());
-        }
-        if self.sealer.open(record, true, out)? {
-            self.buf.clear();
-            self.done = true;
-            return Ok(());
-        }
-        Err(Error::ChunkAuth { index })
     }
 
     pub(crate) fn finish(&mut self) -> Result<(), Error> {
@@ -139,4 +125,33 @@ impl Reader {
             Err(Error::Truncated)
         }
     }
+}
+
+/// Validates a record's length prefix: 16..=65552 bytes (0..=64 KiB of plaintext + tag).
+fn record_len(prefix: &[u8], index: u64) -> Result<usize, Error> {
+    let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
+    if !(TAG_LEN..=CHUNK_CT).contains(&len) {
+        return Err(Error::PayloadMalformed(format!(
+            "record {index} has length {len}, outside {TAG_LEN}..={CHUNK_CT}"
+        )));
+    }
+    Ok(len)
+}
+
+/// Opens one record: non-final, else final (then `done`), else a tag failure.
+fn open_record(
+    sealer: &mut Sealer,
+    done: &mut bool,
+    record: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let index = sealer.counter();
+    if sealer.open(record, false, out)? {
+        return Ok(());
+    }
+    if sealer.open(record, true, out)? {
+        *done = true;
+        return Ok(());
+    }
+    Err(Error::ChunkAuth { index })
 }

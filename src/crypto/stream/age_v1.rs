@@ -70,29 +70,21 @@ impl Reader {
             if self.done {
                 return Err(Error::TrailingData);
             }
+            if self.buf.is_empty() && input.len() > CHUNK_CT {
+                // Fast path: a whole chunk and a byte after it are in the input already.
+                open_full_with_more(&mut self.sealer, &mut self.done, &input[..CHUNK_CT], out)?;
+                input = &input[CHUNK_CT..];
+                continue;
+            }
             let take = input.len().min(CHUNK_CT + 1 - self.buf.len());
             self.buf.extend_from_slice(&input[..take]);
             input = &input[take..];
             if self.buf.len() == CHUNK_CT + 1 {
-                self.open_full_with_more(out)?;
+                open_full_with_more(&mut self.sealer, &mut self.done, &self.buf[..CHUNK_CT], out)?;
+                self.buf.drain(..CHUNK_CT);
             }
         }
         Ok(())
-    }
-
-    /// A full-size chunk followed by at least one more byte.
-    fn open_full_with_more(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
-        let index = self.sealer.counter();
-        if self.sealer.open(&self.buf[..CHUNK_CT], false, out)? {
-            self.buf.drain(..CHUNK_CT);
-            return Ok(());
-        }
-        if self.sealer.open(&self.buf[..CHUNK_CT], true, out)? {
-            // An authentic final chunk is released; what follows it is the error.
-            self.done = true;
-            return Err(Error::TrailingData);
-        }
-        Err(Error::ChunkAuth { index })
     }
 
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
@@ -124,4 +116,23 @@ impl Reader {
         }
         Err(Error::ChunkAuth { index })
     }
+}
+
+/// Opens a full-size chunk known to be followed by at least one more byte.
+fn open_full_with_more(
+    sealer: &mut Sealer,
+    done: &mut bool,
+    chunk: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let index = sealer.counter();
+    if sealer.open(chunk, false, out)? {
+        return Ok(());
+    }
+    if sealer.open(chunk, true, out)? {
+        // An authentic final chunk is released; what follows it is the error.
+        *done = true;
+        return Err(Error::TrailingData);
+    }
+    Err(Error::ChunkAuth { index })
 }
