@@ -171,3 +171,56 @@ test('File System Access save path writes the chosen file only after a click', {
     fs.rmSync(src.dir, { recursive: true, force: true });
   }
 });
+
+/** Visible form controls without an accessible name (label, aria-label(ledby), or text). */
+async function unlabelledControls(page) {
+  return page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, [role=button]')]
+    .filter((el) => el.offsetParent !== null && el.type !== 'hidden')
+    .filter((el) => !((el.labels && el.labels.length) || el.getAttribute('aria-label')
+      || el.getAttribute('aria-labelledby') || el.textContent.trim()))
+    .map((el) => el.id || el.outerHTML.slice(0, 60)));
+}
+
+test('keyboard, labels and a phone-sized screen', { timeout: 120000 }, async () => {
+  const sender = await senderBrowser.context.newPage();
+  await sender.setViewportSize({ width: 360, height: 740 });
+  await openDemo(sender, `${relay.https}/`);
+  assert.deepEqual(await unlabelledControls(sender), []);
+  const fits = (page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+  assert.equal(await fits(sender), true, 'no sideways scrolling on the start view');
+  // Tab reaches the drop zone; Enter opens the file chooser.
+  let focused = '';
+  for (let i = 0; i < 6 && focused !== 'drop'; i++) {
+    await sender.keyboard.press('Tab');
+    focused = await sender.evaluate(() => document.activeElement.id);
+  }
+  assert.equal(focused, 'drop');
+  const chooser = sender.waitForEvent('filechooser', { timeout: 10000 });
+  await sender.keyboard.press('Enter');
+  const src = randomFile(300 * 1024, 'photo.bin');
+  try {
+    await (await chooser).setFiles(src.file);
+    await waitState(sender, 'send-panel', ['waiting']);
+    assert.deepEqual(await unlabelledControls(sender), []);
+    assert.equal(await fits(sender), true, 'no sideways scrolling on the sender view');
+    await screenshot(sender, 'demo-phone-sender-waiting.png');
+    const receiver = await receiverBrowser.context.newPage();
+    await receiver.setViewportSize({ width: 360, height: 740 });
+    const download = receiver.waitForEvent('download', { timeout: 60000 });
+    await openDemo(receiver, await sender.inputValue('#link'));
+    await download;
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done');
+    assert.deepEqual(await unlabelledControls(receiver), []);
+    assert.equal(await fits(receiver), true, 'no sideways scrolling on the receiver view');
+    await screenshot(receiver, 'demo-phone-receiver-done.png');
+    // Keyboard: "Send something else" is a focusable button that brings back the drop zone.
+    await waitState(sender, 'send-panel', ['done']);
+    await sender.focus('#send-new');
+    await sender.keyboard.press('Enter');
+    assert.equal(await sender.isVisible('#drop'), true);
+    await sender.close();
+    await receiver.close();
+  } finally {
+    fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});
