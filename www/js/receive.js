@@ -8,7 +8,7 @@ import { safeFileName } from './link.js';
 import { describeError } from './errors.js';
 import { formatBytes } from './format.js';
 import { autoStrategy, needsGesture, fsaSink, swSink, blobSink, downloadBlob, hasFsa } from './save.js';
-import { $, show, setText, progressView, copyButton } from './ui.js';
+import { $, show, setText, progressView, copyButton, showError } from './ui.js';
 
 const TEXT_LIMIT = 16 * 1024 * 1024;
 const IMAGE_PREVIEW_LIMIT = 32 * 1024 * 1024;
@@ -241,7 +241,7 @@ export class Receiver {
       case 'error': {
         const d = describeError(data.err, 'receive');
         setText($('recv-status'), d.code === 'WRONG_KEY' ? 'Wrong passphrase or key.' : 'The transfer failed.');
-        setText($('recv-error'), `${d.title} (${d.detail})`);
+        showError($('recv-error'), d);
         break;
       }
       default:

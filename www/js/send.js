@@ -6,7 +6,7 @@ import { describeItems, counting, expectSegmented } from './source.js';
 import { describeError } from './errors.js';
 import { formatBytes } from './format.js';
 import { renderQr } from './qr.js';
-import { $, show, setText, progressView, copyButton } from './ui.js';
+import { $, show, setText, progressView, copyButton, showError } from './ui.js';
 
 const SEGMENTED_NOTE = "This browser can't stream uploads on this connection, so the data goes up in parts. Same result, slightly slower.";
 
@@ -124,7 +124,7 @@ export class Sender {
       case 'error': {
         const d = describeError(data.err, 'send');
         setText($('send-status'), d.code === 'PEER_DISCONNECTED' ? 'The other side left.' : 'The transfer failed.');
-        setText($('send-error'), `${d.title} (${d.detail})`);
+        showError($('send-error'), d);
         break;
       }
       default:

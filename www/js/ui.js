@@ -33,7 +33,15 @@ export function progressView(bar, stats, total) {
       const secs = (meter.now() - meter.start) / 1000;
       stats.textContent = `${formatBytes(meter.bytes)} in ${secs.toFixed(1)} s · ${formatBytes(meter.averageRate())}/s on average`;
     },
-    stop() { clearInterval(timer); draw(); },
+    /** The transfer ended without success: keep how far it got, drop rate and time left. */
+    stop() {
+      clearInterval(timer);
+      const s = meter.snapshot();
+      if (s.percent !== undefined) bar.value = s.percent;
+      stats.textContent = s.total !== undefined
+        ? `${formatBytes(s.bytes)} of ${formatBytes(s.total)} (${Math.floor(s.percent)}%) got through before it stopped.`
+        : `${formatBytes(s.bytes)} got through before it stopped.`;
+    },
   };
 }
 
@@ -47,4 +55,14 @@ export async function copyButton(button, text) {
     button.textContent = 'Select and copy manually';
   }
   setTimeout(() => { button.textContent = label; }, 1500);
+}
+
+/** Shows an error: the sentence for people, then the technical detail in small print. */
+export function showError(el, { title, detail }) {
+  const main = document.createElement('span');
+  main.textContent = title;
+  const small = document.createElement('small');
+  small.className = 'detail';
+  small.textContent = ` Details: ${detail}`;
+  el.replaceChildren(main, small);
 }
