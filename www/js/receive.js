@@ -215,7 +215,7 @@ export class Receiver {
     show($('recv-retry'), state === 'error' || state === 'cancelled');
     show($('recv-error'), state === 'error');
     if (state !== 'ready' && state !== 'done') show($('recv-save'), false);
-    if (state === 'done') show($('save-options'), false);
+    if (state === 'receiving' || state === 'done') show($('save-options'), false);
     switch (state) {
       case 'waiting':
         setText($('recv-status'), 'Waiting for the other side (the sender)…');
