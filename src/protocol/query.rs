@@ -16,13 +16,13 @@ pub const TIMEOUT: &str = "timeout";
 /// Connect API: `redirect=true` answers 307 to the data URL (§5).
 pub const REDIRECT: &str = "redirect";
 
-/// Parses `n` (§3.1): `None` (absent) means 1; anything but a positive integer is `Err`.
-pub fn parse_n(value: Option<&str>) -> Result<usize, ()> {
+/// Parses `n` (§3.1): absent means 1; anything but a positive integer is `None` (→ 400).
+pub fn parse_n(value: Option<&str>) -> Option<usize> {
     match value {
-        None => Ok(1),
+        None => Some(1),
         Some(v) => match v.parse::<usize>() {
-            Ok(n) if n >= 1 && v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
-            _ => Err(()),
+            Ok(n) if n >= 1 && v.bytes().all(|b| b.is_ascii_digit()) => Some(n),
+            _ => None,
         },
     }
 }
@@ -33,10 +33,10 @@ mod tests {
 
     #[test]
     fn n_values() {
-        assert_eq!(parse_n(None), Ok(1));
-        assert_eq!(parse_n(Some("3")), Ok(3));
+        assert_eq!(parse_n(None), Some(1));
+        assert_eq!(parse_n(Some("3")), Some(3));
         for bad in ["0", "-1", "+2", "abc", "", "1.5", "99999999999999999999999"] {
-            assert_eq!(parse_n(Some(bad)), Err(()), "{bad}");
+            assert_eq!(parse_n(Some(bad)), None, "{bad}");
         }
     }
 }

@@ -1,0 +1,92 @@
+//! Connect API (`docs/PROTOCOL.md` §5, ZebraStream v0 compatible):
+//! `GET /connect/v0/{path}?mode=await-reader|await-writer[&timeout=S][&redirect=true]`.
+
+use std::time::Duration;
+
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, StatusCode, Uri};
+use httpipe::protocol::control::{Rejection, CONNECT_TIMEOUT};
+use httpipe::protocol::query;
+use httpipe::protocol::token::Mode;
+
+use crate::auth::request_token;
+use crate::pairing::Await;
+use crate::respond::{rejection, text, Resp};
+use crate::state::{ConnInfo, Shared};
+
+/// Handles one Connect call for stream path `path` (already stripped of `/connect/v0`).
+pub async fn handle(
+    state: Shared,
+    headers: HeaderMap,
+    uri: Uri,
+    conn: Option<ConnInfo>,
+    path: String,
+) -> Resp {
+    let params: Vec<(String, String)> =
+        form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+    let get = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let want = match get(query::MODE) {
+        Some(query::MODE_AWAIT_READER) => Await::Reader,
+        Some(query::MODE_AWAIT_WRITER) => Await::Writer,
+        _ => return rejection(&Rejection::InvalidParameter("mode")),
+    };
+    let timeout = match get(query::TIMEOUT) {
+        None => None,
+        Some(s) => match s.parse::<f64>() {
+            Ok(t) if t.is_finite() && t >= 0.0 => Some(Duration::from_secs_f64(t.min(1e9))),
+            _ => return rejection(&Rejection::InvalidParameter("timeout")),
+        },
+    };
+    let redirect = matches!(get(query::REDIRECT), Some("true") | Some("1"));
+    if let Some(auth) = &state.auth {
+        // await-reader is the producer's call, await-writer the consumer's (§5, §6).
+        let mode = if want == Await::Reader {
+            Mode::Write
+        } else {
+            Mode::Read
+        };
+        if let Err(r) = auth.check(&headers, &uri, mode, &path) {
+            return r.response();
+        }
+    }
+
+    let mut wait = state.hub.await_peer(&path, want);
+    let ready = match timeout {
+        None => {
+            wait.ready().await;
+            true
+        }
+        Some(t) => tokio::time::timeout(t, wait.ready()).await.is_ok(),
+    };
+    drop(wait);
+    if !ready {
+        return text(StatusCode::REQUEST_TIMEOUT, format!("{CONNECT_TIMEOUT}\n"));
+    }
+
+    let data_url = format!("{}{}", state.base_url(&headers, &uri, conn.as_ref()), path);
+    if redirect {
+        // A token given in the query (for <video src>-style consumers) travels on.
+        let location = match (get(query::ACCESS_TOKEN), request_token(&headers, &uri)) {
+            (Some(_), Some(t)) => {
+                let q: String = form_urlencoded::Serializer::new(String::new())
+                    .append_pair(query::ACCESS_TOKEN, &t)
+                    .finish();
+                format!("{data_url}?{q}")
+            }
+            _ => data_url.clone(),
+        };
+        let mut r = text(StatusCode::TEMPORARY_REDIRECT, format!("{data_url}\n"));
+        if let Ok(v) = HeaderValue::from_str(&location) {
+            r.headers_mut().insert(header::LOCATION, v);
+        }
+        return r;
+    }
+    text(StatusCode::OK, format!("{data_url}\n"))
+}

@@ -1,0 +1,148 @@
+//! Streaming response bodies fed by channels.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use tokio::sync::{mpsc, oneshot};
+
+/// A message from the producer's pump to one consumer's response.
+pub enum Msg {
+    Data(Bytes),
+    /// Clean end of the upload (§3.3): the response ends normally.
+    End,
+}
+
+/// A consumer's response body. Without a [`Msg::End`] before the channel closes (the producer
+/// aborted) it yields an error, so hyper truncates the response (§3.3). Dropped before the end
+/// (the consumer hung up), it reports its index on the `gone` channel.
+pub struct ConsumerBody {
+    rx: mpsc::Receiver<Msg>,
+    done: Option<oneshot::Sender<()>>,
+    gone: Option<(mpsc::UnboundedSender<usize>, usize)>,
+    ended: bool,
+    /// Bytes still expected when the producer declared a `Content-Length`: HTTP/1.1 stops
+    /// polling a body after that many bytes, so reaching it counts as the end.
+    remaining: Option<u64>,
+}
+
+impl ConsumerBody {
+    /// `done` fires when the body has yielded its end; `gone` gets `index` if dropped before.
+    /// `length` is the forwarded `Content-Length`, if any.
+    pub fn new(
+        rx: mpsc::Receiver<Msg>,
+        done: oneshot::Sender<()>,
+        gone: mpsc::UnboundedSender<usize>,
+        index: usize,
+        length: Option<u64>,
+    ) -> Self {
+        ConsumerBody {
+            rx,
+            done: Some(done),
+            gone: Some((gone, index)),
+            ended: false,
+            remaining: length,
+        }
+    }
+
+    fn mark_done(&mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+    }
+}
+
+impl Body for ConsumerBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match ready!(self.rx.poll_recv(cx)) {
+            Some(Msg::Data(b)) => {
+                if let Some(rem) = self.remaining.as_mut() {
+                    *rem = rem.saturating_sub(b.len() as u64);
+                    if *rem == 0 {
+                        self.mark_done();
+                    }
+                }
+                Poll::Ready(Some(Ok(Frame::data(b))))
+            }
+            Some(Msg::End) => {
+                self.ended = true;
+                self.mark_done();
+                Poll::Ready(None)
+            }
+            None => {
+                self.ended = true;
+                Poll::Ready(Some(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the producer aborted the upload",
+                ))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended
+    }
+}
+
+impl Drop for ConsumerBody {
+    fn drop(&mut self) {
+        if self.done.is_some() {
+            if let Some((gone, index)) = self.gone.take() {
+                let _ = gone.send(index);
+            }
+        }
+    }
+}
+
+/// The producer's status log (§3.2): lines sent on an unbounded channel (a few dozen bytes
+/// per transfer); ends cleanly when every [`Log`] is dropped.
+pub struct LogBody {
+    rx: mpsc::UnboundedReceiver<Bytes>,
+}
+
+impl Body for LogBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        Poll::Ready(ready!(self.rx.poll_recv(cx)).map(|b| Ok(Frame::data(b))))
+    }
+}
+
+/// The writing end of a [`LogBody`].
+#[derive(Clone)]
+pub struct Log {
+    tx: mpsc::UnboundedSender<Bytes>,
+}
+
+impl Log {
+    /// A new log and the response body that streams it.
+    pub fn new() -> (Log, LogBody) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Log { tx }, LogBody { rx })
+    }
+
+    /// Appends `line` and a newline.
+    pub fn line(&self, line: impl AsRef<str>) {
+        let _ = self.tx.send(Bytes::from(format!("{}\n", line.as_ref())));
+    }
+
+    /// Resolves when the response body was dropped: the producer's connection is gone.
+    pub async fn closed(&self) {
+        self.tx.closed().await
+    }
+}

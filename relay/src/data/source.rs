@@ -1,0 +1,151 @@
+//! The producer's upload as a sequence of byte chunks.
+
+use std::collections::VecDeque;
+use std::io;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+/// How much of the upload is read ahead while the producer waits. Reading is how hyper notices
+/// a closed HTTP/1.1 connection, so a waiting producer that hangs up frees its path at once
+/// (§3.6) as long as it had sent less than this.
+pub const READ_AHEAD_BYTES: usize = 64 * 1024;
+
+/// The raw request body with a small read-ahead queue.
+pub struct Upload {
+    body: Incoming,
+    queue: VecDeque<Bytes>,
+    queued: usize,
+    ended: bool,
+    /// An error seen by [`Upload::prime`], reported by the next read.
+    error: Option<hyper::Error>,
+}
+
+impl Upload {
+    pub fn new(body: Incoming) -> Self {
+        Upload {
+            body,
+            queue: VecDeque::new(),
+            queued: 0,
+            ended: false,
+            error: None,
+        }
+    }
+
+    /// Polls the body exactly once, without waiting. On HTTP/1.1 this makes hyper send
+    /// `100 Continue` to a client that sent `Expect: 100-continue`, provided the caller then
+    /// yields before returning its response (curl ignores a final response in place of the
+    /// 100 and would stall 1 s).
+    pub async fn prime(&mut self) {
+        use http_body::Body;
+        let polled = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::pin::Pin::new(&mut self.body).poll_frame(cx))
+        })
+        .await;
+        match polled {
+            std::task::Poll::Pending => {}
+            std::task::Poll::Ready(None) => self.ended = true,
+            std::task::Poll::Ready(Some(Err(e))) => self.error = Some(e),
+            std::task::Poll::Ready(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    if !data.is_empty() {
+                        self.queued += data.len();
+                        self.queue.push_back(data);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn read(&mut self) -> Result<Option<Bytes>, hyper::Error> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        loop {
+            match self.body.frame().await {
+                None => {
+                    self.ended = true;
+                    return Ok(None);
+                }
+                Some(Err(e)) => return Err(e),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if !data.is_empty() {
+                            return Ok(Some(data));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads ahead up to [`READ_AHEAD_BYTES`]; returns only if the upload fails (the producer
+    /// is gone). Cancel-safe.
+    pub async fn read_ahead(&mut self) -> hyper::Error {
+        loop {
+            if self.ended || self.queued >= READ_AHEAD_BYTES {
+                return std::future::pending().await;
+            }
+            match self.read().await {
+                Ok(Some(b)) => {
+                    self.queued += b.len();
+                    self.queue.push_back(b);
+                }
+                Ok(None) => {}
+                Err(e) => return e,
+            }
+        }
+    }
+
+    /// The next chunk; `Ok(None)` at the clean end. Cancel-safe.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, hyper::Error> {
+        if let Some(b) = self.queue.pop_front() {
+            self.queued -= b.len();
+            return Ok(Some(b));
+        }
+        if self.ended {
+            return Ok(None);
+        }
+        self.read().await
+    }
+}
+
+/// What the consumers receive: the whole upload, or the first part of a multipart form (§3.4).
+pub enum Source {
+    Raw(Upload),
+    Multipart(multer::Field<'static>),
+}
+
+impl Source {
+    /// The next chunk; `Ok(None)` at the clean end, `Err` if the upload failed. Cancel-safe.
+    pub async fn next(&mut self) -> io::Result<Option<Bytes>> {
+        match self {
+            Source::Raw(u) => u.next().await.map_err(io::Error::other),
+            Source::Multipart(f) => f.chunk().await.map_err(io::Error::other),
+        }
+    }
+}
+
+/// Opens a multipart upload and returns its first part with that part's headers.
+pub async fn first_part(
+    upload: Upload,
+    boundary: String,
+) -> io::Result<(multer::Field<'static>, http::HeaderMap)> {
+    let stream = futures_util::stream::unfold(Some(upload), |state| async move {
+        let mut u = state?;
+        match u.next().await {
+            Ok(Some(b)) => Some((Ok(b), Some(u))),
+            Ok(None) => None,
+            Err(e) => Some((Err(io::Error::other(e)), None)),
+        }
+    });
+    let mut mp = multer::Multipart::new(stream, boundary);
+    let field = mp
+        .next_field()
+        .await
+        .map_err(io::Error::other)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "multipart body has no part"))?;
+    let headers = field.headers().clone();
+    Ok((field, headers))
+}

@@ -1,0 +1,376 @@
+//! Pairing: the rendezvous of producers and consumers on stream paths
+//! (`docs/PROTOCOL.md` §3.1, §3.6, §5).
+//!
+//! This module knows nothing about HTTP. It keeps, per stream path, who is waiting:
+//!
+//! - at most one **producer** and up to `n` **consumers** (Data API). When the producer and
+//!   exactly `n` consumers are present, they are *matched*: the producer receives every
+//!   consumer's hand-off value `C` (the data module passes a channel through which it sends
+//!   the consumer its response) and a [`Transfer`] guard. While that guard lives the path is
+//!   busy (new peers are rejected); dropping it frees the path.
+//! - **Connect waiters** (§5): `await-reader` callers return when a consumer is present,
+//!   `await-writer` callers when a producer is present; an `await-reader` and an
+//!   `await-writer` on the same path release each other.
+//!
+//! Every registration returns a guard; dropping it (the HTTP request went away) unregisters
+//! at once, so a peer that hangs up while waiting never blocks the path (§3.6: the two
+//! piping-server-rust bugs). All state sits behind one `std::sync::Mutex`; no `.await` runs
+//! while it is held.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use httpipe::protocol::control::Rejection;
+use tokio::sync::oneshot;
+
+/// What a matched producer receives.
+pub struct Match<C> {
+    /// The consumers' hand-off values, in arrival order (exactly `n`).
+    pub consumers: Vec<C>,
+    /// Keeps the path busy until dropped.
+    pub transfer: Transfer<C>,
+}
+
+/// Which peer a Connect caller waits for (§5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Await {
+    /// `mode=await-reader`: a producer waiting for a consumer.
+    Reader,
+    /// `mode=await-writer`: a consumer waiting for a producer.
+    Writer,
+}
+
+/// Counts for `/metrics` (§9).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub waiting_producers: usize,
+    pub waiting_consumers: usize,
+    pub active_transfers: usize,
+    pub connect_waiters: usize,
+}
+
+/// The rendezvous table. Cheap to clone (shared state).
+pub struct Hub<C> {
+    inner: Arc<Inner<C>>,
+}
+
+impl<C> Clone for Hub<C> {
+    fn clone(&self) -> Self {
+        Hub {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct Inner<C> {
+    paths: Mutex<HashMap<String, Slot<C>>>,
+    next_id: AtomicU64,
+}
+
+/// The state of one stream path. Removed from the table when empty.
+struct Slot<C> {
+    /// The `n` every Data API peer on this path must agree on (set by the first one).
+    n: usize,
+    producer: Option<(u64, oneshot::Sender<Match<C>>)>,
+    consumers: Vec<(u64, C)>,
+    /// A matched transfer is running: new Data API peers are rejected.
+    busy: bool,
+    connect: Vec<(u64, Await, oneshot::Sender<()>)>,
+}
+
+impl<C> Slot<C> {
+    fn new(n: usize) -> Self {
+        Slot {
+            n,
+            producer: None,
+            consumers: Vec::new(),
+            busy: false,
+            connect: Vec::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.busy
+            && self.producer.is_none()
+            && self.consumers.is_empty()
+            && self.connect.is_empty()
+    }
+
+    fn has_data_peers(&self) -> bool {
+        self.busy || self.producer.is_some() || !self.consumers.is_empty()
+    }
+}
+
+impl<C> Default for Hub<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C> Hub<C> {
+    /// An empty table.
+    pub fn new() -> Self {
+        Hub {
+            inner: Arc::new(Inner {
+                paths: Mutex::new(HashMap::new()),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Slot<C>>> {
+        // A panic while holding this lock would be a bug in this module; keep serving anyway.
+        self.inner.paths.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers a producer for `n` consumers on `path`. Rejected (§3.5) if another producer
+    /// is there or a transfer runs, or if the path's peers expect another `n`.
+    pub fn producer(&self, path: &str, n: usize) -> Result<ProducerWait<C>, Rejection> {
+        let (tx, rx) = oneshot::channel();
+        let id = self.id();
+        let mut paths = self.lock();
+        let slot = paths
+            .entry(path.to_string())
+            .or_insert_with(|| Slot::new(n));
+        if slot.busy || slot.producer.is_some() {
+            return Err(Rejection::AnotherSender(path.to_string()));
+        }
+        if slot.has_data_peers() && slot.n != n {
+            return Err(Rejection::ReceiverCountMismatch {
+                expected: slot.n,
+                got: n,
+            });
+        }
+        slot.n = n;
+        slot.producer = Some((id, tx));
+        wake(slot, Await::Writer);
+        try_match(self, path, slot);
+        Ok(ProducerWait {
+            hub: self.clone(),
+            path: path.to_string(),
+            id,
+            rx,
+        })
+    }
+
+    /// Registers a consumer of an `n`-consumer transfer on `path`; `handoff` goes to the
+    /// producer when matched. Rejected if `n` consumers are already there (or a transfer
+    /// runs) or `n` disagrees.
+    pub fn consumer(&self, path: &str, n: usize, handoff: C) -> Result<ConsumerWait<C>, Rejection> {
+        let id = self.id();
+        let mut paths = self.lock();
+        let slot = paths
+            .entry(path.to_string())
+            .or_insert_with(|| Slot::new(n));
+        if slot.has_data_peers() && slot.n != n {
+            let expected = slot.n;
+            return Err(Rejection::ReceiverCountMismatch { expected, got: n });
+        }
+        if slot.busy || slot.consumers.len() >= n {
+            return Err(Rejection::TooManyReceivers);
+        }
+        slot.n = n;
+        slot.consumers.push((id, handoff));
+        wake(slot, Await::Reader);
+        try_match(self, path, slot);
+        Ok(ConsumerWait {
+            hub: self.clone(),
+            path: path.to_string(),
+            id,
+        })
+    }
+
+    /// Registers a Connect caller (§5). Returns a future that resolves when the awaited peer
+    /// is present: a waiting Data API peer of the other role (now or later), or a Connect
+    /// caller awaiting the opposite role (both are released).
+    pub fn await_peer(&self, path: &str, want: Await) -> ConnectWait<C> {
+        let (tx, rx) = oneshot::channel();
+        let id = self.id();
+        let mut paths = self.lock();
+        let slot = paths
+            .entry(path.to_string())
+            .or_insert_with(|| Slot::new(1));
+        let present = match want {
+            Await::Reader => !slot.consumers.is_empty(),
+            Await::Writer => slot.producer.is_some(),
+        };
+        let opposite = match want {
+            Await::Reader => Await::Writer,
+            Await::Writer => Await::Reader,
+        };
+        if present {
+            let _ = tx.send(());
+        } else if let Some(pos) = slot.connect.iter().position(|(_, w, _)| *w == opposite) {
+            let (_, _, peer) = slot.connect.remove(pos);
+            let _ = peer.send(());
+            let _ = tx.send(());
+        } else {
+            slot.connect.push((id, want, tx));
+        }
+        if slot.is_empty() {
+            paths.remove(path);
+        }
+        ConnectWait {
+            hub: self.clone(),
+            path: path.to_string(),
+            id,
+            rx,
+        }
+    }
+
+    /// Current counts (for `/metrics`).
+    pub fn counts(&self) -> Counts {
+        let paths = self.lock();
+        let mut c = Counts::default();
+        for slot in paths.values() {
+            c.waiting_producers += slot.producer.is_some() as usize;
+            c.waiting_consumers += slot.consumers.len();
+            c.active_transfers += slot.busy as usize;
+            c.connect_waiters += slot.connect.len();
+        }
+        c
+    }
+
+    /// Removes registration `id` (producer, consumer or Connect caller) if still waiting,
+    /// and drops the slot when it became empty.
+    fn unregister(&self, path: &str, id: u64) {
+        let mut paths = self.lock();
+        if let Some(slot) = paths.get_mut(path) {
+            if slot.producer.as_ref().is_some_and(|(pid, _)| *pid == id) {
+                slot.producer = None;
+            }
+            slot.consumers.retain(|(cid, _)| *cid != id);
+            slot.connect.retain(|(cid, _, _)| *cid != id);
+            if slot.is_empty() {
+                paths.remove(path);
+            }
+        }
+    }
+
+    fn end_transfer(&self, path: &str) {
+        let mut paths = self.lock();
+        if let Some(slot) = paths.get_mut(path) {
+            slot.busy = false;
+            if slot.is_empty() {
+                paths.remove(path);
+            }
+        }
+    }
+}
+
+/// Releases the Connect callers waiting for `who` (a peer of that role just arrived).
+fn wake<C>(slot: &mut Slot<C>, who: Await) {
+    let mut kept = Vec::with_capacity(slot.connect.len());
+    for (id, want, tx) in slot.connect.drain(..) {
+        if want == who {
+            let _ = tx.send(());
+        } else {
+            kept.push((id, want, tx));
+        }
+    }
+    slot.connect = kept;
+}
+
+/// Matches the producer with the consumers once exactly `n` are present.
+fn try_match<C>(hub: &Hub<C>, path: &str, slot: &mut Slot<C>) {
+    if slot.busy || slot.consumers.len() != slot.n {
+        return;
+    }
+    let Some((_, producer)) = slot.producer.take() else {
+        return;
+    };
+    let consumers = slot.consumers.drain(..).map(|(_, c)| c).collect();
+    slot.busy = true;
+    let transfer = Transfer {
+        hub: hub.clone(),
+        path: path.to_string(),
+    };
+    // If the producer's request went away in this instant, the Match (and with it the
+    // Transfer guard) is dropped right here, which frees the path again; the consumers see
+    // their hand-off dropped and re-register.
+    let _ = producer.send(Match {
+        consumers,
+        transfer,
+    });
+}
+
+/// A registered producer. Await [`ProducerWait::matched`]; dropping unregisters.
+pub struct ProducerWait<C> {
+    hub: Hub<C>,
+    path: String,
+    id: u64,
+    rx: oneshot::Receiver<Match<C>>,
+}
+
+impl<C> ProducerWait<C> {
+    /// Resolves when `n` consumers are present. Cancel-safe: dropping the future unregisters.
+    pub async fn matched(&mut self) -> Match<C> {
+        match (&mut self.rx).await {
+            Ok(m) => m,
+            // The sender lives in the table until it is used, and the table outlives us.
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+impl<C> Drop for ProducerWait<C> {
+    fn drop(&mut self) {
+        self.hub.unregister(&self.path, self.id);
+    }
+}
+
+/// A registered consumer; dropping it unregisters (if not matched yet).
+pub struct ConsumerWait<C> {
+    hub: Hub<C>,
+    path: String,
+    id: u64,
+}
+
+impl<C> Drop for ConsumerWait<C> {
+    fn drop(&mut self) {
+        self.hub.unregister(&self.path, self.id);
+    }
+}
+
+/// A registered Connect caller; await [`ConnectWait::ready`]; dropping unregisters.
+pub struct ConnectWait<C> {
+    hub: Hub<C>,
+    path: String,
+    id: u64,
+    rx: oneshot::Receiver<()>,
+}
+
+impl<C> ConnectWait<C> {
+    /// Resolves when the awaited peer is present.
+    pub async fn ready(&mut self) {
+        if (&mut self.rx).await.is_err() {
+            std::future::pending::<()>().await
+        }
+    }
+}
+
+impl<C> Drop for ConnectWait<C> {
+    fn drop(&mut self) {
+        self.hub.unregister(&self.path, self.id);
+    }
+}
+
+/// A running transfer; the path is busy until this is dropped.
+pub struct Transfer<C> {
+    hub: Hub<C>,
+    path: String,
+}
+
+impl<C> Drop for Transfer<C> {
+    fn drop(&mut self) {
+        self.hub.end_transfer(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests;

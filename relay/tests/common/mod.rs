@@ -1,0 +1,335 @@
+//! Test harness: a real relay bound to 127.0.0.1 on free ports (in-process), and a real
+//! HTTP client (hyper) over the four transports of PROTOCOL.md §3.9.
+#![allow(dead_code)]
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response};
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use httpipe_relay::{Config, Running};
+use hyper::body::{Frame, Incoming};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The four ways a client can talk to the relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum T {
+    H1,
+    H1Tls,
+    H2c,
+    H2,
+}
+
+impl T {
+    pub fn is_h2(self) -> bool {
+        matches!(self, T::H2c | T::H2)
+    }
+    pub fn is_tls(self) -> bool {
+        matches!(self, T::H1Tls | T::H2)
+    }
+}
+
+pub type TestBody = BoxBody<Bytes, io::Error>;
+
+pub struct Relay {
+    pub running: Option<Running>,
+    pub http: SocketAddr,
+    pub https: SocketAddr,
+    pub cert_dir: PathBuf,
+    tls_h1: Arc<rustls::ClientConfig>,
+    tls_h2: Arc<rustls::ClientConfig>,
+}
+
+/// A relay with default settings.
+pub async fn relay() -> Relay {
+    relay_with(|_| {}).await
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let mut rnd = [0u8; 8];
+    getrandom::fill(&mut rnd).unwrap();
+    let d = std::env::temp_dir().join(format!("httpipe-relay-test-{tag}-{}", hex::encode(rnd)));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A relay with settings changed by `f` (ports, TLS files and www are set first).
+pub async fn relay_with(f: impl FnOnce(&mut Config)) -> Relay {
+    let dir = temp_dir("cert");
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), ck.signing_key.serialize_pem()).unwrap();
+    let mut config = Config {
+        http_port: 0,
+        https_port: 0,
+        tls_cert: Some(dir.join("cert.pem")),
+        tls_key: Some(dir.join("key.pem")),
+        www: dir.join("www"),
+        sdk_dir: dir.join("pkg"),
+        shutdown_grace: Duration::from_millis(200),
+        ..Config::default()
+    };
+    f(&mut config);
+    let running = httpipe_relay::start(config).await.unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ck.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mk = |alpn: &[u8]| {
+        let mut c = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots.clone())
+            .with_no_client_auth();
+        c.alpn_protocols = vec![alpn.to_vec()];
+        Arc::new(c)
+    };
+    Relay {
+        http: running.http_addr,
+        https: running.https_addr.unwrap(),
+        running: Some(running),
+        cert_dir: dir,
+        tls_h1: mk(b"http/1.1"),
+        tls_h2: mk(b"h2"),
+    }
+}
+
+/// An in-flight request: its response (or error) and the connection task.
+pub struct Call {
+    resp: Option<JoinHandle<Result<Response<Incoming>, hyper::Error>>>,
+    conn: JoinHandle<()>,
+    /// A second handle on the socket, to hang up (hyper's HTTP/2 client drives the
+    /// connection in a task of its own, so aborting ours isn't enough).
+    socket: Option<std::net::TcpStream>,
+}
+
+impl Call {
+    /// The response head (panics if the request failed).
+    pub async fn response(&mut self) -> Response<Incoming> {
+        self.try_response().await.expect("request failed")
+    }
+
+    pub async fn try_response(&mut self) -> Result<Response<Incoming>, hyper::Error> {
+        let h = self.resp.take().expect("response taken twice");
+        h.await.expect("request task panicked")
+    }
+
+    /// True if the response head hasn't arrived yet (waits `d` to be sure).
+    pub async fn still_waiting(&mut self, d: Duration) -> bool {
+        tokio::time::sleep(d).await;
+        !self.resp.as_ref().expect("response taken").is_finished()
+    }
+
+    /// Closes the connection (the client hangs up).
+    pub fn cancel(self) {
+        if let Some(r) = &self.resp {
+            r.abort();
+        }
+        self.conn.abort();
+        if let Some(s) = &self.socket {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+impl Relay {
+    pub fn base(&self, t: T) -> String {
+        if t.is_tls() {
+            format!("https://localhost:{}", self.https.port())
+        } else {
+            format!("http://127.0.0.1:{}", self.http.port())
+        }
+    }
+
+    /// Sends `method path` with `headers` and `body` over a new connection of transport `t`.
+    pub async fn call(
+        &self,
+        t: T,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: TestBody,
+    ) -> Call {
+        let addr = if t.is_tls() { self.https } else { self.http };
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let std_tcp = tcp.into_std().unwrap();
+        let socket = std_tcp.try_clone().unwrap();
+        let tcp = TcpStream::from_std(std_tcp).unwrap();
+        let uri = if t.is_h2() {
+            format!("{}{}", self.base(t), path)
+        } else {
+            path.to_string()
+        };
+        let mut req = Request::builder().method(method).uri(uri);
+        if !t.is_h2() {
+            let host = if t.is_tls() {
+                format!("localhost:{}", addr.port())
+            } else {
+                addr.to_string()
+            };
+            req = req.header("host", host);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(body).unwrap();
+        if t.is_tls() {
+            let cfg = if t.is_h2() {
+                self.tls_h2.clone()
+            } else {
+                self.tls_h1.clone()
+            };
+            let tls = tokio_rustls::TlsConnector::from(cfg)
+                .connect(ServerName::try_from("localhost").unwrap(), tcp)
+                .await
+                .unwrap();
+            Call {
+                socket: Some(socket),
+                ..send(t, TokioIo::new(tls), req).await
+            }
+        } else {
+            Call {
+                socket: Some(socket),
+                ..send(t, TokioIo::new(tcp), req).await
+            }
+        }
+    }
+
+    pub async fn get(&self, t: T, path: &str) -> Call {
+        self.call(t, Method::GET, path, &[], empty()).await
+    }
+
+    pub async fn post(&self, t: T, path: &str, body: TestBody) -> Call {
+        self.call(t, Method::POST, path, &[], body).await
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown().await;
+        }
+        let _ = std::fs::remove_dir_all(&self.cert_dir);
+    }
+}
+
+async fn send<I>(t: T, io: I, req: Request<TestBody>) -> Call
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    if t.is_h2() {
+        let (mut sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .initial_stream_window_size(4 * 1024 * 1024)
+            .initial_connection_window_size(8 * 1024 * 1024)
+            .handshake(io)
+            .await
+            .unwrap();
+        let conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let resp = tokio::spawn(async move { sender.send_request(req).await });
+        Call {
+            resp: Some(resp),
+            conn,
+            socket: None,
+        }
+    } else {
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+        let conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let resp = tokio::spawn(async move { sender.send_request(req).await });
+        Call {
+            resp: Some(resp),
+            conn,
+            socket: None,
+        }
+    }
+}
+
+pub fn empty() -> TestBody {
+    full(Bytes::new())
+}
+
+pub fn full(b: impl Into<Bytes>) -> TestBody {
+    Full::new(b.into()).map_err(|never| match never {}).boxed()
+}
+
+/// A request body the test writes chunk by chunk.
+pub struct BodyTx(mpsc::Sender<Result<Frame<Bytes>, io::Error>>);
+
+impl BodyTx {
+    pub async fn send(&self, b: impl Into<Bytes>) {
+        self.0
+            .send(Ok(Frame::data(b.into())))
+            .await
+            .expect("request body closed");
+    }
+    /// Like `send`, but the relay may already have stopped reading (a rejection).
+    pub async fn send_lossy(&self, b: impl Into<Bytes>) {
+        let _ = self.0.send(Ok(Frame::data(b.into()))).await;
+    }
+    /// Makes the body fail (the client aborts the upload).
+    pub async fn abort(self) {
+        let _ = self.0.send(Err(io::Error::other("test abort"))).await;
+    }
+}
+
+/// A streaming request body; dropping the [`BodyTx`] ends it cleanly.
+pub fn channel_body() -> (BodyTx, TestBody) {
+    let (tx, rx) = mpsc::channel(1);
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+    (BodyTx(tx), StreamBody::new(stream).boxed())
+}
+
+/// Reads a whole body (`Err` if the response was truncated/aborted).
+pub async fn read_all(resp: Response<Incoming>) -> Result<Bytes, hyper::Error> {
+    Ok(resp.into_body().collect().await?.to_bytes())
+}
+
+pub async fn text(resp: Response<Incoming>) -> String {
+    String::from_utf8(read_all(resp).await.unwrap().to_vec()).unwrap()
+}
+
+pub fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+pub fn random_bytes(n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    getrandom::fill(&mut v).unwrap();
+    v
+}
+
+/// Fails the test if `f` takes longer than `secs`.
+pub async fn within<F: std::future::Future>(secs: f64, what: &str, f: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs_f64(secs), f).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {secs}s: {what}"),
+    }
+}
+
+/// Instantiates `async fn $name(t: T)` as one test per transport.
+#[macro_export]
+macro_rules! on_all_transports {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn h1() { super::$name(T::H1).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn h1_tls() { super::$name(T::H1Tls).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn h2c() { super::$name(T::H2c).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn h2() { super::$name(T::H2).await }
+        }
+    )*};
+}

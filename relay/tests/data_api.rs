@@ -1,0 +1,516 @@
+//! Data API conformance (PROTOCOL.md §3, the §3.9 list) against a real relay on 127.0.0.1,
+//! each test on HTTP/1.1, HTTP/1.1+TLS, h2c and h2.
+
+mod common;
+use common::*;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
+use httpipe::protocol::control::{RECEIVER_PREMATURE_DISCONNECT, TRANSFER_SUCCESSFUL};
+
+on_all_transports!(
+    sender_first,
+    receiver_first,
+    put_is_a_producer,
+    second_sender_rejected_while_its_body_is_open,
+    headers_forwarded,
+    byte_exact_and_log_readable_to_the_end,
+    path_reusable_after_transfer,
+    waiting_sender_that_cancels_frees_the_path,
+    waiting_receiver_that_cancels_is_forgotten,
+    service_worker_rejected,
+    byte_by_byte,
+    multipart_first_part,
+    ten_simultaneous_pairs,
+    rate_limited_chunked_transfer,
+    producer_abort_truncates_consumers,
+    receiver_disconnect_reported_to_producer,
+    fan_out_n_consumers,
+    rejections_per_table,
+);
+
+fn last_line(log: &str) -> &str {
+    log.trim_end_matches('\n').rsplit('\n').next().unwrap_or("")
+}
+
+async fn sender_first(t: T) {
+    let r = relay().await;
+    let mut p = r.post(t, "/s1", full("hello")).await;
+    let presp = within(2.0, "producer headers before any consumer", p.response()).await;
+    assert_eq!(presp.status(), StatusCode::OK);
+    let mut c = r.get(t, "/s1").await;
+    let cresp = c.response().await;
+    assert_eq!(cresp.status(), StatusCode::OK);
+    assert_eq!(text(cresp).await, "hello");
+    let log = text(presp).await;
+    assert_eq!(last_line(&log), TRANSFER_SUCCESSFUL, "{log}");
+    r.shutdown().await;
+}
+
+async fn receiver_first(t: T) {
+    let r = relay().await;
+    let mut c = r.get(t, "/r1").await;
+    assert!(
+        c.still_waiting(Duration::from_millis(100)).await,
+        "consumer answered before any producer"
+    );
+    let mut p = r.post(t, "/r1", full("world")).await;
+    assert_eq!(text(c.response().await).await, "world");
+    assert_eq!(
+        last_line(&text(p.response().await).await),
+        TRANSFER_SUCCESSFUL
+    );
+    r.shutdown().await;
+}
+
+async fn put_is_a_producer(t: T) {
+    let r = relay().await;
+    let mut p = r.call(t, Method::PUT, "/put", &[], full("via put")).await;
+    let mut c = r.get(t, "/put").await;
+    assert_eq!(text(c.response().await).await, "via put");
+    assert_eq!(
+        last_line(&text(p.response().await).await),
+        TRANSFER_SUCCESSFUL
+    );
+    r.shutdown().await;
+}
+
+async fn second_sender_rejected_while_its_body_is_open(t: T) {
+    let r = relay().await;
+    let (_tx1, b1) = channel_body();
+    let mut p1 = r.post(t, "/busy", b1).await;
+    let _log1 = p1.response().await;
+    let (tx2, b2) = channel_body();
+    let mut p2 = r.post(t, "/busy", b2).await;
+    tx2.send_lossy("never ends").await;
+    let resp = within(
+        2.0,
+        "second sender rejected without waiting for its body",
+        p2.response(),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        header(resp.headers(), "access-control-allow-origin"),
+        Some("*")
+    );
+    assert_eq!(
+        text(resp).await,
+        "[ERROR] Another sender has been connected on '/busy'.\n"
+    );
+    r.shutdown().await;
+}
+
+async fn headers_forwarded(t: T) {
+    let r = relay().await;
+    let hs = [
+        ("content-type", "text/html; charset=utf-8"),
+        ("content-disposition", "attachment; filename=\"a.html\""),
+        ("x-piping", "one"),
+        ("x-piping", "two"),
+    ];
+    let mut p = r.call(t, Method::POST, "/h", &hs, full("<b>hi</b>")).await;
+    let mut c = r.get(t, "/h").await;
+    let resp = c.response().await;
+    let h = resp.headers().clone();
+    assert_eq!(
+        header(&h, "content-type"),
+        Some("text/plain; charset=utf-8")
+    );
+    assert_eq!(
+        header(&h, "content-disposition"),
+        Some("attachment; filename=\"a.html\"")
+    );
+    let xp: Vec<_> = h
+        .get_all("x-piping")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(xp, ["one", "two"]);
+    assert_eq!(header(&h, "x-robots-tag"), Some("none"));
+    assert_eq!(header(&h, "access-control-allow-origin"), Some("*"));
+    assert!(header(&h, "access-control-expose-headers")
+        .unwrap()
+        .contains("X-Piping"));
+    assert_eq!(header(&h, "content-length"), Some("9"));
+    assert_eq!(text(resp).await, "<b>hi</b>");
+    p.response().await;
+
+    // a producer without Content-Type gives a consumer without one
+    let mut p = r.post(t, "/h2", full("x")).await;
+    let mut c = r.get(t, "/h2").await;
+    let resp = c.response().await;
+    assert!(resp.headers().get("content-type").is_none());
+    assert_eq!(text(resp).await, "x");
+    p.response().await;
+    r.shutdown().await;
+}
+
+async fn byte_exact_and_log_readable_to_the_end(t: T) {
+    let r = relay().await;
+    let data = Bytes::from(random_bytes(3 * 1024 * 1024 + 17));
+    let mut p = r.post(t, "/big", full(data.clone())).await;
+    let mut c = r.get(t, "/big").await;
+    let got = read_all(c.response().await).await.unwrap();
+    assert!(
+        got == data,
+        "bytes differ ({} vs {})",
+        got.len(),
+        data.len()
+    );
+    let log = text(p.response().await).await;
+    assert!(
+        log.starts_with("[INFO] Waiting for 1 receiver(s)...\n"),
+        "{log}"
+    );
+    assert_eq!(last_line(&log), TRANSFER_SUCCESSFUL);
+    r.shutdown().await;
+}
+
+async fn path_reusable_after_transfer(t: T) {
+    let r = relay().await;
+    for i in 0..3 {
+        let body = format!("round {i}");
+        let mut c = r.get(t, "/again").await;
+        let mut p = r.post(t, "/again", full(body.clone())).await;
+        assert_eq!(text(c.response().await).await, body);
+        assert_eq!(
+            last_line(&text(p.response().await).await),
+            TRANSFER_SUCCESSFUL
+        );
+    }
+    r.shutdown().await;
+}
+
+/// Regression (piping-server-rust keeps such a path busy forever): a waiting sender that
+/// cancels frees the path within 1 s.
+async fn waiting_sender_that_cancels_frees_the_path(t: T) {
+    if std::env::var("DEBUG_LOG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("debug")
+            .try_init();
+    }
+    let r = relay().await;
+    let (tx, b) = channel_body();
+    let mut p1 = r.post(t, "/cancel-s", b).await;
+    tx.send("partial").await;
+    let log1 = p1.response().await;
+    p1.cancel();
+    drop(log1);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let p2 = loop {
+        let mut p2 = r.post(t, "/cancel-s", full("second")).await;
+        let resp = p2.response().await;
+        if resp.status() == StatusCode::OK {
+            break resp;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "path still busy 1 s after the waiting sender left: {}",
+            text(resp).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let mut c = r.get(t, "/cancel-s").await;
+    assert_eq!(text(c.response().await).await, "second");
+    assert_eq!(last_line(&text(p2).await), TRANSFER_SUCCESSFUL);
+    r.shutdown().await;
+}
+
+/// Regression (piping-server-rust panics here): a receiver that left while waiting must not
+/// fail the sender that comes later; the sender simply waits.
+async fn waiting_receiver_that_cancels_is_forgotten(t: T) {
+    let r = relay().await;
+    let mut c1 = r.get(t, "/cancel-r").await;
+    assert!(c1.still_waiting(Duration::from_millis(50)).await);
+    c1.cancel();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut p = r
+        .post(t, "/cancel-r", full("for the second receiver"))
+        .await;
+    let presp = p.response().await;
+    assert_eq!(presp.status(), StatusCode::OK);
+    let mut log_body = presp.into_body();
+    let first = log_body
+        .frame()
+        .await
+        .unwrap()
+        .unwrap()
+        .into_data()
+        .unwrap();
+    assert_eq!(&first[..], b"[INFO] Waiting for 1 receiver(s)...\n");
+    // still waiting: no further log line for a while
+    let more = tokio::time::timeout(Duration::from_millis(200), log_body.frame()).await;
+    assert!(
+        more.is_err(),
+        "the sender was paired with a receiver that had left"
+    );
+    let mut c2 = r.get(t, "/cancel-r").await;
+    let resp = c2.response().await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(text(resp).await, "for the second receiver");
+    let rest = log_body.collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&rest).ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"));
+    r.shutdown().await;
+}
+
+async fn service_worker_rejected(t: T) {
+    let r = relay().await;
+    let mut c = r
+        .call(
+            t,
+            Method::GET,
+            "/sw.js",
+            &[("service-worker", "script")],
+            empty(),
+        )
+        .await;
+    let resp = c.response().await;
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        text(resp).await,
+        "[ERROR] Service Worker registration is rejected.\n"
+    );
+    r.shutdown().await;
+}
+
+/// No buffering: each of 256 one-byte writes arrives before the next is written.
+async fn byte_by_byte(t: T) {
+    let r = relay().await;
+    let (tx, b) = channel_body();
+    let mut p = r.post(t, "/bytes", b).await;
+    let mut c = r.get(t, "/bytes").await;
+    let mut body = c.response().await.into_body();
+    for i in 0..=255u8 {
+        tx.send(vec![i]).await;
+        let frame = within(2.0, "one byte relayed without buffering", body.frame()).await;
+        let data = frame.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(&data[..], &[i]);
+    }
+    drop(tx);
+    // (HTTP/2 may deliver the END_STREAM flag on an empty DATA frame)
+    let end = loop {
+        match body.frame().await {
+            Some(Ok(f)) if f.data_ref().is_some_and(|d| d.is_empty()) => continue,
+            other => break other,
+        }
+    };
+    assert!(end.is_none(), "{end:?}");
+    assert_eq!(
+        last_line(&text(p.response().await).await),
+        TRANSFER_SUCCESSFUL
+    );
+    r.shutdown().await;
+}
+
+async fn multipart_first_part(t: T) {
+    let r = relay().await;
+    let payload = random_bytes(8 * 1024 * 1024);
+    let boundary = "----httpipe-test-boundary";
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\
+             Content-Type: application/x-test\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(&payload);
+    body.extend_from_slice(format!("\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nignored\r\n--{boundary}--\r\n").as_bytes());
+    let ct = format!("multipart/form-data; boundary={boundary}");
+    let mut p = r
+        .call(t, Method::POST, "/mp", &[("content-type", &ct)], full(body))
+        .await;
+    let mut c = r.get(t, "/mp").await;
+    let resp = c.response().await;
+    assert_eq!(
+        header(resp.headers(), "content-type"),
+        Some("application/x-test")
+    );
+    assert_eq!(
+        header(resp.headers(), "content-disposition"),
+        Some("form-data; name=\"file\"; filename=\"a.bin\"")
+    );
+    let got = read_all(resp).await.unwrap();
+    assert!(
+        got[..] == payload[..],
+        "multipart part differs: {} bytes",
+        got.len()
+    );
+    assert_eq!(
+        last_line(&text(p.response().await).await),
+        TRANSFER_SUCCESSFUL
+    );
+    r.shutdown().await;
+}
+
+async fn ten_simultaneous_pairs(t: T) {
+    let r = relay().await;
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let path = format!("/pair{i}");
+        let data = Bytes::from(random_bytes(100_000 + i));
+        let mut p = r.post(t, &path, full(data.clone())).await;
+        let mut c = r.get(t, &path).await;
+        tasks.push(tokio::spawn(async move {
+            let got = read_all(c.response().await).await.unwrap();
+            assert!(got == data);
+            assert_eq!(
+                last_line(&text(p.response().await).await),
+                TRANSFER_SUCCESSFUL
+            );
+        }));
+    }
+    for task in tasks {
+        within(20.0, "pair finished", task).await.unwrap();
+    }
+    r.shutdown().await;
+}
+
+async fn rate_limited_chunked_transfer(t: T) {
+    let r = relay().await;
+    let (tx, b) = channel_body();
+    let mut p = r.post(t, "/slow", b).await;
+    let mut c = r.get(t, "/slow").await;
+    let resp = c.response().await;
+    let writer = tokio::spawn(async move {
+        for i in 0..40u32 {
+            tx.send(Bytes::from(vec![(i % 251) as u8; 1000])).await;
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+    });
+    let got = read_all(resp).await.unwrap();
+    writer.await.unwrap();
+    assert_eq!(got.len(), 40_000);
+    assert!(got
+        .chunks(1000)
+        .enumerate()
+        .all(|(i, c)| c.iter().all(|b| *b == (i % 251) as u8)));
+    assert_eq!(
+        last_line(&text(p.response().await).await),
+        TRANSFER_SUCCESSFUL
+    );
+    r.shutdown().await;
+}
+
+/// §3.3: a producer abort truncates the consumer's response (no clean end).
+async fn producer_abort_truncates_consumers(t: T) {
+    let r = relay().await;
+    let (tx, b) = channel_body();
+    let p = r.post(t, "/abort", b).await;
+    let mut c = r.get(t, "/abort").await;
+    let resp = c.response().await;
+    let mut body = resp.into_body();
+    tx.send("some bytes").await;
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(&first[..], b"some bytes");
+    tx.abort().await;
+    drop(p); // (the harness keeps a second handle on the socket until the Call is dropped)
+    let end = within(5.0, "consumer sees the abort", async {
+        loop {
+            match body.frame().await {
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => break Err(e),
+                None => break Ok(()),
+            }
+        }
+    })
+    .await;
+    assert!(
+        end.is_err(),
+        "a producer abort must not look like a clean end"
+    );
+    r.shutdown().await;
+}
+
+/// §3.2: a consumer that hangs up mid-transfer gives the producer
+/// `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` and ends its response.
+async fn receiver_disconnect_reported_to_producer(t: T) {
+    let r = relay().await;
+    let (tx, b) = channel_body();
+    let mut p = r.post(t, "/leave", b).await;
+    let mut c = r.get(t, "/leave").await;
+    let mut body = c.response().await.into_body();
+    tx.send("x").await;
+    body.frame().await.unwrap().unwrap();
+    c.cancel();
+    drop(body);
+    let log = within(5.0, "producer log ends", text(p.response().await)).await;
+    assert!(log.contains(RECEIVER_PREMATURE_DISCONNECT), "{log}");
+    assert!(!log.contains(TRANSFER_SUCCESSFUL), "{log}");
+    drop(tx);
+    r.shutdown().await;
+}
+
+async fn fan_out_n_consumers(t: T) {
+    let r = relay().await;
+    let data = Bytes::from(random_bytes(500_000));
+    let mut c1 = r.get(t, "/fan?n=3").await;
+    let mut p = r.post(t, "/fan?n=3", full(data.clone())).await;
+    let mut c2 = r.get(t, "/fan?n=3").await;
+    assert!(
+        c1.still_waiting(Duration::from_millis(100)).await,
+        "started with 2 of 3 consumers"
+    );
+    let mut c3 = r.get(t, "/fan?n=3").await;
+    for c in [&mut c1, &mut c2, &mut c3] {
+        assert!(read_all(c.response().await).await.unwrap() == data);
+    }
+    assert_eq!(
+        last_line(&text(p.response().await).await),
+        TRANSFER_SUCCESSFUL
+    );
+    r.shutdown().await;
+}
+
+async fn rejections_per_table(t: T) {
+    let r = relay().await;
+    let expect = |status: u16, body: &'static str| {
+        move |resp: http::Response<hyper::body::Incoming>| async move {
+            assert_eq!(resp.status().as_u16(), status);
+            assert_eq!(
+                header(resp.headers(), "access-control-allow-origin"),
+                Some("*")
+            );
+            assert_eq!(text(resp).await, body);
+        }
+    };
+    let mut x = r.post(t, "/help", full("x")).await;
+    expect(400, "[ERROR] Cannot send to the reserved path '/help'.\n")(x.response().await).await;
+    let mut x = r.get(t, "/n?n=0").await;
+    expect(400, "[ERROR] Invalid \"n\" query parameter\n")(x.response().await).await;
+    let mut x = r.get(t, "/n?n=abc").await;
+    expect(400, "[ERROR] Invalid \"n\" query parameter\n")(x.response().await).await;
+    let mut x = r
+        .call(
+            t,
+            Method::POST,
+            "/cr",
+            &[("content-range", "bytes 0-1/2")],
+            full("ab"),
+        )
+        .await;
+    expect(400, "[ERROR] Content-Range is not supported.\n")(x.response().await).await;
+    let mut x = r.call(t, Method::DELETE, "/del", &[], empty()).await;
+    let resp = x.response().await;
+    assert_eq!(
+        header(resp.headers(), "allow"),
+        Some("GET, POST, PUT, OPTIONS")
+    );
+    expect(405, "[ERROR] Unsupported method: DELETE.\n")(resp).await;
+
+    let mut c1 = r.get(t, "/lim?n=2").await;
+    let mut x = r.get(t, "/lim?n=3").await;
+    expect(400, "[ERROR] The number of receivers should be 2 but 3.\n")(x.response().await).await;
+    let mut c2 = r.get(t, "/lim?n=2").await;
+    let mut x = r.get(t, "/lim?n=2").await;
+    expect(400, "[ERROR] The number of receivers has reached limits.\n")(x.response().await).await;
+    assert!(
+        c1.still_waiting(Duration::from_millis(10)).await
+            && c2.still_waiting(Duration::from_millis(0)).await
+    );
+    r.shutdown().await;
+}
