@@ -126,14 +126,99 @@ pub fn request_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// `POST /api/v0/accesstoken.create` (§6), authenticated with an admin key
-/// (`Authorization: Bearer <key>`). Placeholder until the tokens step lands.
+/// `POST /api/v0/accesstoken.create` (§6, ZebraStream-compatible form): authenticated with an
+/// admin key (`Authorization: Bearer <one of the relay's keys>`); form fields (urlencoded body
+/// or query) `path`, `access_mode` = read|write, `recursive` = true|false, `expires` = unix
+/// seconds (default: in one hour). Answers JSON `{"path", "token", "token_id"}`.
 pub async fn create_endpoint(
-    _state: crate::state::Shared,
-    _req: http::Request<hyper::body::Incoming>,
+    state: crate::state::Shared,
+    req: http::Request<hyper::body::Incoming>,
 ) -> Resp {
-    text(
-        StatusCode::NOT_IMPLEMENTED,
-        "[ERROR] Not implemented yet.\n",
-    )
+    use http_body_util::{BodyExt, Limited};
+    if req.method() != http::Method::POST {
+        return crate::respond::rejection(
+            &httpipe::protocol::control::Rejection::UnsupportedMethod(req.method().to_string()),
+        );
+    }
+    let Some(auth) = &state.auth else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "[ERROR] This relay runs in open mode (no auth key): no tokens are needed.\n",
+        );
+    };
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|s| s.trim().as_bytes().to_vec());
+    if !bearer.is_some_and(|k| auth.is_admin_key(&k)) {
+        return Denied::Unauthorized("the management API needs the admin key".into()).response();
+    }
+    let query = req.uri().query().unwrap_or("").to_string();
+    let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return text(StatusCode::BAD_REQUEST, "[ERROR] Invalid form body.\n"),
+    };
+    let mut fields: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    fields.extend(form_urlencoded::parse(&body).map(|(k, v)| (k.into_owned(), v.into_owned())));
+    let field = |name: &str| {
+        fields
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let Some(path) = field("path").filter(|p| p.starts_with('/')) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "[ERROR] Field \"path\" must be a path starting with '/'.\n",
+        );
+    };
+    let Some(mode) = field("access_mode").and_then(Mode::parse) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "[ERROR] Field \"access_mode\" must be read or write.\n",
+        );
+    };
+    let recursive = match field("recursive") {
+        None | Some("false") | Some("0") => false,
+        Some("true") | Some("1") => true,
+        Some(_) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "[ERROR] Field \"recursive\" must be true or false.\n",
+            )
+        }
+    };
+    let expires = match field("expires").map(|e| e.parse::<u64>()) {
+        None => now() + 3600,
+        Some(Ok(e)) => e,
+        Some(Err(_)) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "[ERROR] Field \"expires\" must be unix seconds.\n",
+            )
+        }
+    };
+    let claims = Claims {
+        path: path.to_string(),
+        mode,
+        recursive,
+        expires,
+    };
+    let token = auth.mint(&claims);
+    let token_id = {
+        use sha2::{Digest, Sha256};
+        hex::encode(&Sha256::digest(token.as_bytes())[..8])
+    };
+    let json = serde_json::json!({ "path": claims.path, "token": token, "token_id": token_id });
+    let mut r = text(StatusCode::OK, format!("{json}\n"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
 }

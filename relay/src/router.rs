@@ -32,7 +32,9 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
     let producing = method == Method::POST || method == Method::PUT;
 
     if paths::is_reserved(&path) {
-        if producing {
+        let own_methods =
+            path.starts_with(paths::CONNECT_PREFIX) || path == paths::ACCESS_TOKEN_CREATE;
+        if producing && !own_methods {
             return rejection(&Rejection::ReservedPath(path));
         }
         return reserved(state, req, conn, &path, get_or_head).await;

@@ -123,6 +123,17 @@ impl Body for LogBody {
     }
 }
 
+impl LogBody {
+    /// Everything logged so far and not yet taken (for answers that aren't streamed).
+    pub fn take_available(&mut self) -> String {
+        let mut out = String::new();
+        while let Ok(b) = self.rx.try_recv() {
+            out.push_str(&String::from_utf8_lossy(&b));
+        }
+        out
+    }
+}
+
 /// The writing end of a [`LogBody`].
 #[derive(Clone)]
 pub struct Log {

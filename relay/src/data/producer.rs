@@ -119,7 +119,8 @@ struct Sink {
     finished: bool,
 }
 
-struct Pump {
+/// Hands the producer's bytes to every matched consumer (shared with the segmented upload).
+pub(crate) struct Pump {
     sinks: Vec<Option<Sink>>,
     gone: mpsc::UnboundedReceiver<usize>,
     left_early: usize,
@@ -127,7 +128,12 @@ struct Pump {
 
 impl Pump {
     /// Sends every consumer its response (headers now, bytes as they come).
-    fn start(state: &Shared, consumers: Vec<Handoff>, forwarded: HeaderMap, log: &Log) -> Pump {
+    pub(crate) fn start(
+        state: &Shared,
+        consumers: Vec<Handoff>,
+        forwarded: HeaderMap,
+        log: &Log,
+    ) -> Pump {
         let (gone_tx, gone) = mpsc::unbounded_channel();
         let length = forwarded
             .get(header::CONTENT_LENGTH)
@@ -160,8 +166,16 @@ impl Pump {
         }
     }
 
-    fn alive(&self) -> usize {
+    /// Consumers still connected.
+    pub(crate) fn alive(&self) -> usize {
         self.sinks.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// Notes every consumer that hung up since the last call.
+    pub(crate) fn reap_gone(&mut self, log: &Log) {
+        while let Ok(i) = self.gone.try_recv() {
+            self.drop_sink(i, log);
+        }
     }
 
     fn drop_sink(&mut self, i: usize, log: &Log) {
@@ -235,7 +249,7 @@ impl Pump {
     }
 
     /// Hands `bytes` to every consumer still there, waiting for room in each (backpressure).
-    async fn send_all(&mut self, bytes: Bytes, state: &Shared, log: &Log) {
+    pub(crate) async fn send_all(&mut self, bytes: Bytes, state: &Shared, log: &Log) {
         let len = bytes.len() as u64;
         for i in 0..self.sinks.len() {
             let Some(sink) = &self.sinks[i] else { continue };
@@ -249,7 +263,7 @@ impl Pump {
 
     /// Clean end of the upload: end every response, free the path, wait until every consumer
     /// has received the end.
-    async fn finish<T: Send + 'static>(
+    pub(crate) async fn finish<T: Send + 'static>(
         mut self,
         transfer: crate::pairing::Transfer<T>,
         log: &Log,
