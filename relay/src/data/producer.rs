@@ -111,6 +111,9 @@ async fn run(
     pump.run(state, source, log, transfer, path).await;
 }
 
+/// How long the upload is still read (and discarded) after every consumer left.
+const DRAIN_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// One consumer's channel as seen by the pump.
 struct Sink {
     tx: mpsc::Sender<Msg>,
@@ -245,6 +248,15 @@ impl Pump {
                 state.metrics.failed(reason);
                 tracing::info!(path = %log_path, bytes = bytes_sent, ms, reason = reason.as_str(), "transfer end: failed");
             }
+        }
+        drop(log); // ends the producer's response
+        if outcome == Err(FailReason::ReceiverDisconnected) {
+            // Keep reading (and discarding) the upload for a moment: closing a connection with
+            // unread request bytes makes the kernel send a TCP reset, which can destroy the
+            // `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line before a full-duplex client (the
+            // ZebraStream client) reads it. The client stops uploading once it has read it.
+            let drain = async { while let Ok(Some(_)) = source.next().await {} };
+            let _ = tokio::time::timeout(DRAIN_AFTER_DISCONNECT, drain).await;
         }
     }
 
