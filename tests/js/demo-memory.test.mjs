@@ -12,6 +12,7 @@ import { launchChromium, sha256File, openDemo, dropFiles, waitState, textOf } fr
 
 const SIZE = Number(process.env.HTTPIPE_DEMO_MEMORY_BYTES || 1024 * 1024 * 1024);
 const LIMIT = 200 * 1000 * 1000;
+const RETAINED_LIMIT = 64 * 1000 * 1000;
 
 test(`receiving ${SIZE} bytes keeps the receiver's JS heap under 200 MB`, { timeout: 600000 }, async () => {
   const relay = await startRelay();
@@ -38,17 +39,22 @@ test(`receiving ${SIZE} bytes keeps the receiver's JS heap under 200 MB`, { time
     const download = rp.waitForEvent('download', { timeout: 120000 });
     const t0 = Date.now();
     await openDemo(rp, link);
-    let peak = 0;      // V8 heap in use (usedSize)
-    let peakAll = 0;   // + embedder heap + ArrayBuffer backing stores (chunks held by the page)
+    // Every 200 ms: the V8 heap in use, as the page runs (the bound the issue asks for).
+    // Every 2 s also a forced GC, then heap + embedder heap + ArrayBuffer backing stores:
+    // what the page really retains (chunks already handed on are garbage, not retained),
+    // so a page that accumulated the file would show here at once.
+    let peak = 0;
+    let peakRetained = 0;
     let samples = 0;
     let running = true;
     const sampler = (async () => {
       while (running) {
         const h = await cdp.send('Runtime.getHeapUsage').catch(() => null);
-        if (h) {
-          peak = Math.max(peak, h.usedSize);
-          peakAll = Math.max(peakAll, h.usedSize + (h.embedderHeapUsedSize || 0) + (h.backingStorageSize || 0));
-          samples++;
+        if (h) { peak = Math.max(peak, h.usedSize); samples++; }
+        if (samples % 10 === 0) {
+          await cdp.send('HeapProfiler.collectGarbage').catch(() => {});
+          const r = await cdp.send('Runtime.getHeapUsage').catch(() => null);
+          if (r) peakRetained = Math.max(peakRetained, r.usedSize + (r.embedderHeapUsedSize || 0) + (r.backingStorageSize || 0));
         }
         await new Promise((r) => setTimeout(r, 200));
       }
@@ -58,11 +64,11 @@ test(`receiving ${SIZE} bytes keeps the receiver's JS heap under 200 MB`, { time
     running = false;
     await sampler;
     const seconds = (Date.now() - t0) / 1000;
-    console.log(`# demo memory: ${SIZE} bytes in ${seconds.toFixed(1)} s (${(SIZE / 1048576 / seconds).toFixed(1)} MiB/s), receiver JS heap peak ${(peak / 1e6).toFixed(1)} MB (with embedder heap and ArrayBuffer stores ${(peakAll / 1e6).toFixed(1)} MB) over ${samples} samples`);
+    console.log(`# demo memory: ${SIZE} bytes in ${seconds.toFixed(1)} s (${(SIZE / 1048576 / seconds).toFixed(1)} MiB/s), receiver JS heap peak ${(peak / 1e6).toFixed(1)} MB over ${samples} samples; retained after GC (heap + buffers) peak ${(peakRetained / 1e6).toFixed(1)} MB`);
     assert.equal(state, 'done', await textOf(rp, 'recv-error'));
     assert.ok(samples >= 5, 'sampled during the transfer');
     assert.ok(peak < LIMIT, `receiver JS heap peaked at ${peak} bytes`);
-    assert.ok(peakAll < LIMIT, `receiver heap + buffers peaked at ${peakAll} bytes`);
+    assert.ok(peakRetained < RETAINED_LIMIT, `receiver retained ${peakRetained} bytes after GC`);
     assert.equal(await sha256File(await dl.path()), expectedHash);
     await dl.delete();
     assert.equal(await waitState(sp, 'send-panel', ['done', 'error']), 'done');
