@@ -237,3 +237,85 @@ fn binary_prints_listening_lines_and_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The curl recipes printed by /help work as printed (a consumer and a producer, run by sh).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_recipes_work() {
+    if Command::new("curl").arg("--version").output().is_err() {
+        eprintln!("skipped: curl not installed");
+        return;
+    }
+    let r = relay().await;
+    let mut c = r.get(T::H1, "/help").await;
+    let help = text(c.response().await).await;
+    let line = |prefix: &str| -> String {
+        help.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no '{prefix}' in {help}"))
+            .to_string()
+    };
+    let send = line("echo 'hello, world' | curl -T - ");
+    let recv = line("curl http");
+    assert!(recv.ends_with("/mypath"), "{recv}");
+    let consumer = tokio::process::Command::new("sh")
+        .args(["-c", &recv])
+        .output();
+    let producer = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::process::Command::new("sh")
+            .args(["-c", &send])
+            .output()
+            .await
+    };
+    let (c_out, p_out) = tokio::join!(consumer, producer);
+    assert_eq!(
+        String::from_utf8_lossy(&c_out.unwrap().stdout),
+        "hello, world\n"
+    );
+    assert!(
+        String::from_utf8_lossy(&p_out.unwrap().stdout).ends_with("[STATE:TRANSFER_SUCCESSFUL]\n")
+    );
+    r.shutdown().await;
+}
+
+/// Graceful shutdown (§9): no new connections, running transfers continue for the grace
+/// period, then they are aborted (the consumer sees truncation, not a clean end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_then_abort() {
+    use http_body_util::BodyExt;
+    let mut r = relay_with(|c| c.shutdown_grace = Duration::from_millis(600)).await;
+    let (tx, b) = channel_body();
+    let mut p = r.post(T::H1, "/long", b).await;
+    let mut c = r.get(T::H1, "/long").await;
+    let mut body = c.response().await.into_body();
+    let _log = p.response().await;
+    tx.send("before").await;
+    assert_eq!(
+        &body.frame().await.unwrap().unwrap().into_data().unwrap()[..],
+        b"before"
+    );
+    let running = r.running.take().unwrap();
+    let stopped = tokio::spawn(running.shutdown());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        tokio::net::TcpStream::connect(r.http).await.is_err(),
+        "still accepting after shutdown"
+    );
+    tx.send("during grace").await;
+    assert_eq!(
+        &body.frame().await.unwrap().unwrap().into_data().unwrap()[..],
+        b"during grace"
+    );
+    let end = within(3.0, "aborted after the grace period", async {
+        loop {
+            match body.frame().await {
+                Some(Ok(_)) => continue,
+                other => break other,
+            }
+        }
+    })
+    .await;
+    assert!(matches!(end, Some(Err(_))), "{end:?}");
+    within(3.0, "shutdown finished", stopped).await.unwrap();
+}

@@ -1,0 +1,245 @@
+#!/usr/bin/env node
+// Relay benchmark: httpipe-relay vs piping-server 1.12.9 (npm, node_modules), same run,
+// loopback. Prints every figure and the ratio ours/theirs.
+//
+//   node bench/relay.mjs            (builds nothing: run `cargo build --release -p httpipe-relay`)
+//   BENCH_MB=256 node bench/relay.mjs   (bytes per single-stream run, default 512 MiB)
+//
+// Measurements
+//   1. single stream, HTTP/1.1: curl -T file → relay → curl -o /dev/null (MB/s, best of 3)
+//   2. single stream, h2 over TLS: Node `http2` sender and receiver processes (curl's own
+//      HTTP/2 upload is CPU-bound near 100 MB/s, so it would measure curl), best of 3
+//   3. 8 concurrent HTTP/1.1 streams (curl pairs), aggregate MB/s
+//   4. idle memory per waiting receiver: RSS delta of the relay process for 2000 waiting GETs
+//   5. rendezvous latency: receiver waiting, 1-byte POST → byte received (median of 200)
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const OURS = process.env.HTTPIPE_RELAY_BIN
+  || path.join(process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target'), 'release/httpipe-relay');
+const PIPING = path.join(ROOT, 'node_modules/piping-server/dist/src/index.js');
+const MB = 1024 * 1024;
+const SIZE = (Number(process.env.BENCH_MB) || 512) * MB;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------- child-process modes
+if (process.argv[2] === 'h2-send' || process.argv[2] === 'h2-recv') {
+  await h2Client(process.argv[2], process.argv[3], process.argv[4], Number(process.argv[5] || 0));
+  process.exit(0);
+}
+
+async function h2Client(mode, origin, p, bytes) {
+  const client = http2.connect(origin, { rejectUnauthorized: false, settings: { initialWindowSize: 8 * MB } });
+  client.on('error', (e) => { console.error(e); process.exit(1); });
+  await new Promise((r) => client.once('connect', r));
+  try { client.setLocalWindowSize(32 * MB); } catch { /* older node */ }
+  if (mode === 'h2-recv') {
+    const req = client.request({ ':path': p });
+    let n = 0;
+    req.on('data', (d) => { n += d.length; });
+    await new Promise((r, j) => { req.on('end', r); req.on('error', j); });
+    console.log(n);
+  } else {
+    const req = client.request({ ':method': 'POST', ':path': p, 'content-type': 'application/octet-stream' });
+    req.on('data', () => {}); // the status log
+    const chunk = Buffer.alloc(256 * 1024, 7);
+    for (let sent = 0; sent < bytes; sent += chunk.length) {
+      if (!req.write(chunk)) await new Promise((r) => req.once('drain', r));
+    }
+    req.end();
+    await new Promise((r, j) => { req.on('end', r); req.on('error', j); });
+  }
+  client.close();
+}
+
+// ---------------------------------------------------------------- servers
+async function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+async function startOurs(tmp) {
+  const proc = spawn(OURS, ['--host', '127.0.0.1', '--http-port', '0', '--https-port', '0',
+    '--tls-cert', path.join(tmp, 'cert.pem'), '--tls-key', path.join(tmp, 'key.pem')],
+  { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, RUST_LOG: 'warn' } });
+  let out = '';
+  await new Promise((resolve, reject) => {
+    proc.stdout.on('data', (d) => { out += d; if (/listening https:/.test(out)) resolve(); });
+    proc.on('exit', (c) => reject(new Error(`httpipe-relay exited ${c}`)));
+  });
+  const http1 = out.match(/listening (http:\/\/\S+)/)[1];
+  const https = out.match(/listening (https:\/\/\S+)/)[1];
+  return { name: 'httpipe-relay', proc, http: http1, https };
+}
+
+async function startPiping(tmp) {
+  const hp = await freePort();
+  const sp = await freePort();
+  const proc = spawn(process.execPath, [PIPING, '--host', '127.0.0.1', '--http-port', String(hp), '--enable-https',
+    '--https-port', String(sp), '--key-path', path.join(tmp, 'key.pem'), '--crt-path', path.join(tmp, 'cert.pem')],
+  { stdio: ['ignore', 'ignore', 'ignore'] });
+  const url = `http://127.0.0.1:${hp}`;
+  for (let i = 0; i < 100; i++) {
+    try { await fetch(`${url}/version`); break; } catch { await sleep(100); }
+  }
+  return { name: 'piping-server', proc, http: url, https: `https://127.0.0.1:${sp}` };
+}
+
+function stop(s) { s.proc.kill('SIGKILL'); }
+
+function rssBytes(pid) {
+  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
+  return Number(m[1]) * 1024;
+}
+
+// ---------------------------------------------------------------- measurements
+function run(cmd, args) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} → ${c}`))));
+  });
+}
+
+async function curlPair(base, p, file) {
+  const recv = run('curl', ['-sS', '-o', '/dev/null', `${base}${p}`]);
+  await sleep(30);
+  await Promise.all([recv, run('curl', ['-sS', '-o', '/dev/null', '-T', file, `${base}${p}`])]);
+}
+
+async function best(n, f) {
+  let top = 0;
+  for (let i = 0; i < n; i++) top = Math.max(top, await f(i));
+  return top;
+}
+
+async function h1Single(s, file, bytes) {
+  return best(3, async (i) => {
+    const t0 = performance.now();
+    await curlPair(s.http, `/bench-h1-${i}`, file);
+    return bytes / MB / ((performance.now() - t0) / 1000);
+  });
+}
+
+async function h2Single(s, bytes) {
+  const me = fileURLToPath(import.meta.url);
+  return best(3, async (i) => {
+    const p = `/bench-h2-${i}`;
+    const t0 = performance.now();
+    const recv = run(process.execPath, [me, 'h2-recv', s.https, p]);
+    await sleep(50);
+    await Promise.all([recv, run(process.execPath, [me, 'h2-send', s.https, p, String(bytes)])]);
+    return bytes / MB / ((performance.now() - t0) / 1000);
+  });
+}
+
+async function h1Concurrent(s, file, bytes, n) {
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: n }, (_, i) => curlPair(s.http, `/bench-c-${i}`, file)));
+  return (n * bytes) / MB / ((performance.now() - t0) / 1000);
+}
+
+async function idleMemory(s, n) {
+  // warm up, then measure RSS with n receivers waiting
+  await curlPair(s.http, '/bench-warm', '/dev/null');
+  await sleep(300);
+  const before = rssBytes(s.proc.pid);
+  const reqs = [];
+  for (let i = 0; i < n; i++) {
+    const req = http.request(`${s.http}/bench-idle-${i}`, { agent: false });
+    req.on('error', () => {});
+    req.end();
+    reqs.push(req);
+    if (i % 200 === 199) await sleep(20);
+  }
+  await sleep(1500);
+  const after = rssBytes(s.proc.pid);
+  for (const r of reqs) r.destroy();
+  await sleep(500);
+  return (after - before) / n;
+}
+
+async function rendezvous(s, n) {
+  const agentGet = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const agentPost = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const samples = [];
+  for (let i = 0; i < n + 10; i++) {
+    const p = `/bench-rtt-${i}`;
+    const got = new Promise((resolve, reject) => {
+      const req = http.get(`${s.http}${p}`, { agent: agentGet }, (res) => {
+        res.once('data', () => resolve(performance.now()));
+        res.resume();
+      });
+      req.on('error', reject);
+    });
+    await sleep(10); // the receiver is waiting
+    const t0 = performance.now();
+    const post = http.request(`${s.http}${p}`, { method: 'POST', agent: agentPost, headers: { 'content-length': '1' } }, (res) => res.resume());
+    post.end('x');
+    const t1 = await got;
+    if (i >= 10) samples.push(t1 - t0); // skip warm-up
+    await sleep(5);
+  }
+  agentGet.destroy();
+  agentPost.destroy();
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)];
+}
+
+// ---------------------------------------------------------------- main
+if (!fs.existsSync(OURS)) {
+  console.error(`${OURS} missing: run cargo build --release -p httpipe-relay`);
+  process.exit(1);
+}
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-bench-'));
+execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+  '-subj', '/CN=localhost', '-days', '1', '-keyout', path.join(tmp, 'key.pem'), '-out', path.join(tmp, 'cert.pem')],
+{ stdio: 'ignore' });
+const file = path.join(tmp, 'payload.bin');
+fs.writeFileSync(file, Buffer.alloc(SIZE, 0x5a));
+const concurrent = 8;
+const cFile = path.join(tmp, 'payload-c.bin');
+const cBytes = Math.floor(SIZE / 4);
+fs.writeFileSync(cFile, Buffer.alloc(cBytes, 0x5a));
+
+const results = {};
+for (const start of [startOurs, startPiping]) {
+  const s = await start(tmp);
+  try {
+    const r = {};
+    r.h1 = await h1Single(s, file, SIZE);
+    r.h2 = await h2Single(s, SIZE);
+    r.conc = await h1Concurrent(s, cFile, cBytes, concurrent);
+    r.mem = await idleMemory(s, 2000);
+    r.rtt = await rendezvous(s, 200);
+    results[s.name] = r;
+    console.error(`${s.name}: ${JSON.stringify(r)}`);
+  } finally {
+    stop(s);
+  }
+}
+fs.rmSync(tmp, { recursive: true, force: true });
+
+const o = results['httpipe-relay'];
+const t = results['piping-server'];
+const rows = [
+  ['single stream, HTTP/1.1 (curl → relay → curl), MB/s', o.h1, t.h1, 1],
+  ['single stream, h2 over TLS (Node http2 clients), MB/s', o.h2, t.h2, 1],
+  [`${concurrent} concurrent HTTP/1.1 streams, aggregate MB/s`, o.conc, t.conc, 1],
+  ['idle memory per waiting receiver (2000 GETs), KiB', o.mem / 1024, t.mem / 1024, 1],
+  ['rendezvous latency, median of 200, ms', o.rtt, t.rtt, 3],
+];
+console.log(`\nhttpipe-relay vs piping-server 1.12.9, loopback, ${os.cpus().length} CPUs, ${SIZE / MB} MiB per single stream\n`);
+console.log('| measurement | httpipe-relay | piping-server | ours/theirs |');
+console.log('|---|---:|---:|---:|');
+for (const [name, a, b, d] of rows) {
+  console.log(`| ${name} | ${a.toFixed(d)} | ${b.toFixed(d)} | ${(a / b).toFixed(2)} |`);
+}
+console.log(`\nour h2 / our HTTP/1.1: ${(o.h2 / o.h1).toFixed(2)}`);
