@@ -78,6 +78,11 @@ impl Abort {
         self.reason.get()
     }
 
+    /// A shared view of the reason, for streams that must stop once the operation is aborted.
+    pub fn reason_cell(&self) -> Rc<Cell<Reason>> {
+        self.reason.clone()
+    }
+
     /// Stops the operation's requests (first reason wins).
     pub fn abort_internal(&self) {
         if self.reason.get() == Reason::None {

@@ -14,6 +14,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::ReadableStream;
 
+use super::abort::Reason;
 use super::bindings::now_ms;
 use super::error::js_error;
 use super::options::Parsed;
@@ -151,6 +152,14 @@ impl Shared {
         self.replay.borrow_mut().take()
     }
 
+    /// How many bytes were pulled so far, while all of them are kept for replay.
+    pub fn replay_len(&self) -> Option<usize> {
+        self.replay
+            .borrow()
+            .as_ref()
+            .map(|_| self.replay_bytes.get())
+    }
+
     /// A stream reading on from the shared source.
     pub fn reader(self: &Rc<Self>) -> SharedReader {
         SharedReader(self.clone())
@@ -184,4 +193,28 @@ impl Stream for SharedReader {
         }
         polled
     }
+}
+
+/// Ends a source with an `ABORTED` error (never a clean end) once the operation was aborted,
+/// so nothing keeps pulling (and encrypting) a source whose upload is gone.
+pub fn stoppable(stream: ByteStream, reason: Rc<Cell<Reason>>) -> ByteStream {
+    let stopped = || Err(js_error(ErrorCode::Aborted, "the upload was stopped", None));
+    futures::stream::unfold(
+        (stream, reason, false),
+        move |(mut s, reason, done)| async move {
+            if done {
+                return None;
+            }
+            if reason.get() != Reason::None {
+                return Some((stopped(), (s, reason, true)));
+            }
+            match s.next().await {
+                Some(Ok(_)) if reason.get() != Reason::None => Some((stopped(), (s, reason, true))),
+                Some(Ok(c)) => Some((Ok(c), (s, reason, false))),
+                Some(Err(e)) => Some((Err(e), (s, reason, true))),
+                None => None,
+            }
+        },
+    )
+    .boxed_local()
 }

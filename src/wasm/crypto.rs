@@ -104,39 +104,45 @@ fn bytes(out: &[u8]) -> Option<Result<Uint8Array, JsValue>> {
     (!out.is_empty()).then(|| Ok(Uint8Array::from(out)))
 }
 
-/// Encrypts a byte stream: each source chunk is flushed as it comes (age-rt: one record per
-/// write, so log lines leave at once), the final record at the end.
+/// Encrypts a byte stream: the header leaves at once (so the request starts before the first
+/// write: undici sends nothing until the body has bytes), then each source chunk is flushed as
+/// it comes (age-rt: one record per write, so log lines leave at once), the final record at
+/// the end.
 pub fn encrypt_stream(input: ByteStream, o: &Options) -> Result<ByteStream, JsValue> {
-    let enc = encryptor_for(o)?;
+    let mut enc = encryptor_for(o)?;
+    let mut header = Vec::new();
+    enc.flush(&mut header).map_err(to_js)?;
+    let head = stream::iter(bytes(&header));
     let state = (input, Some(enc));
-    Ok(stream::unfold(state, |(mut input, mut enc)| async move {
-        let e = enc.as_mut()?;
-        let mut out = Vec::new();
-        loop {
-            match input.next().await {
-                Some(Ok(chunk)) => {
-                    let r = e
-                        .update(&chunk.to_vec(), &mut out)
-                        .and_then(|_| e.flush(&mut out));
-                    if let Err(err) = r {
-                        return Some((Err(to_js(err)), (input, None)));
+    Ok(head
+        .chain(stream::unfold(state, |(mut input, mut enc)| async move {
+            let e = enc.as_mut()?;
+            let mut out = Vec::new();
+            loop {
+                match input.next().await {
+                    Some(Ok(chunk)) => {
+                        let r = e
+                            .update(&chunk.to_vec(), &mut out)
+                            .and_then(|_| e.flush(&mut out));
+                        if let Err(err) = r {
+                            return Some((Err(to_js(err)), (input, None)));
+                        }
+                        if let Some(item) = bytes(&out) {
+                            return Some((item, (input, enc)));
+                        }
                     }
-                    if let Some(item) = bytes(&out) {
-                        return Some((item, (input, enc)));
+                    Some(Err(err)) => return Some((Err(err), (input, None))),
+                    None => {
+                        let r = e
+                            .finish(&mut out)
+                            .map_err(to_js)
+                            .map(|_| Uint8Array::from(&out[..]));
+                        return Some((r, (input, None)));
                     }
-                }
-                Some(Err(err)) => return Some((Err(err), (input, None))),
-                None => {
-                    let r = e
-                        .finish(&mut out)
-                        .map_err(to_js)
-                        .map(|_| Uint8Array::from(&out[..]));
-                    return Some((r, (input, None)));
                 }
             }
-        }
-    })
-    .boxed_local())
+        }))
+        .boxed_local())
 }
 
 /// Decrypts a byte stream; only authenticated plaintext is released; the stream errors with

@@ -125,3 +125,28 @@ pub fn auth_headers(token: Option<&str>) -> Vec<(String, String)> {
         .map(|t| vec![("Authorization".to_string(), format!("Bearer {t}"))])
         .unwrap_or_default()
 }
+
+/// Whether the relay at `origin` still answers HTTP (any status) within `ms` milliseconds.
+/// Used to tell "the relay cut our upload because the consumer left" (alive) from "the relay
+/// or the network is gone".
+pub async fn relay_alive(origin: &str, ms: f64) -> bool {
+    let Ok(controller) = web_sys::AbortController::new() else {
+        return false;
+    };
+    let signal = controller.signal();
+    let timer_controller = controller.clone();
+    let cb = Closure::once(move || timer_controller.abort());
+    let handle = super::bindings::set_timeout(cb.as_ref().unchecked_ref(), ms);
+    let url = format!("{origin}/version");
+    let r = fetch(Req {
+        method: "GET",
+        url: &url,
+        headers: &[],
+        signal: &signal,
+        body: None,
+        streaming: false,
+    })
+    .await;
+    super::bindings::clear_timeout(&handle);
+    r.is_ok()
+}

@@ -16,7 +16,7 @@ use super::chunks::{self, ByteStream, Shared};
 use super::connect::rendezvous;
 use super::crypto::encrypt_stream;
 use super::error::{from_client, js_error};
-use super::http::{auth_headers, fetch, streaming_uploads_supported, text, Req};
+use super::http::{auth_headers, fetch, relay_alive, streaming_uploads_supported, text, Req};
 use super::options::Parsed;
 use super::segmented::upload_segmented;
 use crate::client::disposition;
@@ -69,6 +69,7 @@ async fn send_inner(
     if p.encrypted() {
         stream = encrypt_stream(stream, &p.o)?;
     }
+    let stream = chunks::stoppable(stream, abort.reason_cell());
 
     let data_url = if p.rendezvous() {
         rendezvous(p, &base, path, ConnectMode::AwaitReader, abort).await?
@@ -198,6 +199,10 @@ async fn upload_stream(
                     &what,
                 )));
             }
+            if shared.replay_len().is_none() {
+                // Bytes went out already (a half-duplex runtime rejects only at the end).
+                return Err(Failure::Error(cut_off(e, url, abort, &what).await));
+            }
             return Err(Failure::BeforeFirstByte(e));
         }
     };
@@ -234,14 +239,36 @@ async fn upload_stream(
                             "reading the source",
                         )));
                     }
-                    return Err(Failure::Error(abort.map_error(
-                        e,
-                        ErrorCode::Network,
-                        &what,
-                    )));
+                    return Err(Failure::Error(cut_off(e, url, abort, &what).await));
                 }
             }
         }
     }
     log.finish().map_err(|e| Failure::Error(from_client(&e)))
+}
+
+/// The upload broke after it started. If the relay still answers, it cut the upload itself,
+/// which it does when the consumer left (§3.2; the status line may not have reached us before
+/// the connection closed): `PEER_DISCONNECTED`. Otherwise `NETWORK`.
+async fn cut_off(err: JsValue, url: &str, abort: &Abort, what: &str) -> JsValue {
+    if abort.reason() != super::abort::Reason::None {
+        return abort.map_error(err, ErrorCode::Network, what);
+    }
+    let origin = origin(url);
+    // Two short probes: one stuck on a half-closed pooled connection must not decide.
+    if relay_alive(&origin, 2500.0).await || relay_alive(&origin, 2500.0).await {
+        return js_error(
+            ErrorCode::PeerDisconnected,
+            &format!(
+                "{what}: the relay closed the upload while it is still up: the consumer disconnected ({})",
+                super::error::message_of(&err)
+            ),
+            Some(&err),
+        );
+    }
+    abort.map_error(
+        err,
+        ErrorCode::Network,
+        &format!("{what} (and the relay did not answer afterwards)"),
+    )
 }

@@ -44,7 +44,8 @@ export async function startRelay(opts = {}) {
     proc,
     output: () => out,
     stop: () => new Promise((resolve) => {
-      if (proc.exitCode !== null) return resolve();
+      // A process killed by a signal has exitCode null but signalCode set: it is gone too.
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
       proc.once('exit', () => resolve());
       proc.kill('SIGTERM');
       setTimeout(() => proc.kill('SIGKILL'), 3000).unref();

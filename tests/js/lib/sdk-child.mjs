@@ -1,0 +1,45 @@
+// A producer or consumer in its own process, for tests that kill one side.
+//   node sdk-child.mjs send <relay> <path> <bytes|-1 for endless> '<json options>'
+//   node sdk-child.mjs receive <relay> <path> '<json options>'
+// Prints one JSON line per event: {"event":"progress","bytes":N}, {"event":"done",...},
+// {"event":"error","code":...}.
+import { randomFillSync, createHash } from 'node:crypto';
+import { PKG } from './sdk.mjs';
+
+const sdk = await import(PKG);
+const [mode, relay, path, a, b] = process.argv.slice(2);
+const say = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
+
+if (mode === 'send') {
+  const total = Number(a);
+  const opts = JSON.parse(b || '{}');
+  let sent = 0;
+  const stream = new ReadableStream({
+    pull(ctrl) {
+      if (total >= 0 && sent >= total) { ctrl.close(); return; }
+      const n = total >= 0 ? Math.min(65536, total - sent) : 65536;
+      sent += n;
+      ctrl.enqueue(randomFillSync(new Uint8Array(n)));
+    },
+  }, { highWaterMark: 0 });
+  let last = 0;
+  sdk.send(stream, { relay, path, ...opts, onProgress: (p) => { if (p.bytes - last >= 1 << 20) { last = p.bytes; say({ event: 'progress', bytes: p.bytes }); } } })
+    .then((r) => say({ event: 'done', ...r }), (e) => say({ event: 'error', code: e.code, message: e.message }));
+} else {
+  const opts = JSON.parse(a || '{}');
+  try {
+    const r = await sdk.receive({ relay, path, ...opts });
+    say({ event: 'started', rss: process.memoryUsage().rss });
+    let bytes = 0;
+    let last = 0;
+    const hash = createHash('sha256');
+    for await (const c of r.stream) {
+      bytes += c.byteLength;
+      hash.update(c);
+      if (bytes - last >= 1 << 20) { last = bytes; say({ event: 'progress', bytes }); }
+    }
+    say({ event: 'done', bytes, sha256: hash.digest('hex'), rss: process.memoryUsage().rss });
+  } catch (e) {
+    say({ event: 'error', code: e.code, message: e.message });
+  }
+}

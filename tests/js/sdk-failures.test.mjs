@@ -1,0 +1,200 @@
+// Failure semantics of the SDK through the real relay: shared fate, truncation, wrong keys,
+// tokens, timeouts, aborts, a relay that dies. Every error is an HttpipeError with a code.
+import { test as nodeTest, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { startRelay, RELAY_BIN, ROOT } from './lib/relay.mjs';
+import { PKG, uniquePath, randomSource, hashStream, rejection, sleep } from './lib/sdk.mjs';
+import { runChild } from './lib/child.mjs';
+
+const sdk = await import(PKG);
+// Every test here is bounded: a failure-semantics bug must fail, not hang.
+const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
+const CHILD = path.join(ROOT, 'tests/js/lib/sdk-child.mjs');
+let relay;
+// A short segmented-upload gap timeout (§4): a segmented producer that dies is noticed in 3 s.
+before(async () => { relay = await startRelay({ env: { HTTPIPE_UPLOAD_GAP_TIMEOUT: '3s' } }); });
+after(async () => { await relay?.stop(); });
+
+function isCode(code) {
+  return (e) => {
+    assert.ok(e instanceof sdk.HttpipeError, `expected HttpipeError, got ${e && e.stack}`);
+    assert.equal(e.code, code, e.message);
+    assert.ok(e.message.length > 10);
+    return true;
+  };
+}
+
+/** Reads until `n` bytes arrived; returns the reader (still open). */
+async function readAtLeast(stream, n) {
+  const reader = stream.getReader();
+  let got = 0;
+  while (got < n) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`ended after ${got} bytes`);
+    got += value.byteLength;
+  }
+  return reader;
+}
+
+test('wrong passphrase → WRONG_KEY before any plaintext', async () => {
+  const p = uniquePath('wrongkey');
+  // A long stream, so the producer is still sending when the consumer gives up.
+  const sendP = sdk.send(randomSource(1 << 30, 64 * 1024).stream, { relay: relay.http, path: p, passphrase: 'right' });
+  sendP.catch(() => {});
+  const r = await sdk.receive({ relay: relay.http, path: p, passphrase: 'wrong' });
+  const reader = r.stream.getReader();
+  await assert.rejects(reader.read(), isCode('WRONG_KEY'));
+  await assert.rejects(sendP, isCode('PEER_DISCONNECTED'));
+});
+
+for (const upload of ['stream', 'segmented']) {
+  test(`producer process killed mid-stream → consumer TRUNCATED (${upload})`, async () => {
+    const p = uniquePath('kill');
+    const child = runChild([CHILD, 'send', relay.http, p, '-1', JSON.stringify({ upload })]);
+    try {
+      const r = await sdk.receive({ relay: relay.http, path: p });
+      const reader = await readAtLeast(r.stream, 2 << 20);
+      child.kill('SIGKILL');
+      const err = await rejection((async () => { for (;;) { const { done } = await reader.read(); if (done) return 'clean end'; } })());
+      isCode('TRUNCATED')(err);
+    } finally { child.kill(); }
+  });
+
+  test(`consumer cancels → producer PEER_DISCONNECTED (${upload})`, async () => {
+    const p = uniquePath('cancel');
+    const { stream } = randomSource(1 << 30, 64 * 1024);
+    const sendP = sdk.send(stream, { relay: relay.http, path: p, upload });
+    const r = await sdk.receive({ relay: relay.http, path: p });
+    const reader = await readAtLeast(r.stream, 1 << 20);
+    await reader.cancel();
+    await assert.rejects(sendP, isCode('PEER_DISCONNECTED'));
+  });
+
+  test(`producer AbortSignal → ABORTED, consumer TRUNCATED (${upload})`, async () => {
+    const p = uniquePath('abortp');
+    const ac = new AbortController();
+    const { stream } = randomSource(1 << 30, 64 * 1024);
+    const sendP = sdk.send(stream, { relay: relay.http, path: p, upload, signal: ac.signal });
+    const r = await sdk.receive({ relay: relay.http, path: p });
+    const reader = await readAtLeast(r.stream, 1 << 20);
+    ac.abort();
+    await assert.rejects(sendP, isCode('ABORTED'));
+    await assert.rejects((async () => { for (;;) { const { done } = await reader.read(); if (done) return; } })(), isCode('TRUNCATED'));
+  });
+}
+
+test('consumer AbortSignal → ABORTED, producer PEER_DISCONNECTED', async () => {
+  const p = uniquePath('abortc');
+  const ac = new AbortController();
+  const { stream } = randomSource(1 << 30, 64 * 1024);
+  const sendP = sdk.send(stream, { relay: relay.http, path: p });
+  const r = await sdk.receive({ relay: relay.http, path: p, signal: ac.signal });
+  const reader = await readAtLeast(r.stream, 1 << 20);
+  ac.abort();
+  await assert.rejects((async () => { for (;;) { const { done } = await reader.read(); if (done) return; } })(), isCode('ABORTED'));
+  await assert.rejects(sendP, isCode('PEER_DISCONNECTED'));
+});
+
+test('AbortSignal while waiting for the peer → ABORTED (both sides, with and without rendezvous)', async () => {
+  for (const rendezvous of [true, false]) {
+    const ac1 = new AbortController();
+    const recvP = sdk.receive({ relay: relay.http, path: uniquePath('waitr'), rendezvous, signal: ac1.signal });
+    const ac2 = new AbortController();
+    const sendP = sdk.send(randomSource(1000).stream, { relay: relay.http, path: uniquePath('waits'), rendezvous, signal: ac2.signal });
+    await sleep(200);
+    ac1.abort();
+    ac2.abort();
+    await assert.rejects(recvP, isCode('ABORTED'));
+    await assert.rejects(sendP, isCode('ABORTED'));
+  }
+  const pre = AbortSignal.abort();
+  await assert.rejects(sdk.receive({ relay: relay.http, path: '/x', signal: pre }), isCode('ABORTED'));
+});
+
+test('timeout with no peer → CONNECT_TIMEOUT (rendezvous both modes, and a consumer without it)', async () => {
+  const t0 = Date.now();
+  await assert.rejects(sdk.receive({ relay: relay.http, path: uniquePath('to'), timeout: 1 }), isCode('CONNECT_TIMEOUT'));
+  await assert.rejects(sdk.send('x', { relay: relay.http, path: uniquePath('to'), timeout: 1 }), isCode('CONNECT_TIMEOUT'));
+  await assert.rejects(sdk.connect({ relay: relay.http, path: uniquePath('to'), mode: 'await-writer', timeout: 1 }), isCode('CONNECT_TIMEOUT'));
+  await assert.rejects(sdk.receive({ relay: relay.http, path: uniquePath('to'), timeout: 1, rendezvous: false }), isCode('CONNECT_TIMEOUT'));
+  assert.ok(Date.now() - t0 < 20_000);
+});
+
+test('connect() returns the data URL when the peer is there', async () => {
+  const p = uniquePath('conn');
+  const [a, b] = await Promise.all([
+    sdk.connect({ relay: relay.http, path: p, mode: 'await-reader' }),
+    sdk.connect({ relay: relay.http, path: p, mode: 'await-writer' }),
+  ]);
+  assert.equal(a, `${relay.http}${p}`);
+  assert.equal(b, a);
+});
+
+test('relay stopped mid-transfer → both sides reject', async () => {
+  const own = await startRelay();
+  const p = uniquePath('relaydies');
+  const { stream } = randomSource(1 << 30, 64 * 1024);
+  const sendP = sdk.send(stream, { relay: own.http, path: p });
+  const sendErrP = rejection(sendP);
+  const r = await sdk.receive({ relay: own.http, path: p });
+  const reader = await readAtLeast(r.stream, 1 << 20);
+  own.proc.kill('SIGKILL');
+  const recvErr = await rejection((async () => { for (;;) { const { done } = await reader.read(); if (done) return; } })());
+  assert.ok(recvErr instanceof sdk.HttpipeError && recvErr.code === 'TRUNCATED', String(recvErr));
+  const sendErr = await sendErrP;
+  assert.ok(sendErr instanceof sdk.HttpipeError && ['NETWORK', 'PEER_DISCONNECTED'].includes(sendErr.code), String(sendErr));
+  await own.stop();
+});
+
+test('relay not reachable → NETWORK', async () => {
+  await assert.rejects(sdk.receive({ relay: 'http://127.0.0.1:9', path: '/x' }), isCode('NETWORK'));
+  await assert.rejects(sdk.send('x', { relay: 'http://127.0.0.1:9', path: '/x', rendezvous: false, upload: 'segmented' }), isCode('NETWORK'));
+});
+
+test('bad options → UNSUPPORTED with a message', async () => {
+  await assert.rejects(sdk.send('x', { relay: 'ftp://x', path: '/p' }), isCode('UNSUPPORTED'));
+  await assert.rejects(sdk.send('x', { relay: relay.http }), isCode('UNSUPPORTED'));
+  await assert.rejects(sdk.send('x', { relay: relay.http, path: '/p', upload: 'fast' }), isCode('UNSUPPORTED'));
+  await assert.rejects(sdk.send('x', { relay: relay.http, path: '/p', partSize: 0 }), isCode('UNSUPPORTED'));
+  await assert.rejects(sdk.send(42, { relay: relay.http, path: '/p' }), isCode('UNSUPPORTED'));
+  await assert.rejects(sdk.send('x', { relay: relay.http, path: '/p', recipients: ['age1nope'] }), isCode('UNSUPPORTED'));
+  await assert.rejects(sdk.receive({ relay: relay.http, path: '/p', identities: ['nope'] }), isCode('UNSUPPORTED'));
+  assert.throws(() => sdk.identityToRecipient('nope'), isCode('UNSUPPORTED'));
+});
+
+test('a second producer on a busy path → RELAY_ERROR with the relay\'s words', async () => {
+  const p = uniquePath('busy');
+  const ac = new AbortController();
+  const first = sdk.send(randomSource(1 << 20).stream, { relay: relay.http, path: p, rendezvous: false, signal: ac.signal });
+  first.catch(() => {});
+  await sleep(300);
+  const err = await rejection(sdk.send('x', { relay: relay.http, path: p, rendezvous: false }));
+  isCode('RELAY_ERROR')(err);
+  assert.match(err.message, /Another sender/);
+  ac.abort();
+});
+
+test('tokens: missing → UNAUTHORIZED, wrong mode/path → FORBIDDEN, right ones transfer', async () => {
+  const key = 'sdk-test-key-0123456789abcdef';
+  const auth = await startRelay({ env: { HTTPIPE_AUTH_KEY: key } });
+  try {
+    const mint = (p, mode) => execFileSync(RELAY_BIN, ['token', '--path', p, '--mode', mode, '--ttl', '1h'],
+      { env: { ...process.env, HTTPIPE_AUTH_KEY: key } }).toString().trim();
+    const p = uniquePath('tok');
+    const read = mint(p, 'read');
+    const write = mint(p, 'write');
+    await assert.rejects(sdk.receive({ relay: auth.http, path: p }), isCode('UNAUTHORIZED'));
+    await assert.rejects(sdk.receive({ relay: auth.http, path: p, token: 'hp1.bogus.token' }), isCode('UNAUTHORIZED'));
+    await assert.rejects(sdk.receive({ relay: auth.http, path: p, token: write }), isCode('FORBIDDEN'));
+    await assert.rejects(sdk.send('x', { relay: auth.http, path: p, token: read }), isCode('FORBIDDEN'));
+    await assert.rejects(sdk.send('x', { relay: auth.http, path: uniquePath('other'), token: write }), isCode('FORBIDDEN'));
+    for (const upload of ['stream', 'segmented']) {
+      const recvP = sdk.receive({ relay: auth.http, path: p, token: read });
+      const report = await sdk.send('hello', { relay: auth.http, path: p, token: write, upload });
+      assert.equal(await new Response((await recvP).stream).text(), 'hello');
+      assert.equal(report.transport, upload);
+    }
+  } finally { await auth.stop(); }
+});

@@ -1,0 +1,148 @@
+// SDK transfers in Node through the real relay: sizes × plain/encrypted × arrival order ×
+// rendezvous × transport, checksums equal. (PROTOCOL.md §3–§5, §7–§8.)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startRelay } from './lib/relay.mjs';
+import { PKG, uniquePath, randomSource, hashStream, sleep } from './lib/sdk.mjs';
+
+const sdk = await import(PKG);
+let relay;
+before(async () => { relay = await startRelay(); });
+after(async () => { await relay?.stop(); });
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const identity = sdk.generateIdentity();
+const recipient = sdk.identityToRecipient(identity);
+
+const CRYPTO = {
+  plain: { send: {}, recv: {} },
+  'age-rt passphrase': { send: { passphrase: 'correct horse battery staple' }, recv: { passphrase: 'correct horse battery staple' } },
+  'age x25519': { send: { recipients: [recipient], format: 'age' }, recv: { identities: [identity] } },
+};
+
+async function transfer({ size, crypto, consumerFirst, rendezvous, upload }) {
+  const path = uniquePath('xfer');
+  const common = { relay: relay.http, path, rendezvous };
+  const { stream, digest } = randomSource(size, 100 * KiB + 7);
+  const progress = [];
+  const startSend = () => sdk.send(stream, { ...common, ...CRYPTO[crypto].send, upload, partSize: 256 * KiB, size,
+    onProgress: (p) => progress.push(p) });
+  const startRecv = () => sdk.receive({ ...common, ...CRYPTO[crypto].recv }).then((r) => hashStream(r.stream));
+  let sendP, recvP;
+  if (consumerFirst) { recvP = startRecv(); await sleep(50); sendP = startSend(); }
+  else { sendP = startSend(); await sleep(50); recvP = startRecv(); }
+  const [report, got] = await Promise.all([sendP, recvP]);
+  assert.equal(got.bytes, size);
+  assert.equal(got.sha256, await digest);
+  assert.equal(report.bytes, size);
+  assert.equal(report.transport, upload === 'segmented' ? 'segmented' : 'stream');
+  assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+  assert.ok(report.durationMs >= 0);
+  const last = progress.at(-1);
+  assert.equal(last.bytes, size);
+  assert.equal(last.total, size);
+}
+
+const SIZES = [0, 1, 64 * KiB, 10 * MiB];
+let i = 0;
+for (const crypto of Object.keys(CRYPTO)) {
+  for (const size of SIZES) {
+    for (const upload of ['stream', 'segmented']) {
+      // Vary arrival order and rendezvous across the matrix (every combination appears for
+      // plain streams; encrypted ones rotate through them to keep scrypt time in check).
+      const combos = crypto === 'plain'
+        ? [[true, true], [false, true], [true, false], [false, false]]
+        : [[((i + (i >> 1)) % 2) === 0, ((i >> 1) % 2) === 0]];
+      i += 1;
+      for (const [consumerFirst, rendezvous] of combos) {
+        const name = `${crypto} ${size} B ${upload}, ${consumerFirst ? 'consumer' : 'producer'} first, rendezvous ${rendezvous ? 'on' : 'off'}`;
+        // Known relay bug (reported): an empty streaming upload ends with
+        // [ERROR:RECEIVER_PREMATURE_DISCONNECT] instead of success; kept visible as a todo.
+        const todo = size === 0 && crypto === 'plain' && upload === 'stream'
+          ? 'relay: an empty streaming upload is reported as RECEIVER_PREMATURE_DISCONNECT' : undefined;
+        test(name, { timeout: 120_000, todo }, () => transfer({ size, crypto, consumerFirst, rendezvous, upload }));
+      }
+    }
+  }
+}
+
+test('every source type arrives byte-exact (Blob, string, Uint8Array, async iterable, iterable)', async () => {
+  const enc = new TextEncoder();
+  async function* gen() { yield enc.encode('a'); yield 'b'; yield new Uint8Array([99]); }
+  const cases = [
+    [new Blob(['blob ', 'data'], { type: 'text/csv' }), 'blob data', 'text/csv'],
+    ['héllo', 'héllo', undefined],
+    [enc.encode('bytes'), 'bytes', undefined],
+    [gen(), 'abc', undefined],
+    [[enc.encode('x'), 'y'], 'xy', undefined],
+  ];
+  for (const [source, text, type] of cases) {
+    const path = uniquePath('src');
+    const recvP = sdk.receive({ relay: relay.http, path });
+    const report = await sdk.send(source, { relay: relay.http, path });
+    const r = await recvP;
+    assert.equal(await new Response(r.stream).text(), text);
+    assert.equal(report.bytes, enc.encode(text).byteLength);
+    if (type) assert.equal(r.contentType, type);
+  }
+});
+
+test('contentType and filename reach the consumer', async () => {
+  const path = uniquePath('meta');
+  const recvP = sdk.receive({ relay: relay.http, path });
+  const sendP = sdk.send('x,y\n', { relay: relay.http, path, contentType: 'text/csv; charset=utf-8', filename: 'Grüße "1".csv' });
+  const r = await recvP;
+  assert.equal(r.contentType, 'text/csv; charset=utf-8');
+  assert.equal(r.filename, 'Grüße "1".csv');
+  assert.equal(await new Response(r.stream).text(), 'x,y\n');
+  await sendP;
+});
+
+test('openWriter/openReader: log lines arrive one by one before the writer closes', async () => {
+  const path = uniquePath('log');
+  const w = sdk.openWriter({ relay: relay.http, path, passphrase: 'pw' });
+  const reader = (await sdk.openReader({ relay: relay.http, path, passphrase: 'pw' })).getReader();
+  const writer = w.writable.getWriter();
+  const dec = new TextDecoder();
+  for (let n = 0; n < 5; n++) {
+    await writer.write(new TextEncoder().encode(`line ${n}\n`));
+    const { value } = await reader.read();
+    assert.equal(dec.decode(value), `line ${n}\n`);
+  }
+  await writer.close();
+  assert.equal((await reader.read()).done, true);
+  const report = await w.done;
+  assert.equal(report.bytes, 35);
+});
+
+test('autoFlush batches small writes and flush() hands them on', async () => {
+  const path = uniquePath('batch');
+  const w = sdk.openWriter({ relay: relay.http, path, autoFlush: 60_000 });
+  // A plain stream starts with its first bytes (Node's fetch sends the request then), so the
+  // reader is awaited after the first flush.
+  const readerP = sdk.openReader({ relay: relay.http, path });
+  const writer = w.writable.getWriter();
+  await writer.write(new TextEncoder().encode('a'));
+  await writer.write(new TextEncoder().encode('b'));
+  await w.flush();
+  const reader = (await readerP).getReader();
+  const { value } = await reader.read();
+  assert.equal(new TextDecoder().decode(value), 'ab', 'both writes in one batch');
+  await writer.close();
+  assert.equal((await reader.read()).done, true);
+  await w.done;
+});
+
+test('encryptStream/decryptStream round trip and wrong key', async () => {
+  const { stream, digest } = randomSource(300 * KiB);
+  const got = await hashStream(stream.pipeThrough(sdk.encryptStream({ recipients: [recipient] }))
+    .pipeThrough(sdk.decryptStream({ identities: [identity] })));
+  assert.equal(got.sha256, await digest);
+  const other = sdk.generateIdentity();
+  const wrong = randomSource(1000).stream.pipeThrough(sdk.encryptStream({ recipients: [recipient] }))
+    .pipeThrough(sdk.decryptStream({ identities: [other] }));
+  await assert.rejects(hashStream(wrong), (e) => e instanceof sdk.HttpipeError && e.code === 'WRONG_KEY');
+  assert.match(recipient, /^age1[0-9a-z]{58}$/);
+  assert.match(identity, /^AGE-SECRET-KEY-1[0-9A-Z]{58}$/);
+});
