@@ -1,0 +1,145 @@
+// The package in headless Chromium (Debian's chromium via playwright-core), same origin as the
+// relay (which serves pkg/ at /assets/pkg/): 50 MiB sent over the TLS port (HTTP/2: the
+// streaming upload must be used) and over the plain port (HTTP/1.1: Chromium can't stream a
+// request body there, so the automatic segmented fallback must be used, and remembered), and
+// a stream received from a Node producer. Checksums equal.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startRelay } from './lib/relay.mjs';
+import { launchChromium } from './lib/demo-browser.mjs';
+import { PKG, uniquePath, hashStream } from './lib/sdk.mjs';
+
+const sdk = await import(PKG);
+const MiB = 1 << 20;
+let relay;
+let browser;
+before(async () => {
+  relay = await startRelay();
+  browser = await launchChromium();
+});
+after(async () => {
+  await browser?.close();
+  await relay?.stop();
+});
+
+// Deterministic pseudo-random bytes (xorshift32), the same in the page and in Node.
+const GEN_SRC = `(total, seed) => {
+  let x = seed >>> 0 || 1;
+  let sent = 0;
+  return new ReadableStream({
+    pull(ctrl) {
+      if (sent >= total) { ctrl.close(); return; }
+      const n = Math.min(256 * 1024, total - sent);
+      const words = new Uint32Array(Math.ceil(n / 4));
+      for (let i = 0; i < words.length; i++) { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; words[i] = x; }
+      ctrl.enqueue(new Uint8Array(words.buffer, 0, n));
+      sent += n;
+    },
+  }, { highWaterMark: 0 });
+}`;
+// eslint-disable-next-line no-eval
+const gen = (0, eval)(GEN_SRC);
+
+// A cheap order-sensitive checksum computable in the page (FNV-1a over 32-bit words + length).
+const SUM_SRC = `async (stream) => {
+  let h = 0x811c9dc5, n = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    for (let i = 0; i < value.length; i++) { h ^= value[i]; h = Math.imul(h, 16777619) >>> 0; }
+    n += value.length;
+  }
+  return { bytes: n, fnv: h >>> 0 };
+}`;
+const sum = (0, eval)(SUM_SRC);
+
+async function openPage(origin) {
+  const page = await browser.context.newPage();
+  page.on('console', (m) => { if (m.type() === 'error') console.log(`# page: ${m.text()}`); });
+  await page.goto(`${origin}/version`);
+  await page.evaluate(async () => { window.httpipe = await import('/assets/pkg/index.js'); await window.httpipe.init(); });
+  return page;
+}
+
+async function pageSends(origin, size, seed) {
+  const page = await openPage(origin);
+  try {
+    const path = uniquePath('chromium-send');
+    const recvP = sdk.receive({ relay: relay.http, path }).then((r) => hashStream(r.stream));
+    const report = await page.evaluate(async ({ relayUrl, path, size, seed, GEN_SRC }) => {
+      const gen = (0, eval)(GEN_SRC);
+      const progress = [];
+      const r = await window.httpipe.send(gen(size, seed), { relay: relayUrl, path, size, onProgress: (p) => progress.push(p.bytes) });
+      return { ...r, progressCalls: progress.length, lastProgress: progress.at(-1) };
+    }, { relayUrl: origin, path, size, seed, GEN_SRC });
+    const got = await recvP;
+    const expected = await hashStream(gen(size, seed));
+    assert.equal(got.bytes, size);
+    assert.equal(got.sha256, expected.sha256);
+    assert.equal(report.bytes, size);
+    assert.equal(report.lastProgress, size);
+    assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+    return { report, page };
+  } catch (e) {
+    await page.close();
+    throw e;
+  }
+}
+
+test('Chromium sends 50 MiB over HTTP/2 (TLS port): streaming upload', { timeout: 180_000 }, async () => {
+  const { report, page } = await pageSends(relay.https, 50 * MiB, 7);
+  await page.close();
+  assert.equal(report.transport, 'stream');
+  console.log(`# chromium h2 streaming: 50 MiB in ${report.durationMs.toFixed(0)} ms`);
+});
+
+test('Chromium sends 50 MiB over HTTP/1.1 (plain port): automatic segmented fallback, remembered', { timeout: 180_000 }, async () => {
+  const { report, page } = await pageSends(relay.http, 50 * MiB, 11);
+  try {
+    assert.equal(report.transport, 'segmented');
+    console.log(`# chromium http/1.1 segmented: 50 MiB in ${report.durationMs.toFixed(0)} ms`);
+    // The origin is remembered: the next upload goes segmented at once, and still arrives.
+    const path = uniquePath('chromium-again');
+    const recvP = sdk.receive({ relay: relay.http, path }).then((r) => new Response(r.stream).text());
+    const again = await page.evaluate(async ({ relayUrl, path }) => window.httpipe.send('again', { relay: relayUrl, path }), { relayUrl: relay.http, path });
+    assert.equal(again.transport, 'segmented');
+    assert.equal(await recvP, 'again');
+  } finally { await page.close(); }
+});
+
+test('Chromium receives 50 MiB from a Node producer (HTTP/2), encrypted and plain', { timeout: 180_000 }, async () => {
+  const page = await openPage(relay.https);
+  try {
+    for (const crypto of [{}, { passphrase: 'chromium pw' }]) {
+      const size = crypto.passphrase ? 5 * MiB : 50 * MiB;
+      const path = uniquePath('chromium-recv');
+      const sendP = sdk.send(gen(size, 3), { relay: relay.http, path, ...crypto });
+      const got = await page.evaluate(async ({ relayUrl, path, SUM_SRC, crypto }) => {
+        const sum = (0, eval)(SUM_SRC);
+        const r = await window.httpipe.receive({ relay: relayUrl, path, ...crypto });
+        return sum(r.stream);
+      }, { relayUrl: relay.https, path, SUM_SRC, crypto });
+      const expected = await sum(gen(size, 3));
+      assert.deepEqual(got, expected);
+      assert.equal((await sendP).bytes, size);
+    }
+  } finally { await page.close(); }
+});
+
+test('Chromium: errors are HttpipeError with codes (timeout, wrong key)', { timeout: 60_000 }, async () => {
+  const page = await openPage(relay.https);
+  try {
+    const path = uniquePath('chromium-err');
+    const sendP = sdk.send('secret', { relay: relay.http, path, passphrase: 'a' });
+    sendP.catch(() => {});
+    const codes = await page.evaluate(async ({ relayUrl, path }) => {
+      const out = [];
+      try { await window.httpipe.receive({ relay: relayUrl, path: `${path}-nobody`, timeout: 1 }); } catch (e) { out.push([e.name, e.code, e instanceof window.httpipe.HttpipeError]); }
+      const r = await window.httpipe.receive({ relay: relayUrl, path, passphrase: 'b' });
+      try { await r.stream.getReader().read(); } catch (e) { out.push([e.name, e.code, e instanceof window.httpipe.HttpipeError]); }
+      return out;
+    }, { relayUrl: relay.https, path });
+    assert.deepEqual(codes, [['HttpipeError', 'CONNECT_TIMEOUT', true], ['HttpipeError', 'WRONG_KEY', true]]);
+  } finally { await page.close(); }
+});
