@@ -5,6 +5,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { startRelay } from './lib/relay.mjs';
@@ -223,4 +224,72 @@ test('keyboard, labels and a phone-sized screen', { timeout: 120000 }, async () 
   } finally {
     fs.rmSync(src.dir, { recursive: true, force: true });
   }
+});
+
+test('Chromium on the plain port (HTTP/1.1) falls back to the segmented upload and says so', { timeout: 120000 }, async () => {
+  const src = randomFile(6 * MiB + 1, 'plain.bin');
+  try {
+    const { page: sender, link } = await sendFiles(relay.http, [src.file]);
+    assert.ok(link.startsWith(`${relay.http}/#`));
+    const receiver = await receiverBrowser.context.newPage();
+    const download = receiver.waitForEvent('download', { timeout: 60000 });
+    await openDemo(receiver, link);
+    const dl = await download;
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
+    assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done', await textOf(sender, 'send-error'));
+    assert.equal(await sha256File(await dl.path()), src.sha256);
+    assert.equal(await sender.isVisible('#send-note'), true, 'segmented note shown');
+    await dl.delete();
+    await sender.close();
+    await receiver.close();
+  } finally {
+    fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});
+
+test('an image is previewed in the receiving page', { timeout: 60000 }, async () => {
+  // A real 2x2 PNG (red, green, blue, white).
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP4z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==', 'base64');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-demo-'));
+  const file = path.join(dir, 'dot.png');
+  fs.writeFileSync(file, png);
+  try {
+    const { page: sender, link } = await sendFiles(relay.https, [file]);
+    assert.match(link, /t=image%2Fpng/);
+    const receiver = await receiverBrowser.context.newPage();
+    await openDemo(receiver, link);
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done');
+    await receiver.waitForFunction(() => document.getElementById('recv-image').naturalWidth === 2, null, { timeout: 10000 });
+    assert.equal(await receiver.isVisible('#recv-save'), true, 'offers to save the previewed image');
+    await sender.close();
+    await receiver.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('typing the stream path and passphrase on the start page receives the stream', { timeout: 60000 }, async () => {
+  const text = 'typed path, typed passphrase';
+  const sender = await senderBrowser.context.newPage();
+  await openDemo(sender, `${relay.https}/`);
+  await sender.check('#use-passphrase');
+  await sender.fill('#passphrase', 'blue-river-31');
+  await sender.click('.paste summary');
+  await sender.fill('#text-input', text);
+  await sender.click('#send-text');
+  await waitState(sender, 'send-panel', ['waiting']);
+  const streamPath = new URLSearchParams(new URL(await sender.inputValue('#link')).hash.slice(1)).get('r');
+  const receiver = await receiverBrowser.context.newPage();
+  await openDemo(receiver, `${relay.https}/`);
+  await receiver.fill('#open-input', streamPath);
+  await receiver.fill('#open-passphrase', 'blue-river-31');
+  const download = receiver.waitForEvent('download', { timeout: 60000 });
+  await receiver.press('#open-passphrase', 'Enter');
+  // Without the link's metadata the page can't know it is text: it saves the bytes.
+  const dl = await download;
+  assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
+  assert.equal(fs.readFileSync(await dl.path(), 'utf8'), text);
+  assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
+  await sender.close();
+  await receiver.close();
 });
