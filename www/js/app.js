@@ -88,10 +88,22 @@ function wireStartView() {
   drop.addEventListener('drop', (e) => {
     e.preventDefault();
     drop.classList.remove('over');
+    show($('drop-msg'), false);
     const dt = e.dataTransfer;
-    const files = dt ? [...dt.files].filter((f) => f.size > 0 || f.type) : [];
+    if (!dt) return;
+    // Folders arrive as File objects too; tell them apart by their entry (where the browser
+    // offers it) and say what to do instead of sending an empty file.
+    const items = [...(dt.items || [])].filter((i) => i.kind === 'file');
+    const isFolder = items.map((i) => { const en = i.webkitGetAsEntry && i.webkitGetAsEntry(); return !!(en && en.isDirectory); });
+    const files = [...dt.files].filter((f, i) => !isFolder[i]);
+    if (isFolder.some(Boolean)) {
+      setText($('drop-msg'), files.length
+        ? 'Folders were left out (zip a folder to send it); sending the files.'
+        : "Folders can't be sent as such: zip the folder, or drop the files inside it.");
+      show($('drop-msg'));
+    }
     if (files.length) startSending({ files });
-    else if (dt && dt.getData('text/plain')) startSending({ text: dt.getData('text/plain') });
+    else if (!items.length && dt.getData('text/plain')) startSending({ text: dt.getData('text/plain') });
   });
   // Pasting files anywhere on the start view sends them.
   document.addEventListener('paste', (e) => {
@@ -135,6 +147,7 @@ function wirePanels() {
     sender = null;
     show($('send-panel'), false);
     show($('start-view'));
+    show($('drop-msg'), false);
     document.body.dataset.view = 'start';
     $('drop').focus();
   });
