@@ -1,7 +1,8 @@
 // Firefox ESR (driven over WebDriver BiDi with puppeteer-core) as the sender on the relay's
 // plain port: Firefox can't stream request bodies, so the SDK falls back to the segmented
 // upload (PROTOCOL.md §4) and the page says so in a small note; a Chromium receiver opens the
-// shown link and gets the exact bytes.
+// shown link and gets the exact bytes. And Firefox as the receiver, saving through the
+// Service Worker streaming download (no File System Access API in Firefox).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -9,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 import { startRelay } from './lib/relay.mjs';
-import { launchChromium, randomFile, sha256File, openDemo, waitState, progressOf, textOf, screenshot, ARTIFACTS } from './lib/demo-browser.mjs';
+import { launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf, screenshot, ARTIFACTS } from './lib/demo-browser.mjs';
 
 const FIREFOX = process.env.HTTPIPE_FIREFOX || '/usr/bin/firefox-esr';
 
@@ -54,5 +55,47 @@ test('Firefox sends over the plain port with the segmented fallback', { timeout:
     await relay.stop();
     fs.rmSync(profile, { recursive: true, force: true });
     fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});
+
+test('Firefox receives through the Service Worker streaming download', { timeout: 240000, skip: !fs.existsSync(FIREFOX) && 'no firefox-esr' }, async () => {
+  const relay = await startRelay();
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
+  const downloads = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-dl-'));
+  const src = randomFile(20 * 1024 * 1024 + 3, 'for firefox.bin');
+  const chromium = await launchChromium();
+  let firefox;
+  try {
+    const sender = await chromium.context.newPage();
+    await openDemo(sender, `${relay.http}/`);
+    await dropFiles(sender, [src.file]);
+    await waitState(sender, 'send-panel', ['waiting']);
+    const link = await sender.inputValue('#link');
+    firefox = await puppeteer.launch({
+      browser: 'firefox', executablePath: FIREFOX, headless: true, userDataDir: profile,
+      extraPrefsFirefox: {
+        'browser.download.dir': downloads, 'browser.download.folderList': 2, 'browser.download.useDownloadDir': true,
+        'browser.download.always_ask_before_handling_new_types': false,
+        'browser.helperApps.neverAsk.saveToDisk': 'application/octet-stream',
+      },
+    });
+    const receiver = await firefox.newPage();
+    await receiver.goto(link);
+    await receiver.waitForSelector('body[data-ready=true]', { timeout: 30000 });
+    await receiver.waitForFunction(() => ['done', 'error'].includes(document.getElementById('recv-panel').dataset.state), { timeout: 120000 });
+    assert.equal(await receiver.$eval('#recv-panel', (e) => e.dataset.state), 'done', await receiver.$eval('#recv-error', (e) => e.textContent));
+    assert.match(await receiver.$eval('#recv-status', (e) => e.textContent), /Saved as a download/);
+    const saved = path.join(downloads, 'for firefox.bin');
+    // Firefox writes a .part file and renames it when the download completes.
+    for (let i = 0; i < 100 && !(fs.existsSync(saved) && fs.statSync(saved).size === 20 * 1024 * 1024 + 3); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(await sha256File(saved), src.sha256);
+    assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
+  } finally {
+    await firefox?.close().catch(() => {});
+    await chromium.close();
+    await relay.stop();
+    for (const d of [profile, downloads, src.dir]) fs.rmSync(d, { recursive: true, force: true });
   }
 });
