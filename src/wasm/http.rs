@@ -74,13 +74,13 @@ thread_local! {
 /// Whether this runtime can send a `ReadableStream` request body (`PROTOCOL.md` §10): build a
 /// `Request` whose init has `duplex` as a getter; supported iff the getter was read and no
 /// `Content-Type` was added (a runtime that stringifies the stream adds `text/plain`).
-/// Cloudflare Workers stream outgoing bodies but ignore `duplex`, so they are recognised by
-/// their user agent. Cached.
+/// Cloudflare Workers and Deno stream outgoing bodies but ignore `duplex`, so they are
+/// recognised by name. Cached.
 pub fn streaming_uploads_supported() -> bool {
     if let Some(known) = STREAMS_SUPPORTED.with(|c| *c.borrow()) {
         return known;
     }
-    let supported = detect().unwrap_or(false) || is_cloudflare_workers();
+    let supported = detect().unwrap_or(false) || is_cloudflare_workers() || is_deno();
     STREAMS_SUPPORTED.with(|c| *c.borrow_mut() = Some(supported));
     supported
 }
@@ -107,6 +107,13 @@ fn detect() -> Result<bool, JsValue> {
         web_sys::Request::new_with_str_and_init("http://localhost/", init.unchecked_ref())?;
     let has_content_type = request.headers().has("content-type")?;
     Ok(read.get() && !has_content_type)
+}
+
+/// Deno streams request bodies over HTTP/1.1 (§10) but its `Request` never reads `duplex`.
+fn is_deno() -> bool {
+    Reflect::get(&js_sys::global(), &"Deno".into())
+        .map(|d| d.is_object())
+        .unwrap_or(false)
 }
 
 fn is_cloudflare_workers() -> bool {

@@ -1,0 +1,84 @@
+// Deno (the npm `deno` runtime) as producer and consumer against Node through the real relay:
+// examples/deno/send.ts streams a 10 MiB file to a Node consumer, and examples/deno/receive.ts
+// takes a stream from a Node producer; plain and age-rt passphrase; checksums equal.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startRelay, ROOT } from './lib/relay.mjs';
+import { PKG, uniquePath, hashStream, randomBytes, sha256 } from './lib/sdk.mjs';
+
+const sdk = await import(PKG);
+const DENO = path.join(ROOT, 'node_modules/.bin/deno');
+let relay;
+let dir;
+before(async () => {
+  relay = await startRelay();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-deno-'));
+});
+after(async () => {
+  await relay?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function deno(args) {
+  const proc = spawn(DENO, ['run', '--no-prompt', '--allow-net', '--allow-read', '--allow-write', ...args],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
+  let out = '';
+  let err = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { err += d; });
+  const done = new Promise((resolve) => proc.on('exit', (code) => resolve({ code, out, err })));
+  return { proc, done };
+}
+
+for (const passphrase of [undefined, 'deno passphrase']) {
+  const kind = passphrase ? 'age-rt passphrase' : 'plain';
+
+  test(`Deno producer → Node consumer, 10 MiB ${kind}`, { timeout: 120_000 }, async () => {
+    const { bytes, sha256: want } = randomBytes(10 << 20);
+    const file = path.join(dir, `deno-${kind.replace(/\W/g, '')}.bin`);
+    fs.writeFileSync(file, bytes);
+    const p = uniquePath('deno');
+    const child = deno(['examples/deno/send.ts', relay.http, p, file, ...(passphrase ? [passphrase] : [])]);
+    try {
+      const r = await sdk.receive({ relay: relay.http, path: p, passphrase });
+      const got = await hashStream(r.stream);
+      const res = await child.done;
+      assert.equal(res.code, 0, res.err);
+      assert.equal(got.bytes, bytes.byteLength);
+      assert.equal(got.sha256, want);
+      assert.equal(r.filename, path.basename(file));
+      const report = JSON.parse(res.out.trim().split('\n').at(-1));
+      assert.equal(report.bytes, bytes.byteLength);
+      assert.equal(report.transport, 'stream');
+      assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+    } finally { child.proc.kill('SIGKILL'); }
+  });
+
+  test(`Node producer → Deno consumer, 10 MiB ${kind}`, { timeout: 120_000 }, async () => {
+    const { bytes, sha256: want } = randomBytes(10 << 20);
+    const file = path.join(dir, `deno-out-${kind.replace(/\W/g, '')}.bin`);
+    const p = uniquePath('deno-recv');
+    const child = deno(['examples/deno/receive.ts', relay.http, p, file, ...(passphrase ? [passphrase] : [])]);
+    try {
+      const report = await sdk.send(bytes, { relay: relay.http, path: p, passphrase });
+      const res = await child.done;
+      assert.equal(res.code, 0, res.err);
+      assert.equal(report.bytes, bytes.byteLength);
+      assert.equal(sha256(fs.readFileSync(file)), want);
+    } finally { child.proc.kill('SIGKILL'); }
+  });
+}
+
+test('Deno: a bad token is an UNAUTHORIZED HttpipeError', { timeout: 60_000 }, async () => {
+  const auth = await startRelay({ env: { HTTPIPE_AUTH_KEY: 'deno-test-key-0123456789' } });
+  try {
+    const child = deno(['examples/deno/send.ts', auth.http, '/deno-auth', '/dev/null']);
+    const res = await child.done;
+    assert.equal(res.code, 1);
+    assert.match(res.err, /failed: UNAUTHORIZED: /);
+  } finally { await auth.stop(); }
+});
