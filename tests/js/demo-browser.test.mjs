@@ -74,7 +74,8 @@ test('200 MiB by drag and drop over the TLS port arrives intact in a second brow
     assert.match(await textOf(sender, 'send-status'), /Delivered/);
     assert.match(await textOf(receiver, 'recv-status'), /Done: 200 MiB received and verified/);
     assert.match(await textOf(sender, 'send-stats'), /200 MiB in [\d.]+ s/);
-    assert.equal(await sender.isVisible('#send-note'), false, 'HTTP/2 streaming upload: no segmented note');
+    assert.equal(await sender.getAttribute('#send-panel', 'data-transport'), 'stream', 'HTTP/2 streaming upload');
+    assert.equal(await sender.isVisible('#send-note'), false, 'no segmented note');
     await screenshot(sender, 'demo-sender-done.png');
     await screenshot(receiver, 'demo-receiver-done.png');
     assert.deepEqual(foreign, [], 'sender page requested nothing outside the relay');
@@ -238,6 +239,7 @@ test('Chromium on the plain port (HTTP/1.1) falls back to the segmented upload a
     assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
     assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done', await textOf(sender, 'send-error'));
     assert.equal(await sha256File(await dl.path()), src.sha256);
+    assert.equal(await sender.getAttribute('#send-panel', 'data-transport'), 'segmented');
     assert.equal(await sender.isVisible('#send-note'), true, 'segmented note shown');
     await dl.delete();
     await sender.close();

@@ -41,6 +41,7 @@ test('Firefox sends over the plain port with the segmented fallback', { timeout:
     const state = await sender.$eval('#send-panel', (e) => e.dataset.state);
     assert.equal(state, 'done', await sender.$eval('#send-error', (e) => e.textContent));
     assert.equal(await sha256File(await dl.path()), src.sha256);
+    assert.equal(await sender.$eval('#send-panel', (e) => e.dataset.transport), 'segmented');
     assert.equal(await sender.$eval('#send-note', (e) => !e.hidden), true, 'the segmented note is shown');
     assert.match(await sender.$eval('#send-note', (e) => e.textContent), /in parts/);
     assert.deepEqual(await sender.$eval('#send-progress', (e) => ({ value: e.value, max: e.max })), { value: 100, max: 100 });

@@ -103,6 +103,7 @@ export class Sender {
     const note = $('send-note');
     switch (state) {
       case 'waiting':
+        delete this.panel.dataset.transport;
         setText($('send-status'), 'Waiting for the other side to open the link…');
         setText($('send-stats'), '');
         show(note, false);
@@ -114,6 +115,7 @@ export class Sender {
       case 'done': {
         setText($('send-status'), 'Delivered. The receiver got every byte.');
         const segmented = data && data.transport === 'segmented';
+        this.panel.dataset.transport = (data && data.transport) || '';
         setText(note, SEGMENTED_NOTE);
         show(note, segmented);
         break;
