@@ -81,6 +81,7 @@ test('sender cancels mid-transfer: the receiver is told it was cut short and not
   await sender.click('#send-cancel');
   assert.equal(await waitState(sender, 'send-panel', ['cancelled', 'error', 'done']), 'cancelled');
   assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 90000), 'error');
+  assert.equal(await textOf(receiver, 'recv-status'), 'Cut short: nothing was saved.');
   assert.match(await textOf(receiver, 'recv-error'), /cut short.*nothing was saved/);
   assert.notEqual(await dl.failure(), null, 'the partial download is marked failed');
   await screenshot(receiver, 'demo-receiver-cut-short.png');
@@ -144,9 +145,11 @@ test('relay stopped: both pages say the relay cannot be reached', { timeout: 120
     await own.stop();
     stopped = true;
     assert.equal(await waitState(receiver, 'recv-panel', ['error'], 60000), 'error');
+    assert.equal(await textOf(receiver, 'recv-status'), "Can't reach the relay.");
     assert.match(await textOf(receiver, 'recv-error'), /Can't reach the relay/);
     await dropFiles(sender, [src.file]);
     assert.equal(await waitState(sender, 'send-panel', ['error'], 60000), 'error');
+    assert.equal(await textOf(sender, 'send-status'), "Can't reach the relay.");
     assert.match(await textOf(sender, 'send-error'), /Can't reach the relay/);
     await screenshot(sender, 'demo-sender-relay-down.png');
     await first.close();

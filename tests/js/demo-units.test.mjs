@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { buildLink, parseFragment, parseTyped, randomPath, randomPassphrase, safeFileName } from '../../www/js/link.js';
 import { formatBytes, formatDuration, ProgressMeter } from '../../www/js/format.js';
 import { StateMachine, SENDER, RECEIVER } from '../../www/js/machine.js';
-import { describeError } from '../../www/js/errors.js';
+import { describeError, headline } from '../../www/js/errors.js';
 
 const ID = 'AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX';
 
@@ -117,4 +117,13 @@ test('error codes become sentences that differ by side', () => {
   assert.match(describeError(new TypeError('Failed to fetch'), 'receive').title, /Can't reach the relay/);
   assert.equal(describeError(new Error('boom'), 'send').title, 'Something went wrong.');
   assert.equal(describeError(new Error('boom'), 'send').detail, 'boom');
+});
+
+test('failure headlines name the cause', () => {
+  assert.equal(headline('PEER_DISCONNECTED', 'send'), 'The other side left.');
+  assert.equal(headline('NETWORK', 'receive'), "Can't reach the relay.");
+  assert.equal(headline('WRONG_KEY', 'receive'), 'Wrong passphrase or key.');
+  assert.equal(headline('TRUNCATED', 'receive'), 'Cut short: nothing was saved.');
+  assert.equal(headline('RELAY_ERROR', 'send'), 'The transfer failed.');
+  assert.equal(headline('UNKNOWN', 'receive'), 'The transfer failed.');
 });

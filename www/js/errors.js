@@ -55,3 +55,16 @@ export function describeError(err, side) {
   }
   return { code, title: 'Something went wrong.', detail };
 }
+
+const HEADLINES = {
+  PEER_DISCONNECTED: { send: 'The other side left.', receive: 'The other side left.' },
+  TRUNCATED: { send: 'The transfer was cut short.', receive: 'Cut short: nothing was saved.' },
+  WRONG_KEY: { send: 'The receiver could not decrypt.', receive: 'Wrong passphrase or key.' },
+  DECRYPT_FAILED: { send: 'The receiver could not decrypt.', receive: 'Damaged data: nothing was saved.' },
+  NETWORK: { send: "Can't reach the relay.", receive: "Can't reach the relay." },
+};
+
+/** The short status line for a failure (the panel's heading), by error code and side. */
+export function headline(code, side) {
+  return (HEADLINES[code] && HEADLINES[code][side]) || 'The transfer failed.';
+}

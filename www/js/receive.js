@@ -5,7 +5,7 @@
 // length equals the size in the link.
 import { StateMachine, RECEIVER } from './machine.js';
 import { safeFileName } from './link.js';
-import { describeError } from './errors.js';
+import { describeError, headline } from './errors.js';
 import { formatBytes } from './format.js';
 import { autoStrategy, needsGesture, fsaSink, swSink, blobSink, downloadBlob, hasFsa } from './save.js';
 import { $, show, setText, progressView, copyButton, showError } from './ui.js';
@@ -240,7 +240,7 @@ export class Receiver {
         break;
       case 'error': {
         const d = describeError(data.err, 'receive');
-        setText($('recv-status'), d.code === 'WRONG_KEY' ? 'Wrong passphrase or key.' : 'The transfer failed.');
+        setText($('recv-status'), headline(d.code, 'receive'));
         showError($('recv-error'), d);
         break;
       }

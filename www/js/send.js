@@ -3,7 +3,7 @@
 import { StateMachine, SENDER } from './machine.js';
 import { buildLink, randomPath } from './link.js';
 import { describeItems, counting, expectSegmented } from './source.js';
-import { describeError } from './errors.js';
+import { describeError, headline } from './errors.js';
 import { formatBytes } from './format.js';
 import { renderQr } from './qr.js';
 import { $, show, setText, progressView, copyButton, showError } from './ui.js';
@@ -125,7 +125,7 @@ export class Sender {
         break;
       case 'error': {
         const d = describeError(data.err, 'send');
-        setText($('send-status'), d.code === 'PEER_DISCONNECTED' ? 'The other side left.' : 'The transfer failed.');
+        setText($('send-status'), headline(d.code, 'send'));
         showError($('send-error'), d);
         break;
       }

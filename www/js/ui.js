@@ -38,7 +38,7 @@ export function progressView(bar, stats, total) {
       clearInterval(timer);
       const s = meter.snapshot();
       if (s.percent !== undefined) bar.value = s.percent;
-      stats.textContent = s.total !== undefined
+      stats.textContent = s.bytes === 0 ? '' : s.total !== undefined
         ? `${formatBytes(s.bytes)} of ${formatBytes(s.total)} (${Math.floor(s.percent)}%) got through before it stopped.`
         : `${formatBytes(s.bytes)} got through before it stopped.`;
     },
