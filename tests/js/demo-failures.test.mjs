@@ -71,6 +71,23 @@ test('receiver closes its tab mid-transfer: the sender shows "the other side lef
   await sender.close();
 });
 
+test('receiver presses Cancel: its download fails, the sender is told the other side left', { timeout: 120000 }, async () => {
+  const { page: sender, link } = await startSend(relay.https, [big.file]);
+  const receiver = await receiverBrowser.context.newPage();
+  const download = receiver.waitForEvent('download', { timeout: 60000 });
+  await openDemo(receiver, link);
+  const dl = await download;
+  await waitReceived(receiver, 1);
+  await receiver.click('#recv-cancel');
+  assert.equal(await waitState(receiver, 'recv-panel', ['cancelled', 'error', 'done']), 'cancelled');
+  assert.match(await textOf(receiver, 'recv-status'), /Cancelled\. Nothing was saved/);
+  assert.notEqual(await dl.failure(), null, 'the partial download is marked failed');
+  assert.equal(await waitState(sender, 'send-panel', ['done', 'error'], 60000), 'error');
+  assert.equal(await textOf(sender, 'send-status'), 'The other side left.');
+  await sender.close();
+  await receiver.close();
+});
+
 test('sender cancels mid-transfer: the receiver is told it was cut short and nothing is kept', { timeout: 120000 }, async () => {
   const { page: sender, link } = await startSend(relay.https, [big.file]);
   const receiver = await receiverBrowser.context.newPage();
