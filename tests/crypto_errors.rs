@@ -71,6 +71,11 @@ fn usage_errors() {
     );
     assert!(httpipe::crypto::Decryptor::new(&[], DecryptOptions::default()).is_err());
     assert!(matches!("zip".parse::<Format>(), Err(Error::Usage(_))));
+    let (_, r) = x25519();
+    let mut late = Encryptor::new(Format::Age, &[r]).unwrap();
+    late.update(b"x", &mut Vec::new()).unwrap();
+    let mut late = late.armored();
+    assert!(matches!(late.finish(&mut Vec::new()), Err(Error::Usage(_))));
 }
 
 #[test]

@@ -115,8 +115,14 @@ impl Encryptor {
         })
     }
 
-    /// Switches ASCII armor on (must be called before any output).
+    /// Switches ASCII armor on. Call it before the first `update`/`flush`/`finish`; called
+    /// later it poisons the encryptor ([`Error::Usage`]) rather than emit a half-armored file.
     pub fn armored(mut self) -> Self {
+        if self.header.is_none() && self.armor.is_none() {
+            self.state = Err(Error::Usage(
+                "armored() must be called before any output".into(),
+            ));
+        }
         self.armor = Some(armor::Writer::new());
         self
     }
