@@ -203,7 +203,13 @@ test('keyboard, labels and a phone-sized screen', { timeout: 120000 }, async () 
   try {
     await (await chooser).setFiles(src.file);
     await waitState(sender, 'send-panel', ['waiting']);
+    assert.equal(await sender.evaluate(() => document.activeElement.id), 'link', 'focus moves to the link');
     assert.deepEqual(await unlabelledControls(sender), []);
+    // Copy puts the link on the clipboard.
+    await senderBrowser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: relay.https });
+    await sender.click('#copy-link');
+    await sender.waitForFunction(() => document.getElementById('copy-link').textContent === 'Copied', null, { timeout: 5000 });
+    assert.equal(await sender.evaluate(() => navigator.clipboard.readText()), await sender.inputValue('#link'));
     assert.equal(await fits(sender), true, 'no sideways scrolling on the sender view');
     await screenshot(sender, 'demo-phone-sender-waiting.png');
     const receiver = await receiverBrowser.context.newPage();

@@ -5,7 +5,7 @@ import { registerDownloadWorker, hasFsa } from './save.js';
 import { Sender } from './send.js';
 import { Receiver, SAVE_PREF_KEY } from './receive.js';
 import { describeError } from './errors.js';
-import { $, show, setText } from './ui.js';
+import { $, show, setText, copyButton } from './ui.js';
 
 let sdk = null;
 let sender = null;
@@ -140,6 +140,7 @@ function wireStartView() {
 }
 
 function wirePanels() {
+  $('copy-link').addEventListener('click', () => copyButton($('copy-link'), $('link').value, $('link')));
   $('send-cancel').addEventListener('click', () => sender && sender.cancel());
   $('send-retry').addEventListener('click', () => sender && sender.retry());
   $('send-new').addEventListener('click', () => {

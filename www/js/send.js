@@ -6,7 +6,7 @@ import { describeItems, counting, expectSegmented } from './source.js';
 import { describeError, headline } from './errors.js';
 import { formatBytes } from './format.js';
 import { renderQr } from './qr.js';
-import { $, show, setText, progressView, copyButton, showError } from './ui.js';
+import { $, show, setText, progressView, showError } from './ui.js';
 
 const SEGMENTED_NOTE = "This browser can't stream uploads on this connection, so the data goes up in parts. Same result, slightly slower.";
 
@@ -48,6 +48,7 @@ export class Sender {
       : `Passphrase mode: the link holds no key. Tell the receiver the passphrase another way. Stream path: ${this.path}`);
     show($('send-error'), false);
     show(this.panel);
+    $('link').focus(); // keyboard users land on the link (the drop zone just went away)
     this.run();
   }
 

@@ -45,15 +45,24 @@ export function progressView(bar, stats, total) {
   };
 }
 
-/** Copies text to the clipboard and briefly relabels the button. */
-export async function copyButton(button, text) {
+/**
+ * Copies text to the clipboard and briefly relabels the button. Where the Clipboard API is
+ * missing (plain-http pages on another host), selects `field` and uses the older copy command.
+ */
+export async function copyButton(button, text, field) {
   const label = button.textContent;
+  let ok = false;
   try {
     await navigator.clipboard.writeText(text);
-    button.textContent = 'Copied';
+    ok = true;
   } catch {
-    button.textContent = 'Select and copy manually';
+    if (field) {
+      field.focus();
+      field.select();
+      try { ok = document.execCommand('copy'); } catch { ok = false; }
+    }
   }
+  button.textContent = ok ? 'Copied' : 'Press Ctrl+C to copy';
   setTimeout(() => { button.textContent = label; }, 1500);
 }
 
