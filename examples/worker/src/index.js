@@ -1,0 +1,41 @@
+// Cloudflare Worker: produces a generated NDJSON feed, encrypted end to end with age-rt, into a
+// stream path on an httpipe relay, and answers with the SDK's report.
+//   GET /produce?relay=https://relay.example&path=/feeds/demo&lines=1000&passphrase=secret
+// A consumer anywhere reads it with the SDK (`receive({ relay, path, passphrase })`), the
+// ZebraStream CLI, or curl + age. In an npm project import from "httpipe" instead (the package's
+// "workerd" export condition loads the wasm module the Workers way).
+import { send, HttpipeError } from '../../../pkg/workerd.js';
+
+function feed(lines) {
+  let seq = 0;
+  const enc = new TextEncoder();
+  return new ReadableStream({
+    pull(ctrl) {
+      if (seq >= lines) { ctrl.close(); return; }
+      // A batch of records per pull: realistic log/metric lines.
+      let batch = '';
+      for (let i = 0; i < 100 && seq < lines; i++, seq++) {
+        batch += `${JSON.stringify({ seq, at: new Date(0).toISOString(), level: seq % 10 ? 'info' : 'warn', msg: `event ${seq}` })}\n`;
+      }
+      ctrl.enqueue(enc.encode(batch));
+    },
+  });
+}
+
+export default {
+  async fetch(request) {
+    const url = new URL(request.url);
+    if (url.pathname !== '/produce') return new Response('try /produce?relay=...&path=...\n', { status: 404 });
+    const relay = url.searchParams.get('relay');
+    const path = url.searchParams.get('path');
+    const lines = Number(url.searchParams.get('lines') || '1000');
+    const passphrase = url.searchParams.get('passphrase') || undefined;
+    try {
+      const report = await send(feed(lines), { relay, path, passphrase, contentType: 'application/x-ndjson', timeout: 60 });
+      return Response.json(report);
+    } catch (e) {
+      const code = e instanceof HttpipeError ? e.code : 'UNKNOWN';
+      return Response.json({ error: code, message: String(e.message) }, { status: 502 });
+    }
+  },
+};
