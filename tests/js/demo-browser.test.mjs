@@ -129,7 +129,10 @@ test('pasted text is shown in the receiving page with a copy button', { timeout:
   await openDemo(receiver, await sender.inputValue('#link'));
   assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done');
   assert.equal(await textOf(receiver, 'recv-text'), text);
-  assert.equal(await receiver.isVisible('#copy-text'), true);
+  await receiverBrowser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: relay.https });
+  await receiver.click('#copy-text');
+  await receiver.waitForFunction(() => document.getElementById('copy-text').textContent === 'Copied', null, { timeout: 5000 });
+  assert.equal(await receiver.evaluate(() => navigator.clipboard.readText()), text);
   assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
   await screenshot(receiver, 'demo-receiver-text.png');
   await sender.close();

@@ -22,6 +22,8 @@ test('a page-sent passphrase stream decrypts with the ZebraStream Python client'
     await page.check('#use-passphrase');
     const suggested = await page.inputValue('#passphrase');
     assert.match(suggested, /^([a-z2-9]{5}-){4}[a-z2-9]{5}$/, 'a random passphrase is suggested');
+    await page.click('#new-passphrase');
+    assert.notEqual(await page.inputValue('#passphrase'), suggested, '"New" makes another one');
     const passphrase = 'tulip-harbor-97-quietly';
     await page.fill('#passphrase', passphrase);
     await dropFiles(page, [src.file]);
