@@ -33,16 +33,6 @@ const plain = randomBytes(N);
 }
 
 const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
-function rate(fn) {
-  fn();
-  const r = [];
-  for (let i = 0; i < RUNS; i++) {
-    const t = performance.now();
-    fn();
-    r.push(N / ((performance.now() - t) / 1000) / 1e6);
-  }
-  return median(r);
-}
 
 function nonce(i) {
   const n = Buffer.alloc(12);
@@ -51,7 +41,7 @@ function nonce(i) {
 }
 const key = randomBytes(32);
 const sealed = [];
-const nodeSeal = rate(() => {
+const nodeSealOnce = () => {
   sealed.length = 0;
   for (let i = 0, off = 0; off < N; i++, off += CHUNK) {
     const c = createCipheriv('chacha20-poly1305', key, nonce(i), { authTagLength: 16 });
@@ -59,34 +49,55 @@ const nodeSeal = rate(() => {
     c.final();
     sealed.push([ct, c.getAuthTag()]);
   }
-});
-const nodeOpen = rate(() => {
+};
+const nodeOpenOnce = () => {
   sealed.forEach(([ct, tag], i) => {
     const d = createDecipheriv('chacha20-poly1305', key, nonce(i), { authTagLength: 16 });
     d.setAuthTag(tag);
     d.update(ct);
     d.final();
   });
-});
+};
+nodeSealOnce();
 
-const row = (name, v, peer) =>
-  console.log(`${name.padEnd(34)} ${v.toFixed(0).padStart(8)} ${peer ? (v / peer).toFixed(2).padStart(14) : ''.padStart(14)}`);
-console.log(`wasm in Node ${process.version} (${MB} MiB, 64 KiB pieces, median of ${RUNS}; MB = 10^6 bytes)`);
+// Peer and ours alternate run by run, so both see the same machine load (this box is
+// shared); the ratio is the median of the per-pair ratios.
+function paired(peer, ours) {
+  peer();
+  ours();
+  const p = [], o = [], r = [];
+  for (let i = 0; i < RUNS; i++) {
+    const t0 = performance.now();
+    peer();
+    const t1 = performance.now();
+    ours();
+    const t2 = performance.now();
+    const pr = N / ((t1 - t0) / 1000) / 1e6, or = N / ((t2 - t1) / 1000) / 1e6;
+    p.push(pr); o.push(or); r.push(or / pr);
+  }
+  return { peer: median(p), ours: median(o), ratio: median(r) };
+}
+
+const row = (name, v, ratio) =>
+  console.log(`${name.padEnd(34)} ${v.toFixed(0).padStart(8)} ${ratio === undefined ? ''.padStart(14) : ratio.toFixed(2).padStart(14)}`);
+console.log(`wasm in Node ${process.version} (${MB} MiB, 64 KiB pieces, median of ${RUNS} alternating pairs; MB = 10^6 bytes)`);
 console.log(`${'operation'.padEnd(34)} ${'MB/s'.padStart(8)} ${'vs Node native'.padStart(14)}`);
-row('Node native chacha20-poly1305 seal', nodeSeal);
-row('Node native chacha20-poly1305 open', nodeOpen);
 for (const [name, rt] of [['age-rt', true], ['age v1', false]]) {
   const ct = wasm.encrypt(rt, plain);
-  const enc = rate(() => wasm.encrypt(rt, plain));
-  const dec = rate(() => {
+  const enc = paired(nodeSealOnce, () => wasm.encrypt(rt, plain));
+  const dec = paired(nodeOpenOnce, () => {
     if (wasm.decrypt(ct) !== N) throw new Error('wasm decrypt returned the wrong length');
   });
-  row(`wasm ${name} encrypt`, enc, nodeSeal);
-  row(`wasm ${name} decrypt`, dec, nodeOpen);
+  row(`Node native seal (peer of ${name})`, enc.peer);
+  row(`wasm ${name} encrypt`, enc.ours, enc.ratio);
+  row(`Node native open (peer of ${name})`, dec.peer);
+  row(`wasm ${name} decrypt`, dec.ours, dec.ratio);
 }
 // Where the time goes: the two primitives alone (no framing, no copies out).
-row('wasm ChaCha20 keystream only', rate(() => wasm.chacha20_only(plain)), nodeSeal);
-row('wasm Poly1305 only', rate(() => wasm.poly1305_only(plain)), nodeSeal);
+const cc = paired(nodeSealOnce, () => wasm.chacha20_only(plain));
+row('wasm RustCrypto ChaCha20 only', cc.ours, cc.ratio);
+const pp = paired(nodeSealOnce, () => wasm.poly1305_only(plain));
+row('wasm RustCrypto Poly1305 only', pp.ours, pp.ratio);
 const times = [];
 for (let i = 0; i < 3; i++) {
   const t = performance.now();

@@ -22,6 +22,10 @@ pub(crate) trait Lanes: Copy {
     fn rotl12(self) -> Self;
     fn rotl8(self) -> Self;
     fn rotl7(self) -> Self;
+    /// 4x4 transpose: lane j of input i becomes lane i of output j.
+    fn transpose4(x: [Self; 4]) -> [Self; 4];
+    /// XORs the 16 little-endian bytes of `self` into `buf`.
+    fn xor_into(self, buf: &mut [u8; 16]);
 }
 
 /// Plain arrays: the reference used by the native unit tests.
@@ -55,6 +59,16 @@ impl Lanes for Portable {
     }
     fn rotl7(self) -> Self {
         Portable(self.0.map(|x| x.rotate_left(7)))
+    }
+    fn transpose4(x: [Self; 4]) -> [Self; 4] {
+        core::array::from_fn(|j| Portable(core::array::from_fn(|i| x[i].0[j])))
+    }
+    fn xor_into(self, buf: &mut [u8; 16]) {
+        for (i, w) in self.0.iter().enumerate() {
+            for (b, k) in buf[4 * i..4 * i + 4].iter_mut().zip(w.to_le_bytes()) {
+                *b ^= k;
+            }
+        }
     }
 }
 
@@ -142,6 +156,27 @@ pub(crate) mod wasm {
         fn rotl7(self) -> Self {
             Simd(v128_or(u32x4_shl(self.0, 7), u32x4_shr(self.0, 25)))
         }
+        #[inline(always)]
+        fn transpose4(x: [Self; 4]) -> [Self; 4] {
+            let [a, b, c, d] = x.map(|v| v.0);
+            let t0 = i32x4_shuffle::<0, 4, 1, 5>(a, b);
+            let t1 = i32x4_shuffle::<2, 6, 3, 7>(a, b);
+            let t2 = i32x4_shuffle::<0, 4, 1, 5>(c, d);
+            let t3 = i32x4_shuffle::<2, 6, 3, 7>(c, d);
+            [
+                Simd(i64x2_shuffle::<0, 2>(t0, t2)),
+                Simd(i64x2_shuffle::<1, 3>(t0, t2)),
+                Simd(i64x2_shuffle::<0, 2>(t1, t3)),
+                Simd(i64x2_shuffle::<1, 3>(t1, t3)),
+            ]
+        }
+        #[inline(always)]
+        fn xor_into(self, buf: &mut [u8; 16]) {
+            let p = buf.as_mut_ptr() as *mut v128;
+            // SAFETY: `buf` is exactly 16 writable bytes; v128_load/v128_store allow any
+            // alignment; wasm is little-endian, so lane bytes are the keystream bytes.
+            unsafe { v128_store(p, v128_xor(v128_load(p), self.0)) }
+        }
     }
 }
 
@@ -178,9 +213,9 @@ impl ChaCha {
         }
     }
 
-    /// Keystream of blocks `counter .. counter + 4`.
+    /// The final state of blocks `counter .. counter + 4`, one block per lane.
     #[inline(always)]
-    fn blocks4<L: Lanes>(&self, counter: u32, out: &mut [u8; STRIDE]) {
+    fn rounds<L: Lanes>(&self, counter: u32) -> [L; 16] {
         let k = &self.key;
         let n = &self.nonce;
         let c = counter;
@@ -213,22 +248,42 @@ impl ChaCha {
             quarter(&mut v, 2, 7, 8, 13);
             quarter(&mut v, 3, 4, 9, 14);
         }
-        for (i, (x, s)) in v.iter().zip(init.iter()).enumerate() {
-            for (j, word) in x.add(*s).to_array().iter().enumerate() {
+        core::array::from_fn(|i| v[i].add(init[i]))
+    }
+
+    /// Keystream bytes of blocks `counter .. counter + 4`.
+    fn blocks4<L: Lanes>(&self, counter: u32, out: &mut [u8; STRIDE]) {
+        for (i, x) in self.rounds::<L>(counter).iter().enumerate() {
+            for (j, word) in x.to_array().iter().enumerate() {
                 out[64 * j + 4 * i..64 * j + 4 * i + 4].copy_from_slice(&word.to_le_bytes());
             }
         }
     }
 
-    /// XORs `data` with the keystream starting at block `counter`.
+    /// XORs `data` with the keystream starting at block `counter`: whole 256-byte strides
+    /// straight from the vectors (transposed to one block per vector), the tail bytewise.
     pub(crate) fn apply<L: Lanes>(&self, mut counter: u32, data: &mut [u8]) {
-        let mut ks = [0u8; STRIDE];
-        for chunk in data.chunks_mut(STRIDE) {
-            self.blocks4::<L>(counter, &mut ks);
-            for (d, k) in chunk.iter_mut().zip(ks.iter()) {
-                *d ^= k;
+        let mut strides = data.chunks_exact_mut(STRIDE);
+        for stride in &mut strides {
+            let x = self.rounds::<L>(counter);
+            for g in 0..4 {
+                let y = L::transpose4([x[4 * g], x[4 * g + 1], x[4 * g + 2], x[4 * g + 3]]);
+                for (j, yj) in y.iter().enumerate() {
+                    let at = 64 * j + 16 * g;
+                    if let Ok(block) = <&mut [u8; 16]>::try_from(&mut stride[at..at + 16]) {
+                        yj.xor_into(block);
+                    }
+                }
             }
             counter = counter.wrapping_add(4);
+        }
+        let tail = strides.into_remainder();
+        if !tail.is_empty() {
+            let mut ks = [0u8; STRIDE];
+            self.blocks4::<L>(counter, &mut ks);
+            for (d, k) in tail.iter_mut().zip(ks.iter()) {
+                *d ^= k;
+            }
         }
     }
 
