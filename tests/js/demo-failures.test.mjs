@@ -88,6 +88,22 @@ test('receiver presses Cancel: its download fails, the sender is told the other 
   await receiver.close();
 });
 
+test("cancelling the download in the browser stops the transfer and tells both sides", { timeout: 120000 }, async () => {
+  const { page: sender, link } = await startSend(relay.https, [big.file]);
+  const receiver = await receiverBrowser.context.newPage();
+  const download = receiver.waitForEvent('download', { timeout: 60000 });
+  await openDemo(receiver, link);
+  const dl = await download;
+  await waitReceived(receiver, 1);
+  await dl.cancel();
+  assert.equal(await waitState(receiver, 'recv-panel', ['cancelled', 'error', 'done'], 60000), 'cancelled');
+  assert.match(await textOf(receiver, 'recv-status'), /Cancelled in the browser's downloads/);
+  assert.equal(await waitState(sender, 'send-panel', ['done', 'error'], 60000), 'error');
+  assert.equal(await textOf(sender, 'send-status'), 'The other side left.');
+  await sender.close();
+  await receiver.close();
+});
+
 test('sender cancels mid-transfer: the receiver is told it was cut short and nothing is kept', { timeout: 120000 }, async () => {
   const { page: sender, link } = await startSend(relay.https, [big.file]);
   const receiver = await receiverBrowser.context.newPage();

@@ -14,6 +14,9 @@ const TEXT_LIMIT = 16 * 1024 * 1024;
 const IMAGE_PREVIEW_LIMIT = 32 * 1024 * 1024;
 export const SAVE_PREF_KEY = 'httpipe.save';
 
+/** Abort reason when the person cancels the download in the browser's download list. */
+const DOWNLOAD_CANCELLED = 'download cancelled in the browser';
+
 function cutShort(message) {
   return Object.assign(new Error(message), { code: 'TRUNCATED' });
 }
@@ -119,7 +122,7 @@ export class Receiver {
         this.machine.go('ready');
         sink = await this.pickFile(ac.signal);
       } else if (how === 'sw') {
-        sink = await swSink(this.name, total, (reason) => ac.abort(new Error(`The download was cancelled in the browser (${reason}).`)));
+        sink = await swSink(this.name, total, () => ac.abort(DOWNLOAD_CANCELLED));
       } else {
         sink = blobSink(how === 'text' ? TEXT_LIMIT : undefined);
       }
@@ -146,11 +149,8 @@ export class Receiver {
       if (sink) await sink.abort(err);
       if (reader) reader.cancel(err).catch(() => {});
       if (this.closed) return;
-      if (ac.signal.aborted && !(ac.signal.reason instanceof Error && /download was cancelled/.test(ac.signal.reason.message))) {
-        this.machine.go('cancelled');
-      } else {
-        this.machine.go('error', { err: ac.signal.aborted ? ac.signal.reason : err });
-      }
+      if (ac.signal.aborted) this.machine.go('cancelled', { inBrowser: ac.signal.reason === DOWNLOAD_CANCELLED });
+      else this.machine.go('error', { err });
     }
   }
 
@@ -236,7 +236,9 @@ export class Receiver {
         break;
       }
       case 'cancelled':
-        setText($('recv-status'), 'Cancelled. Nothing was saved; the sender is told you left.');
+        setText($('recv-status'), data && data.inBrowser
+          ? "Cancelled in the browser's downloads. Nothing was saved; the sender is told you left."
+          : 'Cancelled. Nothing was saved; the sender is told you left.');
         break;
       case 'error': {
         const d = describeError(data.err, 'receive');
