@@ -79,14 +79,12 @@ pub fn payload(format: Format, data: &[u8]) {
         assert!(out.len() <= rest.len());
         return;
     }
-    // Repeat the plaintext to reach past chunk boundaries now and then.
-    let reps = 1 + (*a as usize % 4) * (*a as usize % 4) * 700;
-    let plain: Vec<u8> = rest
-        .iter()
-        .copied()
-        .cycle()
-        .take(rest.len() * reps)
-        .collect();
+    // Lengths cluster around 0, 64 KiB and 128 KiB (the chunk boundaries), +-300 bytes.
+    if rest.is_empty() {
+        return;
+    }
+    let len = ((*a as usize % 3) * 65536 + usize::from(*c) * 3).saturating_sub(300);
+    let plain: Vec<u8> = rest.iter().copied().cycle().take(len).collect();
     let pieces: Vec<usize> = rest.iter().take(6).map(|&x| x as usize * 300).collect();
     let mut ct = encrypt(format, &plain, &pieces);
     let (out, r) = decrypt(&ct, step);
