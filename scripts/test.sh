@@ -16,6 +16,10 @@ cargo test --workspace
 
 step "build SDK (wasm)"
 scripts/build-sdk.sh
+
+step "wasm binding unit tests (wasm-bindgen-test in Node)"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings
 scripts/build-www.sh
 
 if compgen -G "tests/js/*.test.mjs" >/dev/null; then

@@ -1,0 +1,86 @@
+//! wasm-bindgen-test unit tests of the SDK bindings that need a JavaScript runtime (Node, via
+//! `wasm-bindgen-test-runner`):
+//! `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test --target wasm32-unknown-unknown --test wasm_bindings`
+#![cfg(target_arch = "wasm32")]
+
+use httpipe::client::error::ErrorCode;
+use httpipe::client::parts::PartCutter;
+use httpipe::wasm::chunks::{concat, View};
+use httpipe::wasm::crypto::{JsDecryptor, JsEncryptor};
+use httpipe::wasm::error::{code_of, has_code, js_error, message_of};
+use httpipe::wasm::http::streaming_uploads_supported;
+use js_sys::{Object, Reflect, Uint8Array};
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+#[wasm_bindgen_test]
+fn errors_carry_codes_and_causes() {
+    let cause = js_sys::Error::new("socket hang up");
+    let e = js_error(ErrorCode::Truncated, "cut", Some(&cause.clone().into()));
+    assert!(has_code(&e));
+    assert_eq!(code_of(&e).as_deref(), Some("TRUNCATED"));
+    assert_eq!(message_of(&e), "cut: socket hang up");
+    assert!(!has_code(&cause.into()));
+    assert!(!has_code(&JsValue::from_str("x")));
+}
+
+#[wasm_bindgen_test]
+fn node_streams_request_bodies() {
+    // Node (undici) reads `duplex` and adds no Content-Type: streaming uploads are supported.
+    assert!(streaming_uploads_supported());
+}
+
+#[wasm_bindgen_test]
+fn parts_of_js_views_concatenate_back() {
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let mut cutter = PartCutter::new(70_000);
+    for piece in data.chunks(30_001) {
+        cutter.push(View(Uint8Array::from(piece)));
+    }
+    let mut parts = Vec::new();
+    while let Some(p) = cutter.pop_full() {
+        parts.push(p);
+    }
+    parts.extend(cutter.finish());
+    let sizes: Vec<u32> = parts.iter().map(|p| concat(p).length()).collect();
+    assert_eq!(sizes, vec![65_536, 70_000, 64_464]);
+    let joined: Vec<u8> = parts.iter().flat_map(|p| concat(p).to_vec()).collect();
+    assert_eq!(joined, data);
+}
+
+fn options(pairs: &[(&str, &str)]) -> JsValue {
+    let o = Object::new();
+    for (k, v) in pairs {
+        Reflect::set(&o, &(*k).into(), &(*v).into()).unwrap();
+    }
+    o.into()
+}
+
+#[wasm_bindgen_test]
+fn encryptor_and_decryptor_round_trip_and_wrong_key() {
+    let id = httpipe::wasm::crypto::generate_identity().unwrap();
+    let rcpt = httpipe::wasm::crypto::identity_to_recipient(&id).unwrap();
+    let o = Object::new();
+    Reflect::set(
+        &o,
+        &"recipients".into(),
+        &js_sys::Array::of1(&rcpt.clone().into()),
+    )
+    .unwrap();
+    let mut enc = JsEncryptor::new(o.into()).unwrap();
+    let mut wire = enc.update(b"hello ").unwrap();
+    wire.extend(enc.update(b"world").unwrap());
+    wire.extend(enc.finish().unwrap());
+
+    let ids = Object::new();
+    Reflect::set(&ids, &"identities".into(), &js_sys::Array::of1(&id.into())).unwrap();
+    let mut dec = JsDecryptor::new(ids.into()).unwrap();
+    let mut plain = dec.update(&wire).unwrap();
+    plain.extend(dec.finish().unwrap());
+    assert_eq!(plain, b"hello world");
+
+    let mut wrong = JsDecryptor::new(options(&[("passphrase", "nope")])).unwrap();
+    let err = wrong.update(&wire).unwrap_err();
+    // X25519 file, passphrase given: no identity matches.
+    assert_eq!(code_of(&err).as_deref(), Some("WRONG_KEY"));
+}
