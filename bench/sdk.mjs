@@ -15,7 +15,7 @@ import { runChild } from '../tests/js/lib/child.mjs';
 // thread.
 const CHILD = new URL('../tests/js/lib/sdk-child.mjs', import.meta.url).pathname;
 async function childReceive(relayUrl, path, opts = {}) {
-  const child = runChild([CHILD, 'receive', relayUrl, path, JSON.stringify(opts)]);
+  const child = runChild([CHILD, 'receive', relayUrl, path, JSON.stringify(opts)], { env: { HTTPIPE_CHILD_NO_HASH: '1' } });
   const ev = await child.waitFor((e) => e.event === 'done' || e.event === 'error', 3_600_000);
   child.kill();
   if (ev.event !== 'done') throw new Error(`consumer failed: ${ev.code} ${ev.message}`);
