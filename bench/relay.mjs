@@ -2,13 +2,14 @@
 // Relay benchmark: httpipe-relay vs piping-server 1.12.9 (npm, node_modules), same run,
 // loopback. Prints every figure and the ratio ours/theirs.
 //
-//   node bench/relay.mjs            (builds nothing: run `cargo build --release -p httpipe-relay`)
+//   cargo build --release -p httpipe-relay --example h2_bench && node bench/relay.mjs
 //   BENCH_MB=256 node bench/relay.mjs   (bytes per single-stream run, default 512 MiB)
 //
 // Measurements
 //   1. single stream, HTTP/1.1: curl -T file → relay → curl -o /dev/null (MB/s, best of 3)
-//   2. single stream, h2 over TLS: Node `http2` sender and receiver processes (curl's own
-//      HTTP/2 upload is CPU-bound near 100 MB/s, so it would measure curl), best of 3
+//   2. single stream, h2 over TLS: sender and receiver are `relay/examples/h2_bench.rs` (hyper
+//      + rustls) processes (curl's own HTTP/2 upload is CPU-bound near 100 MB/s, and Node's
+//      http2 client tops out lower still), best of 3
 //   3. 8 concurrent HTTP/1.1 streams (curl pairs), aggregate MB/s
 //   4. idle memory per waiting receiver: RSS delta of the relay process for 2000 waiting GETs
 //   5. rendezvous latency: receiver waiting, 1-byte POST → byte received (median of 200)
@@ -24,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OURS = process.env.HTTPIPE_RELAY_BIN
   || path.join(process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target'), 'release/httpipe-relay');
+const H2_CLIENT = path.join(path.dirname(OURS), 'examples/h2_bench');
 const PIPING = path.join(ROOT, 'node_modules/piping-server/dist/src/index.js');
 const MB = 1024 * 1024;
 const SIZE = (Number(process.env.BENCH_MB) || 512) * MB;
@@ -128,14 +130,13 @@ async function h1Single(s, file, bytes) {
   });
 }
 
-async function h2Single(s, bytes) {
-  const me = fileURLToPath(import.meta.url);
+async function h2Single(s, bytes, ca) {
   return best(3, async (i) => {
     const p = `/bench-h2-${i}`;
     const t0 = performance.now();
-    const recv = run(process.execPath, [me, 'h2-recv', s.https, p]);
+    const recv = run(H2_CLIENT, ['recv', `${s.https}${p}`, '0', ca]);
     await sleep(50);
-    await Promise.all([recv, run(process.execPath, [me, 'h2-send', s.https, p, String(bytes)])]);
+    await Promise.all([recv, run(H2_CLIENT, ['send', `${s.https}${p}`, String(bytes), ca])]);
     return bytes / MB / ((performance.now() - t0) / 1000);
   });
 }
@@ -194,13 +195,13 @@ async function rendezvous(s, n) {
 }
 
 // ---------------------------------------------------------------- main
-if (!fs.existsSync(OURS)) {
-  console.error(`${OURS} missing: run cargo build --release -p httpipe-relay`);
+if (!fs.existsSync(OURS) || !fs.existsSync(H2_CLIENT)) {
+  console.error(`${OURS} or ${H2_CLIENT} missing: run cargo build --release -p httpipe-relay --example h2_bench`);
   process.exit(1);
 }
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-bench-'));
 execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-  '-subj', '/CN=localhost', '-days', '1', '-keyout', path.join(tmp, 'key.pem'), '-out', path.join(tmp, 'cert.pem')],
+  '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE', '-days', '1', '-keyout', path.join(tmp, 'key.pem'), '-out', path.join(tmp, 'cert.pem')],
 { stdio: 'ignore' });
 const file = path.join(tmp, 'payload.bin');
 fs.writeFileSync(file, Buffer.alloc(SIZE, 0x5a));
@@ -214,11 +215,13 @@ for (const start of [startOurs, startPiping]) {
   const s = await start(tmp);
   try {
     const r = {};
-    r.h1 = await h1Single(s, file, SIZE);
-    r.h2 = await h2Single(s, SIZE);
-    r.conc = await h1Concurrent(s, cFile, cBytes, concurrent);
-    r.mem = await idleMemory(s, 2000);
-    r.rtt = await rendezvous(s, 200);
+    const only = process.env.BENCH_ONLY; // e.g. BENCH_ONLY=mem for a quick look at one figure
+    const want = (k) => !only || only.split(',').includes(k);
+    r.h1 = want('h1') ? await h1Single(s, file, SIZE) : NaN;
+    r.h2 = want('h2') ? await h2Single(s, SIZE, path.join(tmp, 'cert.pem')) : NaN;
+    r.conc = want('conc') ? await h1Concurrent(s, cFile, cBytes, concurrent) : NaN;
+    r.mem = want('mem') ? await idleMemory(s, 2000) : NaN;
+    r.rtt = want('rtt') ? await rendezvous(s, 200) : NaN;
     results[s.name] = r;
     console.error(`${s.name}: ${JSON.stringify(r)}`);
   } finally {
@@ -231,7 +234,7 @@ const o = results['httpipe-relay'];
 const t = results['piping-server'];
 const rows = [
   ['single stream, HTTP/1.1 (curl → relay → curl), MB/s', o.h1, t.h1, 1],
-  ['single stream, h2 over TLS (Node http2 clients), MB/s', o.h2, t.h2, 1],
+  ['single stream, h2 over TLS (hyper client h2_bench), MB/s', o.h2, t.h2, 1],
   [`${concurrent} concurrent HTTP/1.1 streams, aggregate MB/s`, o.conc, t.conc, 1],
   ['idle memory per waiting receiver (2000 GETs), KiB', o.mem / 1024, t.mem / 1024, 1],
   ['rendezvous latency, median of 200, ms', o.rtt, t.rtt, 3],

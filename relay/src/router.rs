@@ -37,7 +37,7 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
         if producing && !own_methods {
             return rejection(&Rejection::ReservedPath(path));
         }
-        return reserved(state, req, conn, &path, get_or_head).await;
+        return Box::pin(reserved(state, req, conn, &path, get_or_head)).await;
     }
 
     // Data API (§3)
@@ -71,10 +71,10 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
             }
         }
         if params.get(upload::PART).is_some() {
-            return segmented::handle(state, req, path, n, params).await;
+            return Box::pin(segmented::handle(state, req, path, n, params)).await;
         }
         let (parts, body) = req.into_parts();
-        return data::producer::handle(state, parts.headers, body, path, n).await;
+        return Box::pin(data::producer::handle(state, parts.headers, body, path, n)).await;
     }
     rejection(&Rejection::UnsupportedMethod(method.to_string()))
 }

@@ -184,6 +184,8 @@ async fn accept_error(e: io::Error) {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
+/// Serves one connection (TLS handshake first on the TLS port). The TLS path lives in its
+/// own boxed future so plain connections don't carry its size (idle memory per waiting peer).
 async fn serve(
     tcp: TcpStream,
     peer: SocketAddr,
@@ -218,22 +220,25 @@ async fn serve(
                 .await
         }
         Some(acceptor) => {
-            let stream =
-                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => return,
-                };
-            watcher
-                .watch(
-                    builder
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .into_owned(),
-                )
-                .await
+            let tls_conn = async move {
+                let stream =
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return Ok(());
+                        }
+                        Err(_) => return Ok(()),
+                    };
+                watcher
+                    .watch(
+                        builder
+                            .serve_connection(TokioIo::new(stream), svc)
+                            .into_owned(),
+                    )
+                    .await
+            };
+            Box::pin(tls_conn).await
         }
     };
     if let Err(e) = result {

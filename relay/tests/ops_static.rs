@@ -188,7 +188,15 @@ async fn curl_expect_100_continue_does_not_stall() {
 /// graceful exit on SIGTERM.
 #[test]
 fn binary_prints_listening_lines_and_stops_on_sigterm() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_httpipe-relay"))
+    /// Kills the relay if an assertion fails before SIGTERM was sent.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_httpipe-relay"))
         .args([
             "--host",
             "127.0.0.1",
@@ -203,7 +211,8 @@ fn binary_prints_listening_lines_and_stops_on_sigterm() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = KillOnDrop(child);
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
     let http = lines.next().unwrap().unwrap();
     let https = lines.next().unwrap().unwrap();
     let fp = lines.next().unwrap().unwrap();
@@ -221,12 +230,12 @@ fn binary_prints_listening_lines_and_stops_on_sigterm() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
     }
     Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &child.0.id().to_string()])
         .status()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = child.0.try_wait().unwrap() {
             assert!(status.success(), "{status}");
             break;
         }
