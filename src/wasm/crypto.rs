@@ -179,18 +179,23 @@ pub fn decrypt_stream(input: ByteStream, dec: Decryptor) -> ByteStream {
 #[wasm_bindgen(js_name = Encryptor)]
 pub struct JsEncryptor(Encryptor);
 
+/// Reads `{ passphrase?, recipients?, identities?, format? }`; `UNSUPPORTED` if malformed.
+fn parse_options(options: JsValue) -> Result<Options, JsValue> {
+    serde_wasm_bindgen::from_value(options).map_err(|e| {
+        js_error(
+            ErrorCode::Unsupported,
+            &format!("invalid options: {e}"),
+            None,
+        )
+    })
+}
+
 #[wasm_bindgen(js_class = Encryptor)]
 impl JsEncryptor {
     /// `{ passphrase?, recipients?, format? }`; runs scrypt now for a passphrase (~1 s).
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsEncryptor, JsValue> {
-        let o: Options = serde_wasm_bindgen::from_value(options).map_err(|e| {
-            js_error(
-                ErrorCode::Unsupported,
-                &format!("invalid options: {e}"),
-                None,
-            )
-        })?;
+        let o = parse_options(options)?;
         encryptor_for(&o).map(JsEncryptor)
     }
 
@@ -221,13 +226,7 @@ impl JsDecryptor {
     /// `{ passphrase?, identities? }`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsDecryptor, JsValue> {
-        let o: Options = serde_wasm_bindgen::from_value(options).map_err(|e| {
-            js_error(
-                ErrorCode::Unsupported,
-                &format!("invalid options: {e}"),
-                None,
-            )
-        })?;
+        let o = parse_options(options)?;
         decryptor_for(&o).map(JsDecryptor)
     }
 
