@@ -12,7 +12,8 @@
 //      http2 client tops out lower still), best of 3
 //   3. 8 concurrent HTTP/1.1 streams (curl pairs), aggregate MB/s
 //   4. idle memory per waiting receiver: RSS delta of the relay process for 2000 waiting GETs
-//   5. rendezvous latency: receiver waiting, 1-byte POST → byte received (median of 200)
+//   5. rendezvous latency: receiver waiting, 1-byte POST → byte received (median of 200, raw
+//      TCP sockets opened beforehand)
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -167,29 +168,40 @@ async function idleMemory(s, n) {
   return (after - before) / n;
 }
 
+async function connected(port) {
+  const sock = net.connect(port, '127.0.0.1');
+  sock.setNoDelay(true);
+  await new Promise((r, j) => { sock.once('connect', r); sock.once('error', j); });
+  return sock;
+}
+
+// Raw TCP sockets (no HTTP client library in the timed path); both connections are open
+// before the clock starts: time = POST written → first body byte at the waiting receiver.
 async function rendezvous(s, n) {
-  const agentGet = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const agentPost = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const port = Number(new URL(s.http).port);
   const samples = [];
   for (let i = 0; i < n + 10; i++) {
     const p = `/bench-rtt-${i}`;
-    const got = new Promise((resolve, reject) => {
-      const req = http.get(`${s.http}${p}`, { agent: agentGet }, (res) => {
-        res.once('data', () => resolve(performance.now()));
-        res.resume();
+    const g = await connected(port);
+    const post = await connected(port);
+    let buf = '';
+    const got = new Promise((resolve) => {
+      g.on('data', (d) => {
+        buf += d.toString('latin1');
+        const h = buf.indexOf('\r\n\r\n');
+        if (h >= 0 && buf.slice(h + 4).includes('x')) resolve(performance.now());
       });
-      req.on('error', reject);
     });
+    g.write(`GET ${p} HTTP/1.1\r\nHost: bench\r\n\r\n`);
     await sleep(10); // the receiver is waiting
     const t0 = performance.now();
-    const post = http.request(`${s.http}${p}`, { method: 'POST', agent: agentPost, headers: { 'content-length': '1' } }, (res) => res.resume());
-    post.end('x');
+    post.write(`POST ${p} HTTP/1.1\r\nHost: bench\r\nContent-Length: 1\r\n\r\nx`);
     const t1 = await got;
     if (i >= 10) samples.push(t1 - t0); // skip warm-up
+    g.destroy();
+    post.destroy();
     await sleep(5);
   }
-  agentGet.destroy();
-  agentPost.destroy();
   samples.sort((a, b) => a - b);
   return samples[Math.floor(samples.length / 2)];
 }
@@ -217,11 +229,12 @@ for (const start of [startOurs, startPiping]) {
     const r = {};
     const only = process.env.BENCH_ONLY; // e.g. BENCH_ONLY=mem for a quick look at one figure
     const want = (k) => !only || only.split(',').includes(k);
+    // memory first, on a fresh process (after bulk transfers a heap has free room to reuse)
+    r.mem = want('mem') ? await idleMemory(s, 2000) : NaN;
+    r.rtt = want('rtt') ? await rendezvous(s, 200) : NaN;
     r.h1 = want('h1') ? await h1Single(s, file, SIZE) : NaN;
     r.h2 = want('h2') ? await h2Single(s, SIZE, path.join(tmp, 'cert.pem')) : NaN;
     r.conc = want('conc') ? await h1Concurrent(s, cFile, cBytes, concurrent) : NaN;
-    r.mem = want('mem') ? await idleMemory(s, 2000) : NaN;
-    r.rtt = want('rtt') ? await rendezvous(s, 200) : NaN;
     results[s.name] = r;
     console.error(`${s.name}: ${JSON.stringify(r)}`);
   } finally {
