@@ -30,7 +30,25 @@ on_all_transports!(
     receiver_disconnect_reported_to_producer,
     fan_out_n_consumers,
     rejections_per_table,
+    empty_body,
 );
+
+/// A zero-byte transfer (Content-Length: 0) is a success, not a receiver disconnect.
+async fn empty_body(t: T) {
+    let r = relay().await;
+    for i in 0..2 {
+        let path = format!("/empty{i}");
+        let mut c = r.get(t, &path).await;
+        let mut p = r.post(t, &path, empty()).await;
+        let resp = c.response().await;
+        assert_eq!(read_all(resp).await.unwrap().len(), 0);
+        assert_eq!(
+            last_line(&text(p.response().await).await),
+            TRANSFER_SUCCESSFUL
+        );
+    }
+    r.shutdown().await;
+}
 
 fn last_line(log: &str) -> &str {
     log.trim_end_matches('\n').rsplit('\n').next().unwrap_or("")
