@@ -73,6 +73,7 @@ async function startOurs(tmp) {
   const proc = spawn(OURS, ['--host', '127.0.0.1', '--http-port', '0', '--https-port', '0',
     '--tls-cert', path.join(tmp, 'cert.pem'), '--tls-key', path.join(tmp, 'key.pem')],
   { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, RUST_LOG: 'warn' } });
+  started.push(proc);
   let out = '';
   await new Promise((resolve, reject) => {
     proc.stdout.on('data', (d) => { out += d; if (/listening https:/.test(out)) resolve(); });
@@ -89,6 +90,7 @@ async function startPiping(tmp) {
   const proc = spawn(process.execPath, [PIPING, '--host', '127.0.0.1', '--http-port', String(hp), '--enable-https',
     '--https-port', String(sp), '--key-path', path.join(tmp, 'key.pem'), '--crt-path', path.join(tmp, 'cert.pem')],
   { stdio: ['ignore', 'ignore', 'ignore'] });
+  started.push(proc);
   const url = `http://127.0.0.1:${hp}`;
   for (let i = 0; i < 100; i++) {
     try { await fetch(`${url}/version`); break; } catch { await sleep(100); }
@@ -97,6 +99,10 @@ async function startPiping(tmp) {
 }
 
 function stop(s) { s.proc.kill('SIGKILL'); }
+
+// never leave a server running, whatever happens
+const started = [];
+process.on('exit', () => { for (const p of started) p.kill('SIGKILL'); });
 
 function rssBytes(pid) {
   const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
