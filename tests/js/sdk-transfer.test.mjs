@@ -57,11 +57,9 @@ for (const crypto of Object.keys(CRYPTO)) {
       i += 1;
       for (const [consumerFirst, rendezvous] of combos) {
         const name = `${crypto} ${size} B ${upload}, ${consumerFirst ? 'consumer' : 'producer'} first, rendezvous ${rendezvous ? 'on' : 'off'}`;
-        // Known relay bug (reported): an empty streaming upload ends with
-        // [ERROR:RECEIVER_PREMATURE_DISCONNECT] instead of success; kept visible as a todo.
-        const todo = size === 0 && crypto === 'plain' && upload === 'stream'
-          ? 'relay: an empty streaming upload is reported as RECEIVER_PREMATURE_DISCONNECT' : undefined;
-        test(name, { timeout: 120_000, todo }, () => transfer({ size, crypto, consumerFirst, rendezvous, upload }));
+        // The 0 B plain streaming cases are the regression test for the relay reporting an
+        // empty upload as [ERROR:RECEIVER_PREMATURE_DISCONNECT] (fixed in 86e72fd).
+        test(name, { timeout: 120_000 }, () => transfer({ size, crypto, consumerFirst, rendezvous, upload }));
       }
     }
   }
