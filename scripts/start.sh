@@ -7,4 +7,11 @@ scripts/setup.sh core
 scripts/build-sdk.sh
 scripts/build-www.sh
 cargo build --release -p httpipe-relay
-exec target/release/httpipe-relay --www www --sdk-dir pkg "$@"
+bin="${CARGO_TARGET_DIR:-target}/release/httpipe-relay"
+cat >&2 <<'MSG'
+[start] Starting the relay. Open the demo at the URL of a 'listening' line below
+[start] (default http://127.0.0.1:8080/ and https://127.0.0.1:8443/ -- use https for
+[start] streaming uploads in Chromium; the certificate is self-signed, accept it once).
+[start] Ctrl-C stops the relay. Options: npm start -- --help
+MSG
+exec "$bin" --www www --sdk-dir pkg "$@"
