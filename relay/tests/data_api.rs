@@ -31,7 +31,40 @@ on_all_transports!(
     fan_out_n_consumers,
     rejections_per_table,
     empty_body,
+    active_content_is_neutralised,
 );
+
+/// Relayed markup never runs script with the relay's origin: every consumer response carries
+/// `nosniff` and `CSP: sandbox`, and HTML/XHTML/SVG content types become `text/plain`.
+async fn active_content_is_neutralised(t: T) {
+    let r = relay().await;
+    let cases: [(Option<&str>, Option<&str>); 6] = [
+        (Some("image/svg+xml"), Some("text/plain")),
+        (
+            Some("application/xhtml+xml; charset=utf-8"),
+            Some("text/plain; charset=utf-8"),
+        ),
+        (Some("TEXT/HTML"), Some("text/plain")),
+        (Some("text/xml"), Some("text/xml")),
+        (Some("image/png"), Some("image/png")),
+        (None, None),
+    ];
+    for (i, (sent, got)) in cases.iter().enumerate() {
+        let path = format!("/xss{i}");
+        let hs: Vec<(&str, &str)> = sent.iter().map(|v| ("content-type", *v)).collect();
+        let body = "<html><script>alert(document.domain)</script></html>";
+        let mut p = r.call(t, Method::POST, &path, &hs, full(body)).await;
+        let mut c = r.get(t, &path).await;
+        let resp = c.response().await;
+        let h = resp.headers().clone();
+        assert_eq!(header(&h, "content-type"), *got, "{sent:?}");
+        assert_eq!(header(&h, "x-content-type-options"), Some("nosniff"));
+        assert_eq!(header(&h, "content-security-policy"), Some("sandbox"));
+        assert_eq!(read_all(resp).await.unwrap(), body);
+        let _ = text(p.response().await).await;
+    }
+    r.shutdown().await;
+}
 
 /// A zero-byte transfer (Content-Length: 0) is a success, not a receiver disconnect.
 async fn empty_body(t: T) {

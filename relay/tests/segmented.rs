@@ -43,6 +43,15 @@ async fn ordered_parts_retry_and_order_on(t: T) {
         header(resp.headers(), "content-type"),
         Some("application/x-seg")
     );
+    // relayed documents can't run script with the relay's origin (§3.3)
+    assert_eq!(
+        header(resp.headers(), "x-content-type-options"),
+        Some("nosniff")
+    );
+    assert_eq!(
+        header(resp.headers(), "content-security-policy"),
+        Some("sandbox")
+    );
     let mut body = resp.into_body();
     assert_eq!(
         text(p0).await.lines().next(),
