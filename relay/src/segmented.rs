@@ -166,9 +166,6 @@ pub async fn handle(
     };
     let is_final = matches!(params.get(upload::FINAL), Some("1") | Some("true"));
     let (parts, body) = req.into_parts();
-    if part == 0 {
-        return start(state, parts.headers, body, path, n, is_final).await;
-    }
     let id = params.get(upload::UPLOAD).map(str::to_string).or_else(|| {
         parts
             .headers
@@ -176,10 +173,15 @@ pub async fn handle(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     });
-    let Some(up) = id
+    let up = id
         .and_then(|id| state.uploads.get(&id))
-        .filter(|u| u.path == path)
-    else {
+        .filter(|u| u.path == path);
+    // `part=0` starts an upload, unless it names the current upload of this path: then it is
+    // a retry of the accepted part 0, answered like any other retry.
+    if part == 0 && up.is_none() {
+        return start(state, parts.headers, body, path, n, is_final).await;
+    }
+    let Some(up) = up else {
         return text(
             StatusCode::NOT_FOUND,
             "[ERROR] Unknown or expired upload id.\n",

@@ -71,6 +71,31 @@ async fn ordered_parts_retry_and_order_on(t: T) {
             .status(),
         StatusCode::OK
     );
+    // a retry of part 0 naming the upload (query or header): 200, nothing forwarded
+    let p0r = part(&r, t, &format!("part=0&upload={id}"), "zero,").await;
+    assert_eq!(p0r.status(), StatusCode::OK);
+    assert!(!text(p0r).await.contains("[ERROR]"));
+    let mut p0h = r
+        .call(
+            t,
+            Method::POST,
+            "/seg?part=0",
+            &[("x-httpipe-upload", &id)],
+            full("zero,"),
+        )
+        .await;
+    assert_eq!(p0h.response().await.status(), StatusCode::OK);
+    assert_eq!(
+        part(&r, t, &format!("part=0&upload={id}"), "0")
+            .await
+            .status(),
+        StatusCode::CONFLICT
+    );
+    // part 0 without the upload id on the busy path: another sender
+    assert_eq!(
+        part(&r, t, "part=0", "zero,").await.status(),
+        StatusCode::BAD_REQUEST
+    );
     // same part with another length: conflict
     assert_eq!(
         part(&r, t, &format!("part=1&upload={id}"), "uno")
