@@ -28,6 +28,17 @@ fn token(args: TokenArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !args.path.starts_with('/') {
+        eprintln!(
+            "error: --path must be a path starting with '/' (got {:?})",
+            args.path
+        );
+        return ExitCode::from(2);
+    }
+    if args.ttl.as_secs() == 0 {
+        eprintln!("error: --ttl must be at least 1s");
+        return ExitCode::from(2);
+    }
     let Some(mode) = Mode::parse(&args.mode) else {
         eprintln!("error: --mode must be read or write");
         return ExitCode::from(2);

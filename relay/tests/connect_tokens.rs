@@ -336,3 +336,29 @@ async fn management_api_and_token_subcommand() {
     );
     r.shutdown().await;
 }
+
+/// `httpipe-relay token` rejects what would mint an unusable token: a path without the
+/// leading '/' and a non-positive ttl (non-zero exit, a clear message, nothing printed).
+#[test]
+fn token_cli_rejects_unusable_tokens() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_httpipe-relay"))
+            .arg("token")
+            .args(["--auth-key", "k0123456789abcdef", "--mode", "write"])
+            .args(args)
+            .env_remove("HTTPIPE_AUTH_KEY_FILE")
+            .output()
+            .expect("run httpipe-relay")
+    };
+    let ok = run(&["--path", "/team"]);
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(String::from_utf8_lossy(&ok.stdout).starts_with("hp1."));
+    let bad = run(&["--path", "team"]);
+    assert!(!bad.status.success());
+    assert!(bad.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("must be a path starting with '/'"));
+    let bad = run(&["--path", "/team", "--ttl", "0s"]);
+    assert!(!bad.status.success());
+    assert!(bad.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--ttl"));
+}
