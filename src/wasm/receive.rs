@@ -24,7 +24,9 @@ use crate::client::urls::ConnectMode;
 /// `receive(options) → Promise<{ stream, contentType?, filename?, size? }>`: resolves when the
 /// producer's stream starts. The stream errors with `TRUNCATED` if the producer's stream was
 /// cut, `ABORTED` on the signal, `WRONG_KEY` / `DECRYPT_FAILED` when decrypting. `size` is the
-/// producer's `Content-Length` (plain streams only). Cancelling the stream disconnects, and
+/// producer's `Content-Length` or its declared size (`X-Piping: httpipe-size=N`, sent by SDK
+/// producers for plain Blob/bytes sources or an explicit `size`); never for encrypted streams
+/// (the SDK sends no size in clear). Cancelling the stream disconnects, and
 /// the producer's `send` rejects with `PEER_DISCONNECTED`.
 #[wasm_bindgen(js_name = receive)]
 pub async fn receive_js(options: JsValue) -> Result<JsValue, JsValue> {
@@ -69,6 +71,9 @@ pub async fn receive_js(options: JsValue) -> Result<JsValue, JsValue> {
     let content_type = header(&resp, "content-type");
     let filename = header(&resp, "content-disposition").and_then(|v| disposition::parse(&v));
     let length = header(&resp, "content-length").and_then(|v| v.trim().parse::<u64>().ok());
+    // A streaming upload has no Content-Length: the producer declares its size in X-Piping.
+    let declared =
+        length.or_else(|| header(&resp, "x-piping").and_then(|v| super::send::declared_size(&v)));
     let body = resp.body().ok_or_else(|| {
         js_error(
             ErrorCode::RelayError,
@@ -85,7 +90,7 @@ pub async fn receive_js(options: JsValue) -> Result<JsValue, JsValue> {
     let total = if p.encrypted() {
         p.o.size.map(|s| s as u64)
     } else {
-        length
+        declared
     };
     let meter = Rc::new(RefCell::new(RateMeter::new(now_ms(), total)));
     stream = chunks::metered(stream, meter, p.on_progress.clone());
@@ -98,7 +103,7 @@ pub async fn receive_js(options: JsValue) -> Result<JsValue, JsValue> {
     if let Some(name) = filename {
         Reflect::set(&out, &"filename".into(), &name.into())?;
     }
-    if let Some(n) = length.filter(|_| !p.encrypted()) {
+    if let Some(n) = declared.filter(|_| !p.encrypted()) {
         Reflect::set(&out, &"size".into(), &(n as f64).into())?;
     }
     Ok(out.into())

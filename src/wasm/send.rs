@@ -137,22 +137,41 @@ async fn send_inner(
     Ok(report.into())
 }
 
-/// Headers of the producer's request: token, `Content-Type`, `Content-Disposition` (§3.3).
+/// Headers of the producer's request: token, `Content-Type`, `Content-Disposition` (§3.3) and
+/// the declared plaintext size as `X-Piping: httpipe-size=N` (a streaming upload has no
+/// `Content-Length`; the relay forwards `X-Piping` to the consumer). When encrypting, the relay
+/// sees no metadata: `Content-Type: application/octet-stream`, and neither the filename nor
+/// the size is sent (they would travel in clear text).
 pub fn producer_headers(p: &Parsed) -> Vec<(String, String)> {
     let mut h = auth_headers(p.o.token.as_deref());
-    let content_type = match (&p.o.content_type, p.encrypted()) {
-        // The consumer decrypts; the relay must not label ciphertext as the plaintext's type.
-        (_, true) => Some("application/octet-stream".to_string()),
-        (Some(ct), false) => Some(ct.clone()),
-        (None, false) => None,
-    };
-    if let Some(ct) = content_type {
-        h.push(("Content-Type".into(), ct));
+    if p.encrypted() {
+        h.push(("Content-Type".into(), "application/octet-stream".into()));
+        return h;
+    }
+    if let Some(ct) = &p.o.content_type {
+        h.push(("Content-Type".into(), ct.clone()));
     }
     if let Some(name) = &p.o.filename {
         h.push(("Content-Disposition".into(), disposition::encode(name)));
     }
+    if let Some(size) = p.o.size.filter(|s| s.is_finite() && *s >= 0.0) {
+        h.push((
+            "X-Piping".into(),
+            format!("{SIZE_PREFIX}{}", size.trunc() as u64),
+        ));
+    }
     h
+}
+
+/// `X-Piping` value prefix carrying the producer's declared size.
+pub const SIZE_PREFIX: &str = "httpipe-size=";
+
+/// The declared size in an `X-Piping` header value (`Headers.get` joins several with ", ").
+pub fn declared_size(x_piping: &str) -> Option<u64> {
+    x_piping
+        .split(',')
+        .find_map(|v| v.trim().strip_prefix(SIZE_PREFIX))
+        .and_then(|n| n.trim().parse().ok())
 }
 
 /// How a streaming upload failed.

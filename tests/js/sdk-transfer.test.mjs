@@ -144,3 +144,63 @@ test('encryptStream/decryptStream round trip and wrong key', async () => {
   assert.match(recipient, /^age1[0-9a-z]{58}$/);
   assert.match(identity, /^AGE-SECRET-KEY-1[0-9A-Z]{58}$/);
 });
+
+for (const upload of ['stream', 'segmented']) {
+  test(`empty send('') and send(new Uint8Array(0)) resolve with a success report (${upload})`, async () => {
+    for (const source of ['', new Uint8Array(0), new ArrayBuffer(0), new Blob([])]) {
+      const path = uniquePath('empty');
+      const recvP = sdk.receive({ relay: relay.http, path });
+      const report = await sdk.send(source, { relay: relay.http, path, upload });
+      const r = await recvP;
+      assert.equal((await new Response(r.stream).arrayBuffer()).byteLength, 0);
+      assert.equal(r.size, 0);
+      assert.equal(report.bytes, 0);
+      assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+      assert.equal(report.transport, upload);
+    }
+  });
+
+  test(`receive() fills in size for Blob/bytes sources and an explicit size, not for streams (${upload})`, async () => {
+    const cases = [
+      [new Blob(['12345']), {}, 5],
+      [new Uint8Array(70_000), {}, 70_000],
+      ['héllo', {}, 6],
+      [randomSource(3000).stream, {}, undefined],
+      [randomSource(3000).stream, { size: 3000 }, 3000],
+    ];
+    for (const [source, extra, size] of cases) {
+      const path = uniquePath('size');
+      const recvP = sdk.receive({ relay: relay.http, path });
+      const sendP = sdk.send(source, { relay: relay.http, path, upload, ...extra });
+      const r = await recvP;
+      assert.equal(r.size, size);
+      await new Response(r.stream).arrayBuffer();
+      await sendP;
+    }
+  });
+
+  test(`encrypting sends no metadata in clear: no filename, no size, application/octet-stream (${upload})`, async () => {
+    const path = uniquePath('meta-enc');
+    // A consumer without the passphrase sees exactly what the relay forwards.
+    const rawP = sdk.receive({ relay: relay.http, path });
+    const sendP = sdk.send(new Blob(['secret'], { type: 'text/csv' }),
+      { relay: relay.http, path, upload, passphrase: 'pw', filename: 'salaries.csv', contentType: 'text/csv' });
+    const raw = await rawP;
+    assert.equal(raw.contentType, 'application/octet-stream');
+    assert.equal(raw.filename, undefined);
+    assert.equal(raw.size, undefined);
+    const cipher = new Uint8Array(await new Response(raw.stream).arrayBuffer());
+    assert.ok(!new TextDecoder().decode(cipher).includes('salaries'));
+    await sendP;
+    // ...and a decrypting consumer gets none of it either.
+    const path2 = uniquePath('meta-enc');
+    const decP = sdk.receive({ relay: relay.http, path: path2, passphrase: 'pw' });
+    const sendP2 = sdk.send('secret', { relay: relay.http, path: path2, upload, passphrase: 'pw', filename: 'a.txt' });
+    const dec = await decP;
+    assert.equal(dec.filename, undefined);
+    assert.equal(dec.contentType, undefined);
+    assert.equal(dec.size, undefined);
+    assert.equal(await new Response(dec.stream).text(), 'secret');
+    await sendP2;
+  });
+}
