@@ -38,15 +38,29 @@ async function readAtLeast(stream, n) {
   return reader;
 }
 
-test('wrong passphrase → WRONG_KEY before any plaintext', async () => {
+test('wrong passphrase → WRONG_KEY before any plaintext; a long stream\'s producer PEER_DISCONNECTED', async () => {
   const p = uniquePath('wrongkey');
-  // A long stream, so the producer is still sending when the consumer gives up.
+  // A long stream, so the producer is still sending when the consumer gives up (a small one
+  // may be handed over completely first: see the next test).
   const sendP = sdk.send(randomSource(1 << 30, 64 * 1024).stream, { relay: relay.http, path: p, passphrase: 'right' });
   sendP.catch(() => {});
   const r = await sdk.receive({ relay: relay.http, path: p, passphrase: 'wrong' });
   const reader = r.stream.getReader();
   await assert.rejects(reader.read(), isCode('WRONG_KEY'));
   await assert.rejects(sendP, isCode('PEER_DISCONNECTED'));
+});
+
+test('wrong passphrase, small payload: consumer WRONG_KEY, producer may still succeed (one-way pipe)', async () => {
+  // The relay confirms delivery when the consumer has been handed every byte; it cannot know
+  // that the consumer failed to decrypt them. A 100 KB payload fits in the buffers on the way,
+  // so the producer usually resolves with [STATE:TRANSFER_SUCCESSFUL] although the consumer
+  // got WRONG_KEY: a successful send report means "delivered", not "decrypted".
+  const p = uniquePath('wrongkey-small');
+  const sendP = sdk.send(new Uint8Array(100_000), { relay: relay.http, path: p, passphrase: 'right' });
+  const outcome = sendP.then((r) => r.relayState, (e) => e.code);
+  const r = await sdk.receive({ relay: relay.http, path: p, passphrase: 'wrong' });
+  await assert.rejects(r.stream.getReader().read(), isCode('WRONG_KEY'));
+  assert.ok(['[STATE:TRANSFER_SUCCESSFUL]', 'PEER_DISCONNECTED'].includes(await outcome), await outcome);
 });
 
 for (const upload of ['stream', 'segmented']) {
