@@ -32,9 +32,9 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
     let producing = method == Method::POST || method == Method::PUT;
 
     if paths::is_reserved(&path) {
-        let own_methods =
-            path.starts_with(paths::CONNECT_PREFIX) || path == paths::ACCESS_TOKEN_CREATE;
-        if producing && !own_methods {
+        // §2: a POST/PUT to a reserved path is a send to it, except the token endpoint's POST.
+        let management = method == Method::POST && path == paths::ACCESS_TOKEN_CREATE;
+        if producing && !management {
             return rejection(&Rejection::ReservedPath(path));
         }
         return Box::pin(reserved(state, req, conn, &path, get_or_head)).await;

@@ -531,6 +531,22 @@ async fn rejections_per_table(t: T) {
     };
     let mut x = r.post(t, "/help", full("x")).await;
     expect(400, "[ERROR] Cannot send to the reserved path '/help'.\n")(x.response().await).await;
+    // the Connect and API trees are reserved too (only the token endpoint takes a POST)
+    for (m, p) in [
+        (Method::POST, "/connect/v0/x"),
+        (Method::PUT, "/connect/v0/x"),
+        (Method::PUT, "/connect/v0/"),
+        (Method::POST, "/api/v0/other"),
+        (Method::PUT, "/api/v0/accesstoken.create"),
+    ] {
+        let mut x = r.call(t, m, p, &[], full("x")).await;
+        let resp = x.response().await;
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{p}");
+        assert_eq!(
+            text(resp).await,
+            format!("[ERROR] Cannot send to the reserved path '{p}'.\n")
+        );
+    }
     let mut x = r.get(t, "/n?n=0").await;
     expect(400, "[ERROR] Invalid \"n\" query parameter\n")(x.response().await).await;
     let mut x = r.get(t, "/n?n=abc").await;
