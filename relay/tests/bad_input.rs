@@ -120,18 +120,23 @@ async fn broken_uploads_truncate_and_free_the_path() {
     let mut c = r.get(T::H1, "/broken").await;
     let mut s = TcpStream::connect(r.http).await.unwrap();
     s.write_all(b"POST /broken HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nXYZ\r\n").await.unwrap();
-    let mut body = c.response().await.into_body();
-    let mut end = None;
-    for _ in 0..3 {
-        match within(5.0, "frame", body.frame()).await {
-            Some(Ok(_)) => continue,
-            other => {
-                end = Some(other);
-                break;
+    // The relay may abort the consumer before its response head went out (the request
+    // fails) or after (the body errors); either way the consumer sees no clean end. (The
+    // first form raced this test into a spurious "request failed" once.)
+    if let Ok(resp) = c.try_response().await {
+        let mut body = resp.into_body();
+        let mut end = None;
+        for _ in 0..3 {
+            match within(5.0, "frame", body.frame()).await {
+                Some(Ok(_)) => continue,
+                other => {
+                    end = Some(other);
+                    break;
+                }
             }
         }
+        assert!(matches!(end, Some(Some(Err(_)))), "{end:?}");
     }
-    assert!(matches!(end, Some(Some(Err(_)))), "{end:?}");
     healthy(&r).await;
     r.shutdown().await;
 }
