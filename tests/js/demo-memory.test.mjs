@@ -12,7 +12,11 @@ import { launchChromium, sha256File, openDemo, dropFiles, waitState, textOf } fr
 
 const SIZE = Number(process.env.HTTPIPE_DEMO_MEMORY_BYTES || 1024 * 1024 * 1024);
 const LIMIT = 200 * 1000 * 1000;
-const RETAINED_LIMIT = 64 * 1000 * 1000;
+// Heap + embedder heap + ArrayBuffer backing stores (incl. the wasm memory and chunks in
+// flight) after a forced GC. 64 MB proved too tight in CI (72 MB seen once: buffers queued
+// towards the download at the sampling instant); the issue's bound is 200 MB, still far
+// below the 1 GiB a page that accumulated the file would hold.
+const RETAINED_LIMIT = 200 * 1000 * 1000;
 
 test(`receiving ${SIZE} bytes keeps the receiver's JS heap under 200 MB`, { timeout: 600000 }, async () => {
   const relay = await startRelay();
