@@ -1,9 +1,15 @@
-//! The public API's error codes and the mapping from relay answers to them.
+//! The SDK's one error type: a stable [`ErrorCode`] (the JavaScript `HttpipeError.code`, the
+//! native client's [`Error::code`], the CLI's exit code), a message a person can act on, and
+//! the underlying cause. The wasm bindings turn it into an `HttpipeError` once, at the
+//! `#[wasm_bindgen]` boundary; the native client returns it as is.
 
 use std::fmt;
+use std::sync::Arc;
+
+use crate::protocol::control::LogLine;
 
 /// A stable, machine-readable error code (the `code` of the JavaScript `HttpipeError`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     /// 401: the relay needs a (valid) access token (`PROTOCOL.md` §6).
     Unauthorized,
@@ -21,15 +27,30 @@ pub enum ErrorCode {
     WrongKey,
     /// Any other refusal by the relay (4xx/5xx with its `[ERROR]` line).
     RelayError,
-    /// The caller's `AbortSignal` fired.
+    /// The caller aborted (JavaScript `AbortSignal`, native `abort()`).
     Aborted,
-    /// The runtime or the input can't do what was asked.
+    /// The runtime or the input can't do what was asked (bad options, bad source).
     Unsupported,
     /// The connection to the relay failed or broke.
     Network,
 }
 
 impl ErrorCode {
+    /// Every code, in documentation order.
+    pub const ALL: [ErrorCode; 11] = [
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::ConnectTimeout,
+        ErrorCode::PeerDisconnected,
+        ErrorCode::Truncated,
+        ErrorCode::DecryptFailed,
+        ErrorCode::WrongKey,
+        ErrorCode::RelayError,
+        ErrorCode::Aborted,
+        ErrorCode::Unsupported,
+        ErrorCode::Network,
+    ];
+
     /// The code as the string JavaScript sees, e.g. `"PEER_DISCONNECTED"`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -46,31 +67,196 @@ impl ErrorCode {
             ErrorCode::Network => "NETWORK",
         }
     }
-}
 
-/// An error with a code and a message a person can act on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientError {
-    pub code: ErrorCode,
-    pub message: String,
-}
-
-impl ClientError {
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ClientError {
-            code,
-            message: message.into(),
-        }
+    /// The code for its string form.
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
 }
 
-impl fmt::Display for ClientError {
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The cause of an [`Error`], kept for `source()` (and as the JavaScript `cause`).
+pub type Source = Arc<dyn std::error::Error + Send + Sync>;
+
+/// An error with a code, a message a person can act on, and its cause.
+#[derive(Clone)]
+pub struct Error {
+    pub code: ErrorCode,
+    pub message: String,
+    source: Option<Source>,
+}
+
+impl Error {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The same error with `source` as its cause.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// The same error with an already shared cause.
+    pub fn with_shared_source(mut self, source: Option<Source>) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// The cause, shared.
+    pub fn cause(&self) -> Option<&Source> {
+        self.source.as_ref()
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// An `UNSUPPORTED` error: bad options or input.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::Unsupported, message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("code", &self.code).field("message", &self.message);
+        if let Some(s) = &self.source {
+            d.field("source", &s.to_string());
+        }
+        d.finish()
+    }
+}
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.message == other.message
+    }
+}
+
+impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.code.as_str(), self.message)
     }
 }
 
-impl std::error::Error for ClientError {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// A cause described in words only (a JavaScript exception, a transport error's text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// The error's class name, e.g. `TypeError`.
+    pub name: String,
+    pub message: String,
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.name, self.message)
+        }
+    }
+}
+
+impl std::error::Error for Cause {}
+
+/// Why an operation was stopped from outside the protocol (first reason wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StopReason {
+    /// Not stopped.
+    #[default]
+    None,
+    /// The caller aborted (`AbortSignal`, `abort()`).
+    User,
+    /// The `timeout` elapsed while waiting for the peer.
+    Timeout,
+    /// The SDK stopped the operation itself (the error is reported separately).
+    Internal,
+}
+
+/// A request that failed below HTTP, as an adapter saw it.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Whether the operation had been stopped when the request failed.
+    pub stop: StopReason,
+    /// True for a plain network failure (`fetch`'s `TypeError`, a connection error): the
+    /// kind that a retry or a fallback may cure.
+    pub network: bool,
+    /// An error that already carries its code (e.g. the source's own `HttpipeError`).
+    pub coded: Option<Error>,
+    /// What the transport said.
+    pub cause: Option<Source>,
+}
+
+impl Failure {
+    /// A plain network failure with its cause.
+    pub fn network(cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Failure {
+            stop: StopReason::None,
+            network: true,
+            coded: None,
+            cause: Some(Arc::new(cause)),
+        }
+    }
+
+    /// The failure of an operation that was stopped (`reason`).
+    pub fn stopped(reason: StopReason, cause: Option<Source>) -> Self {
+        Failure {
+            stop: reason,
+            network: false,
+            coded: None,
+            cause,
+        }
+    }
+
+    /// A failure that already is one of our errors.
+    pub fn coded(e: Error) -> Self {
+        Failure {
+            stop: StopReason::None,
+            network: false,
+            coded: Some(e),
+            cause: None,
+        }
+    }
+
+    /// The error to report for a request made for `what`: a coded error passes unchanged;
+    /// after a stop the stop's code; else `fallback` with the transport's words.
+    pub fn into_error(self, fallback: ErrorCode, what: &str) -> Error {
+        if let Some(e) = self.coded {
+            return e;
+        }
+        let (code, message) = match self.stop {
+            StopReason::User => (ErrorCode::Aborted, format!("{what}: aborted by the caller")),
+            StopReason::Timeout => (
+                ErrorCode::ConnectTimeout,
+                format!("{what}: no peer arrived within the timeout"),
+            ),
+            _ => match &self.cause {
+                Some(c) => (fallback, format!("{what}: {c}")),
+                None => (fallback, what.to_string()),
+            },
+        };
+        Error::new(code, message).with_shared_source(self.cause)
+    }
+}
 
 /// The relay's own words: the first non-empty line of an error body, at most 300 chars.
 fn relay_words(body: &str) -> String {
@@ -83,37 +269,64 @@ fn relay_words(body: &str) -> String {
 }
 
 /// Maps a non-success relay answer (status and text body) of a request made for `what`
-/// (e.g. `"POST http://relay/p"`) to an error.
-pub fn classify_response(status: u16, body: &str, what: &str) -> ClientError {
+/// (e.g. `"POST http://relay/p"`) to an error (§3.5, §5, §6).
+pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
     let words = relay_words(body);
     let said = if words.is_empty() {
         String::new()
     } else {
         format!(" (relay said: {words})")
     };
-    if body.contains("[ERROR:RECEIVER_PREMATURE_DISCONNECT]") {
-        return ClientError::new(
+    if body
+        .lines()
+        .any(|l| LogLine::classify(l) == LogLine::ReceiverPrematureDisconnect)
+    {
+        return Error::new(
             ErrorCode::PeerDisconnected,
             format!("the consumer disconnected before the end of the stream ({what})"),
         );
     }
     match status {
-        401 => ClientError::new(
+        401 => Error::new(
             ErrorCode::Unauthorized,
-            format!("{what}: the relay requires a valid access token; pass `token`{said}"),
+            format!("{what}: the relay requires a valid access token; pass a token{said}"),
         ),
-        403 => ClientError::new(
+        403 => Error::new(
             ErrorCode::Forbidden,
             format!("{what}: the access token does not allow this path or mode{said}"),
         ),
-        408 => ClientError::new(
+        408 => Error::new(
             ErrorCode::ConnectTimeout,
             format!("{what}: no peer arrived within the timeout{said}"),
         ),
-        _ => ClientError::new(
+        _ => Error::new(
             ErrorCode::RelayError,
             format!("{what}: the relay answered HTTP {status}{said}"),
         ),
+    }
+}
+
+#[cfg(feature = "crypto")]
+impl From<crate::crypto::Error> for Error {
+    /// The public code of a crypto core error, with a hint for the two a person can fix.
+    fn from(e: crate::crypto::Error) -> Self {
+        use crate::crypto::Error as C;
+        let code = match &e {
+            C::NoMatchingIdentity | C::WrongPassphrase => ErrorCode::WrongKey,
+            C::Truncated => ErrorCode::Truncated,
+            C::InvalidKey(_)
+            | C::Usage(_)
+            | C::UnsupportedRecipient(_)
+            | C::UnsupportedLegacyFormat
+            | C::Random(_) => ErrorCode::Unsupported,
+            _ => ErrorCode::DecryptFailed,
+        };
+        let hint = match code {
+            ErrorCode::WrongKey => " (check the passphrase or identities)",
+            ErrorCode::Truncated => " (the producer stopped before the end)",
+            _ => "",
+        };
+        Error::new(code, format!("{e}{hint}")).with_source(e)
     }
 }
 
@@ -159,5 +372,37 @@ mod tests {
     fn long_bodies_are_cut() {
         let body = "x".repeat(10_000);
         assert!(classify_response(500, &body, "GET /p").message.len() < 400);
+    }
+
+    #[test]
+    fn codes_round_trip() {
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorCode::parse("NOPE"), None);
+    }
+
+    #[test]
+    fn failures_keep_codes_and_causes() {
+        let cause = Cause {
+            name: "TypeError".into(),
+            message: "fetch failed".into(),
+        };
+        let e = Failure::network(cause.clone()).into_error(ErrorCode::Network, "GET /p");
+        assert_eq!(e.code, ErrorCode::Network);
+        assert!(e.message.contains("fetch failed"), "{}", e.message);
+        assert_eq!(
+            std::error::Error::source(&e).map(|s| s.to_string()),
+            Some(cause.to_string())
+        );
+        let e = Failure::stopped(StopReason::User, None).into_error(ErrorCode::Network, "x");
+        assert_eq!(e.code, ErrorCode::Aborted);
+        let e = Failure::stopped(StopReason::Timeout, None).into_error(ErrorCode::Network, "x");
+        assert_eq!(e.code, ErrorCode::ConnectTimeout);
+        let coded = Error::new(ErrorCode::WrongKey, "k");
+        assert_eq!(
+            Failure::coded(coded.clone()).into_error(ErrorCode::Network, "x"),
+            coded
+        );
     }
 }

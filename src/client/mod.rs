@@ -1,18 +1,32 @@
-//! Target-independent SDK logic: everything the JavaScript bindings (`src/wasm/`) decide that
-//! does not need a JavaScript runtime, so it is tested natively with `cargo test`.
+//! The SDK's client core, target-independent and sans-IO (`PROTOCOL.md` §11): every protocol
+//! decision of the producer and the consumer lives here, as state machines that take answers
+//! and events in and say what to do next. They know nothing about HTTP libraries; two thin
+//! adapters drive them: `crate::wasm` (the global `fetch`, shipped as the npm package) and
+//! `crate::native` (tokio + reqwest, feature `native`, used by the `httpipe` CLI).
 //!
-//! - [`error`]: the stable error codes of the public API and how relay answers map to them.
-//! - [`status`]: the producer's status log (`PROTOCOL.md` §3.2).
+//! - [`producer`]: `send` — rendezvous, streaming vs segmented upload and the fallback, the
+//!   part loop and its retries, the status log, failure verdicts.
+//! - [`consumer`]: `receive` — rendezvous, the `GET`, metadata, truncation checks.
+//! - [`rendezvous`]: one wait on the Connect API (§5).
+//! - [`error`]: the one error type ([`error::Error`]: code, message, source).
+//! - [`request`]: the requests the machines ask for.
+//! - [`status`]: the producer's status log (§3.2).
 //! - [`urls`]: data, Connect (§5) and segmented-upload (§4) URLs.
 //! - [`parts`]: cutting a byte stream into segmented-upload parts (§4) with bounded memory.
-//! - [`transport`]: choosing streaming vs segmented upload, remembered per relay origin (§10).
+//! - [`transport`]: the `upload` option and what is known per relay origin (§10).
 //! - [`rate`]: progress and transfer rate.
 //! - [`disposition`]: `Content-Disposition` filename encoding and parsing.
 
+pub mod consumer;
 pub mod disposition;
 pub mod error;
 pub mod parts;
+pub mod producer;
 pub mod rate;
+pub mod rendezvous;
+pub mod request;
 pub mod status;
 pub mod transport;
 pub mod urls;
+
+pub use error::{Error, ErrorCode};

@@ -3,14 +3,11 @@
 
 use std::collections::VecDeque;
 
-use super::error::{ClientError, ErrorCode};
-
-/// The SDK's default part size (§4): 1 MiB.
-pub const DEFAULT_PART_SIZE: usize = 1024 * 1024;
-/// The first part is at most this big, so the consumer sees bytes quickly.
-pub const FIRST_PART_SIZE: usize = 64 * 1024;
-/// The relay's default cap on a part (§4, 413 above it).
-pub const MAX_PART_SIZE: usize = 16 * 1024 * 1024;
+use super::error::{Error, ErrorCode};
+use crate::protocol::upload::{
+    DEFAULT_MAX_PART_BYTES as MAX_PART_SIZE, SDK_FIRST_PART_BYTES as FIRST_PART_SIZE,
+    SDK_PART_BYTES as DEFAULT_PART_SIZE,
+};
 
 /// A piece of bytes that can be measured and split without copying (a `Uint8Array` view in
 /// the bindings, a `Vec<u8>` in tests).
@@ -31,11 +28,11 @@ impl ByteChunk for Vec<u8> {
 }
 
 /// Validates a `partSize` option (bytes): 1 ..= 16 MiB; `None` → the default.
-pub fn part_size(requested: Option<f64>) -> Result<usize, ClientError> {
+pub fn part_size(requested: Option<f64>) -> Result<usize, Error> {
     match requested {
         None => Ok(DEFAULT_PART_SIZE),
         Some(n) if n.is_finite() && n >= 1.0 && n <= MAX_PART_SIZE as f64 => Ok(n as usize),
-        Some(n) => Err(ClientError::new(
+        Some(n) => Err(Error::new(
             ErrorCode::Unsupported,
             format!("`partSize` must be between 1 and {MAX_PART_SIZE} bytes, got {n}"),
         )),

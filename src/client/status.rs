@@ -1,13 +1,10 @@
-//! The producer's status log (`PROTOCOL.md` §3.2): newline-terminated lines; the last one is
-//! `[STATE:TRANSFER_SUCCESSFUL]` on success, `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` when the
-//! consumer left. `[INFO]` lines are not parsed.
+//! The producer's status log (`PROTOCOL.md` §3.2), read incrementally: newline-terminated
+//! lines; the last one is `[STATE:TRANSFER_SUCCESSFUL]` on success; a
+//! `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line means the consumer left. `[INFO]` lines are
+//! not parsed. The line vocabulary is `crate::protocol::control`.
 
-use super::error::{ClientError, ErrorCode};
-
-/// The line that ends a successful transfer.
-pub const SUCCESS_LINE: &str = "[STATE:TRANSFER_SUCCESSFUL]";
-/// The line the relay writes when a consumer leaves early.
-pub const DISCONNECT_LINE: &str = "[ERROR:RECEIVER_PREMATURE_DISCONNECT]";
+use super::error::{Error, ErrorCode};
+use crate::protocol::control::{LogLine, TRANSFER_SUCCESSFUL};
 
 /// What the log says so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +14,9 @@ pub enum Verdict {
     /// The consumer left: the producer must stop.
     PeerDisconnected,
 }
+
+/// A status line is short; a longer unterminated piece is dropped rather than buffered.
+const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// Incremental reader of the status log (fed with response body bytes as they arrive).
 #[derive(Debug, Default)]
@@ -38,8 +38,7 @@ impl StatusLog {
             let line: Vec<u8> = self.partial.drain(..=nl).collect();
             self.take_line(&line[..line.len() - 1]);
         }
-        // A status line is short; a relay that sends a huge line is not worth buffering.
-        if self.partial.len() > 64 * 1024 {
+        if self.partial.len() > MAX_LINE_BYTES {
             self.partial.clear();
         }
         if self.disconnected {
@@ -54,33 +53,40 @@ impl StatusLog {
         if line.is_empty() {
             return;
         }
-        if line.starts_with(DISCONNECT_LINE) {
+        if LogLine::classify(&line) == LogLine::ReceiverPrematureDisconnect {
             self.disconnected = true;
         }
         self.last_line = Some(line);
     }
 
-    /// The log ended: `Ok(final state line)` on success, else the error to report.
-    pub fn finish(mut self) -> Result<String, ClientError> {
+    /// The log ended: `Ok(final state line)` on success, else the error to report (`what`
+    /// names the request, e.g. "streaming upload to http://relay/p").
+    pub fn finish(mut self, what: &str) -> Result<String, Error> {
         if !self.partial.is_empty() {
             let rest = std::mem::take(&mut self.partial);
             self.take_line(&rest);
         }
         if self.disconnected {
-            return Err(ClientError::new(
+            return Err(Error::new(
                 ErrorCode::PeerDisconnected,
-                "the consumer disconnected before the end of the stream",
+                format!("{what}: the consumer disconnected before the end of the stream"),
             ));
         }
         match self.last_line {
-            Some(l) if l == SUCCESS_LINE => Ok(l),
-            Some(l) => Err(ClientError::new(
+            Some(l) if LogLine::classify(&l) == LogLine::TransferSuccessful => {
+                Ok(TRANSFER_SUCCESSFUL.to_string())
+            }
+            Some(l) => Err(Error::new(
                 ErrorCode::RelayError,
-                format!("the relay did not confirm the transfer; its last status line was: {l}"),
+                format!(
+                    "{what}: the relay did not confirm the transfer; its last status line was: {l}"
+                ),
             )),
-            None => Err(ClientError::new(
+            None => Err(Error::new(
                 ErrorCode::Network,
-                "the relay closed the producer's response without a final status line",
+                format!(
+                    "{what}: the relay closed the producer's response without a final status line"
+                ),
             )),
         }
     }
@@ -100,14 +106,14 @@ mod tests {
         ] {
             assert_eq!(log.push(piece.as_bytes()), Verdict::Pending);
         }
-        assert_eq!(log.finish().unwrap(), SUCCESS_LINE);
+        assert_eq!(log.finish("t").unwrap(), TRANSFER_SUCCESSFUL);
     }
 
     #[test]
     fn success_without_final_newline() {
         let mut log = StatusLog::new();
         log.push(b"[INFO] a\n[STATE:TRANSFER_SUCCESSFUL]");
-        assert!(log.finish().is_ok());
+        assert!(log.finish("t").is_ok());
     }
 
     #[test]
@@ -117,17 +123,35 @@ mod tests {
             log.push(b"[INFO] a\n[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n"),
             Verdict::PeerDisconnected
         );
-        assert_eq!(log.finish().unwrap_err().code, ErrorCode::PeerDisconnected);
+        assert_eq!(
+            log.finish("t").unwrap_err().code,
+            ErrorCode::PeerDisconnected
+        );
     }
 
     #[test]
     fn missing_success_is_an_error() {
         let mut log = StatusLog::new();
         log.push(b"[INFO] Start sending to 1 receiver(s)!\n");
-        assert_eq!(log.finish().unwrap_err().code, ErrorCode::RelayError);
+        assert_eq!(log.finish("t").unwrap_err().code, ErrorCode::RelayError);
         assert_eq!(
-            StatusLog::new().finish().unwrap_err().code,
+            StatusLog::new().finish("t").unwrap_err().code,
             ErrorCode::Network
         );
+    }
+
+    #[test]
+    fn success_then_more_lines_is_not_success() {
+        let mut log = StatusLog::new();
+        log.push(b"[STATE:TRANSFER_SUCCESSFUL]\n[ERROR] shutting down\n");
+        assert_eq!(log.finish("t").unwrap_err().code, ErrorCode::RelayError);
+    }
+
+    #[test]
+    fn a_huge_line_is_dropped_not_buffered() {
+        let mut log = StatusLog::new();
+        log.push(&vec![b'x'; 100_000]);
+        log.push(b"\n[STATE:TRANSFER_SUCCESSFUL]\n");
+        assert!(log.finish("t").is_ok());
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::error::{ClientError, ErrorCode};
+use super::error::{Error, ErrorCode};
 
 /// The `upload` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,12 +15,12 @@ pub enum UploadMode {
 }
 
 impl UploadMode {
-    pub fn parse(s: Option<&str>) -> Result<Self, ClientError> {
+    pub fn parse(s: Option<&str>) -> Result<Self, Error> {
         match s {
             None | Some("auto") => Ok(UploadMode::Auto),
             Some("stream") => Ok(UploadMode::Stream),
             Some("segmented") => Ok(UploadMode::Segmented),
-            Some(other) => Err(ClientError::new(
+            Some(other) => Err(Error::new(
                 ErrorCode::Unsupported,
                 format!("`upload` must be 'auto', 'stream' or 'segmented', got {other:?}"),
             )),
@@ -71,11 +71,11 @@ impl OriginMemory {
         mode: UploadMode,
         runtime_supports_streams: bool,
         origin: &str,
-    ) -> Result<Plan, ClientError> {
+    ) -> Result<Plan, Error> {
         match mode {
             UploadMode::Segmented => Ok(Plan::Segmented),
             UploadMode::Stream if runtime_supports_streams => Ok(Plan::Stream { fallback: false }),
-            UploadMode::Stream => Err(ClientError::new(
+            UploadMode::Stream => Err(Error::new(
                 ErrorCode::Unsupported,
                 "this runtime can't send a streaming request body; use upload: 'auto' or 'segmented'",
             )),

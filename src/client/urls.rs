@@ -1,20 +1,24 @@
 //! URLs the SDK calls: the Data API (`PROTOCOL.md` §3), the Connect API (§5) and segmented
 //! upload parts (§4). Stream paths are sent exactly as given (the relay does not normalise).
 
-use super::error::{ClientError, ErrorCode};
+use super::error::{Error, ErrorCode};
+use crate::protocol::paths::{CONNECT_PREFIX, MAX_PATH_BYTES};
+use crate::protocol::{query, upload};
 
 /// A relay base URL without a trailing slash, e.g. `https://relay.example` or
-/// `http://127.0.0.1:8080/prefix`.
+/// `http://127.0.0.1:8080/prefix`, and where its Connect API is: `{base}/connect/v0/` unless
+/// set apart with [`RelayBase::with_connect_base`] (a ZebraStream-style `--connect-url` on
+/// another host; the data URL then comes from the Connect answer, §5).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RelayBase(String);
+pub struct RelayBase(String, Option<String>);
 
 impl RelayBase {
     /// Accepts `http://` and `https://` URLs; drops a trailing `/`, query and fragment.
-    pub fn parse(relay: &str) -> Result<Self, ClientError> {
+    pub fn parse(relay: &str) -> Result<Self, Error> {
         let trimmed = relay.trim();
         let lower = trimmed.to_ascii_lowercase();
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-            return Err(ClientError::new(
+            return Err(Error::new(
                 ErrorCode::Unsupported,
                 format!("`relay` must be an http:// or https:// URL, got {trimmed:?}"),
             ));
@@ -24,20 +28,44 @@ impl RelayBase {
         let rest = trimmed[scheme_end..cut].trim_end_matches('/');
         let base = format!("{}{rest}", &trimmed[..scheme_end]);
         if rest.is_empty() || rest.starts_with('/') {
-            return Err(ClientError::new(
+            return Err(Error::new(
                 ErrorCode::Unsupported,
                 format!("`relay` has no host: {trimmed:?}"),
             ));
         }
-        Ok(RelayBase(base))
+        Ok(RelayBase(base, None))
+    }
+
+    /// A relay whose Connect API lives at `connect_base` (e.g.
+    /// `https://connect.example/v0/`): `{connect_base}{path}?mode=...`. When it ends in
+    /// `/connect/v0/` the data base is what comes before; otherwise its origin.
+    pub fn from_connect_url(connect_base: &str) -> Result<Self, Error> {
+        let trimmed = connect_base.trim();
+        let cut = trimmed.find(['?', '#']).unwrap_or(trimmed.len());
+        let url = trimmed[..cut].trim_end_matches('/');
+        let prefix = CONNECT_PREFIX.trim_end_matches('/');
+        let data_base = match url.strip_suffix(prefix) {
+            Some(b) => b.to_string(),
+            None => origin(url),
+        };
+        let RelayBase(base, _) = RelayBase::parse(&data_base)?;
+        Ok(RelayBase(base, Some(url.to_string())))
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The Connect API base (without trailing `/`).
+    pub fn connect_base(&self) -> String {
+        match &self.1 {
+            Some(c) => c.clone(),
+            None => format!("{}{}", self.0, CONNECT_PREFIX.trim_end_matches('/')),
+        }
+    }
+
     /// The Data API URL of a stream path (`/` is added in front when missing).
-    pub fn data_url(&self, path: &str) -> Result<String, ClientError> {
+    pub fn data_url(&self, path: &str) -> Result<String, Error> {
         Ok(format!("{}{}", self.0, stream_path(path)?))
     }
 
@@ -47,39 +75,41 @@ impl RelayBase {
         path: &str,
         mode: ConnectMode,
         timeout_s: Option<f64>,
-    ) -> Result<String, ClientError> {
+    ) -> Result<String, Error> {
+        // The stream path brings its own leading '/'.
         let mut url = format!(
-            "{}/connect/v0{}?mode={}",
-            self.0,
+            "{}{}?{}={}",
+            self.connect_base(),
             stream_path(path)?,
+            query::MODE,
             mode.as_str()
         );
         if let Some(t) = timeout_s {
             // The relay takes whole seconds; round up so it never gives up early.
-            url.push_str(&format!("&timeout={}", t.ceil().max(0.0) as u64));
+            url.push_str(&format!("&{}={}", query::TIMEOUT, t.ceil().max(0.0) as u64));
         }
         Ok(url)
     }
 }
 
 /// A stream path as sent: must not be empty, must not carry a query or fragment.
-pub fn stream_path(path: &str) -> Result<String, ClientError> {
+pub fn stream_path(path: &str) -> Result<String, Error> {
     if path.is_empty() || path == "/" {
-        return Err(ClientError::new(
+        return Err(Error::new(
             ErrorCode::Unsupported,
             "`path` must name a stream, e.g. \"/team/reports\"",
         ));
     }
     if path.contains(['?', '#']) {
-        return Err(ClientError::new(
+        return Err(Error::new(
             ErrorCode::Unsupported,
             format!("`path` must not contain '?' or '#': {path:?}"),
         ));
     }
-    if path.len() > 1024 {
-        return Err(ClientError::new(
+    if path.len() > MAX_PATH_BYTES {
+        return Err(Error::new(
             ErrorCode::Unsupported,
-            "`path` is longer than the relay's limit of 1024 bytes",
+            format!("`path` is longer than the relay's limit of {MAX_PATH_BYTES} bytes"),
         ));
     }
     Ok(if path.starts_with('/') {
@@ -101,16 +131,16 @@ pub enum ConnectMode {
 impl ConnectMode {
     pub fn as_str(self) -> &'static str {
         match self {
-            ConnectMode::AwaitReader => "await-reader",
-            ConnectMode::AwaitWriter => "await-writer",
+            ConnectMode::AwaitReader => query::MODE_AWAIT_READER,
+            ConnectMode::AwaitWriter => query::MODE_AWAIT_WRITER,
         }
     }
 
-    pub fn parse(s: &str) -> Result<Self, ClientError> {
+    pub fn parse(s: &str) -> Result<Self, Error> {
         match s {
-            "await-reader" => Ok(ConnectMode::AwaitReader),
-            "await-writer" => Ok(ConnectMode::AwaitWriter),
-            _ => Err(ClientError::new(
+            query::MODE_AWAIT_READER => Ok(ConnectMode::AwaitReader),
+            query::MODE_AWAIT_WRITER => Ok(ConnectMode::AwaitWriter),
+            _ => Err(Error::new(
                 ErrorCode::Unsupported,
                 format!("`mode` must be 'await-reader' or 'await-writer', got {s:?}"),
             )),
@@ -119,12 +149,12 @@ impl ConnectMode {
 }
 
 /// The data URL in a Connect answer body (`https://relay/p\n`).
-pub fn parse_connect_body(body: &str) -> Result<String, ClientError> {
+pub fn parse_connect_body(body: &str) -> Result<String, Error> {
     let url = body.trim();
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(url.to_string())
     } else {
-        Err(ClientError::new(
+        Err(Error::new(
             ErrorCode::RelayError,
             format!(
                 "the Connect API answered without a data URL: {:?}",
@@ -138,15 +168,11 @@ pub fn parse_connect_body(body: &str) -> Result<String, ClientError> {
 /// id; the last one adds `final=1`.
 pub fn part_url(data_url: &str, k: u64, upload_id: Option<&str>, last: bool) -> String {
     let sep = if data_url.contains('?') { '&' } else { '?' };
-    let mut url = format!("{data_url}{sep}part={k}");
-    if let Some(id) = upload_id {
-        url.push_str("&upload=");
-        url.push_str(&percent_encode_component(id));
-    }
-    if last {
-        url.push_str("&final=1");
-    }
-    url
+    let id = upload_id.map(percent_encode_component);
+    format!(
+        "{data_url}{sep}{}",
+        upload::part_query(k, id.as_deref(), last)
+    )
 }
 
 /// `scheme://host[:port]` of an absolute URL (the key for per-origin transport memory).
@@ -191,6 +217,23 @@ mod tests {
         assert!(b.data_url("").is_err());
         assert!(b.data_url("/a?n=2").is_err());
         assert!(b.data_url(&"/a".repeat(600)).is_err());
+    }
+
+    #[test]
+    fn connect_bases_apart_from_the_relay() {
+        let b = RelayBase::from_connect_url("http://h:1/connect/v0/").unwrap();
+        assert_eq!(b.as_str(), "http://h:1");
+        assert_eq!(
+            b.connect_url("/p", ConnectMode::AwaitReader, None).unwrap(),
+            "http://h:1/connect/v0/p?mode=await-reader"
+        );
+        let z = RelayBase::from_connect_url("https://connect.example/v0/").unwrap();
+        assert_eq!(z.as_str(), "https://connect.example");
+        assert_eq!(
+            z.connect_url("/a/b", ConnectMode::AwaitWriter, None).unwrap(),
+            "https://connect.example/v0/a/b?mode=await-writer"
+        );
+        assert!(RelayBase::from_connect_url("ftp://x/").is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
-//! One `AbortController` per operation: fired by the caller's `AbortSignal`, by the
-//! rendezvous timeout, or internally (to stop an upload once the consumer left). Every request
-//! of the operation uses its signal, so aborting it aborts the HTTP requests and the peer sees
-//! the abort.
+//! One `AbortController` per operation: fired by the caller's `AbortSignal`, by a timeout
+//! the core asked for (`Request::timeout_ms`), or internally (to stop an upload once the
+//! consumer left). Every request of the operation uses its signal, so aborting it aborts the
+//! HTTP requests and the peer sees the abort.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -11,34 +11,32 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal};
 
 use super::bindings::{clear_timeout, set_timeout};
-use super::error::{has_code, js_error, message_of};
-use crate::client::error::ErrorCode;
-
-/// Why the operation's controller fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    None,
-    /// The caller's signal.
-    User,
-    /// The `timeout` option elapsed while waiting for the peer.
-    Timeout,
-    /// The SDK stopped the operation itself (the error is reported separately).
-    Internal,
-}
+use super::error::failure;
+use crate::client::error::{Error, ErrorCode, Failure, StopReason};
 
 pub struct Abort {
     controller: AbortController,
     user: Option<AbortSignal>,
     listener: Option<Closure<dyn FnMut()>>,
     timer: Option<(JsValue, Closure<dyn FnMut()>)>,
-    reason: Rc<Cell<Reason>>,
+    reason: Rc<Cell<StopReason>>,
+}
+
+fn js_failed(e: JsValue) -> Error {
+    Error::new(
+        ErrorCode::Unsupported,
+        format!(
+            "the runtime refused an AbortController: {}",
+            super::error::message_of(&e)
+        ),
+    )
 }
 
 impl Abort {
     /// Links a new controller to the caller's `signal`; fails with `ABORTED` if it already fired.
-    pub fn new(user: Option<AbortSignal>) -> Result<Abort, JsValue> {
-        let controller = AbortController::new()?;
-        let reason = Rc::new(Cell::new(Reason::None));
+    pub fn new(user: Option<AbortSignal>) -> Result<Abort, Error> {
+        let controller = AbortController::new().map_err(js_failed)?;
+        let reason = Rc::new(Cell::new(StopReason::None));
         let mut abort = Abort {
             controller,
             user: None,
@@ -48,21 +46,22 @@ impl Abort {
         };
         if let Some(signal) = user {
             if signal.aborted() {
-                return Err(js_error(
+                return Err(Error::new(
                     ErrorCode::Aborted,
                     "the operation was aborted by its AbortSignal",
-                    Some(&signal.reason()),
                 ));
             }
             let controller = abort.controller.clone();
             let reason = abort.reason.clone();
             let listener = Closure::<dyn FnMut()>::new(move || {
-                if reason.get() == Reason::None {
-                    reason.set(Reason::User);
+                if reason.get() == StopReason::None {
+                    reason.set(StopReason::User);
                 }
                 controller.abort();
             });
-            signal.add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref())?;
+            signal
+                .add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref())
+                .map_err(js_failed)?;
             abort.listener = Some(listener);
             abort.user = Some(signal);
         }
@@ -74,35 +73,35 @@ impl Abort {
         self.controller.signal()
     }
 
-    pub fn reason(&self) -> Reason {
+    pub fn reason(&self) -> StopReason {
         self.reason.get()
     }
 
     /// A shared view of the reason, for streams that must stop once the operation is aborted.
-    pub fn reason_cell(&self) -> Rc<Cell<Reason>> {
+    pub fn reason_cell(&self) -> Rc<Cell<StopReason>> {
         self.reason.clone()
     }
 
     /// Stops the operation's requests (first reason wins).
     pub fn abort_internal(&self) {
-        if self.reason.get() == Reason::None {
-            self.reason.set(Reason::Internal);
+        if self.reason.get() == StopReason::None {
+            self.reason.set(StopReason::Internal);
         }
         self.controller.abort();
     }
 
-    /// Fires `CONNECT_TIMEOUT` after `seconds` unless [`Abort::disarm_timeout`] comes first.
-    pub fn arm_timeout(&mut self, seconds: f64) {
+    /// Fires [`StopReason::Timeout`] after `ms` unless [`Abort::disarm_timeout`] comes first.
+    pub fn arm_timeout(&mut self, ms: f64) {
         self.disarm_timeout();
         let controller = self.controller.clone();
         let reason = self.reason.clone();
         let cb = Closure::<dyn FnMut()>::new(move || {
-            if reason.get() == Reason::None {
-                reason.set(Reason::Timeout);
+            if reason.get() == StopReason::None {
+                reason.set(StopReason::Timeout);
                 controller.abort();
             }
         });
-        let handle = set_timeout(cb.as_ref().unchecked_ref(), seconds * 1000.0);
+        let handle = set_timeout(cb.as_ref().unchecked_ref(), ms);
         self.timer = Some((handle, cb));
     }
 
@@ -112,29 +111,9 @@ impl Abort {
         }
     }
 
-    /// Turns a JavaScript failure into an `HttpipeError`: ours pass unchanged; after an abort
-    /// the abort's code; else `fallback` with `what` and the original message.
-    pub fn map_error(&self, err: JsValue, fallback: ErrorCode, what: &str) -> JsValue {
-        if has_code(&err) {
-            return err;
-        }
-        match self.reason.get() {
-            Reason::User => js_error(
-                ErrorCode::Aborted,
-                &format!("{what}: aborted by the AbortSignal"),
-                Some(&err),
-            ),
-            Reason::Timeout => js_error(
-                ErrorCode::ConnectTimeout,
-                &format!("{what}: no peer arrived within the timeout"),
-                Some(&err),
-            ),
-            _ => js_error(
-                fallback,
-                &format!("{what}: {}", message_of(&err)),
-                Some(&err),
-            ),
-        }
+    /// A JavaScript failure of one of this operation's requests, in the core's terms.
+    pub fn failure(&self, e: &JsValue) -> Failure {
+        failure(e, self.reason.get())
     }
 }
 

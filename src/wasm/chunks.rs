@@ -1,6 +1,8 @@
 //! Byte streams of `Uint8Array` chunks between JavaScript `ReadableStream`s and Rust: type
-//! checks, progress metering, and a replayable source for the streaming → segmented fallback.
-//! Chunks stay JavaScript objects (no copy into wasm memory) unless encryption needs them.
+//! checks, progress metering, and a replayable source for the streaming → segmented fallback
+//! (the core's `producer::StreamFailure::replay`). Chunks stay JavaScript objects (no copy
+//! into wasm memory) unless encryption needs them. Errors are the SDK's `Error` inside and
+//! become `HttpipeError`s only where a stream is handed to JavaScript ([`to_js`]).
 
 use std::cell::{Cell, RefCell};
 use std::pin::Pin;
@@ -14,26 +16,36 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::ReadableStream;
 
-use super::abort::Reason;
 use super::bindings::now_ms;
-use super::error::js_error;
+use super::error::{from_js, to_js as error_to_js};
 use super::options::Parsed;
-use crate::client::error::ErrorCode;
+use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
+use crate::client::producer::REPLAY_LIMIT;
 use crate::client::rate::RateMeter;
 
-/// A stream of byte chunks; `Err` is a JavaScript error value.
-pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, JsValue>>;
+/// A stream of byte chunks.
+pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, Error>>;
 
-/// Reads a JavaScript `ReadableStream` of `Uint8Array` (or `ArrayBuffer`) chunks.
-pub fn from_js(stream: ReadableStream) -> ByteStream {
+/// A JavaScript `ReadableStream` as raw values (errors are JavaScript exceptions).
+pub fn raw(stream: ReadableStream) -> LocalBoxStream<'static, Result<JsValue, JsValue>> {
     wasm_streams::ReadableStream::from_raw(stream)
         .into_stream()
-        .map(|r| r.and_then(as_bytes))
         .boxed_local()
 }
 
-fn as_bytes(v: JsValue) -> Result<Uint8Array, JsValue> {
+/// Reads the caller's source, a `ReadableStream` of `Uint8Array` (or `ArrayBuffer`) chunks;
+/// its failures are reported as "reading the source" (after a stop: the stop's code).
+pub fn source(stream: ReadableStream, stop: Rc<Cell<StopReason>>) -> ByteStream {
+    raw(stream)
+        .map(move |r| {
+            r.map_err(|e| from_js(&e, stop.get(), ErrorCode::Unsupported, "reading the source"))
+                .and_then(|v| as_bytes(v))
+        })
+        .boxed_local()
+}
+
+fn as_bytes(v: JsValue) -> Result<Uint8Array, Error> {
     if v.is_instance_of::<Uint8Array>() {
         return Ok(v.unchecked_into());
     }
@@ -41,32 +53,37 @@ fn as_bytes(v: JsValue) -> Result<Uint8Array, JsValue> {
         return Ok(Uint8Array::new(ab));
     }
     if ArrayBuffer::is_view(&v) {
-        let buffer = js_sys::Reflect::get(&v, &"buffer".into())?;
-        let offset = js_sys::Reflect::get(&v, &"byteOffset".into())?
-            .as_f64()
-            .unwrap_or(0.0);
-        let len = js_sys::Reflect::get(&v, &"byteLength".into())?
-            .as_f64()
-            .unwrap_or(0.0);
-        return Ok(Uint8Array::new_with_byte_offset_and_length(
-            &buffer,
-            offset as u32,
-            len as u32,
-        ));
+        let num = |k: &str| {
+            js_sys::Reflect::get(&v, &k.into())
+                .ok()
+                .and_then(|n| n.as_f64())
+                .unwrap_or(0.0)
+        };
+        if let Ok(buffer) = js_sys::Reflect::get(&v, &"buffer".into()) {
+            return Ok(Uint8Array::new_with_byte_offset_and_length(
+                &buffer,
+                num("byteOffset") as u32,
+                num("byteLength") as u32,
+            ));
+        }
     }
-    Err(js_error(
+    Err(Error::new(
         ErrorCode::Unsupported,
         "the source produced a chunk that is not a Uint8Array (write bytes, e.g. new TextEncoder().encode(text))",
-        Some(&v),
     ))
 }
 
-/// Exposes a byte stream as a JavaScript `ReadableStream` (pull-based: backpressure holds).
+/// Exposes a byte stream as a JavaScript `ReadableStream` (pull-based: backpressure holds);
+/// errors become `HttpipeError`s here.
 pub fn to_js(stream: ByteStream) -> ReadableStream {
-    wasm_streams::ReadableStream::from_stream(stream.map(|r| r.map(JsValue::from))).into_raw()
+    wasm_streams::ReadableStream::from_stream(
+        stream.map(|r| r.map(JsValue::from).map_err(|e| error_to_js(&e))),
+    )
+    .into_raw()
 }
 
 /// A `Uint8Array` as a splittable chunk (views, no copy).
+#[derive(Clone)]
 pub struct View(pub Uint8Array);
 
 impl ByteChunk for View {
@@ -120,16 +137,13 @@ pub fn metered(
     body.chain(tail).boxed_local()
 }
 
-/// At most this many bytes pulled by a streaming upload are kept for a fallback replay.
-pub const REPLAY_LIMIT: usize = 4 * 1024 * 1024;
-
-/// A source shared between a streaming attempt and a segmented fallback: remembers the
-/// chunks pulled so far (up to [`REPLAY_LIMIT`]) and the source's own error.
+/// A source shared between a streaming attempt and what follows it: remembers the chunks
+/// pulled so far (up to the core's `REPLAY_LIMIT`) and the source's own error.
 pub struct Shared {
     inner: RefCell<ByteStream>,
     replay: RefCell<Option<Vec<Uint8Array>>>,
     replay_bytes: Cell<usize>,
-    source_error: RefCell<Option<JsValue>>,
+    source_error: RefCell<Option<Error>>,
 }
 
 impl Shared {
@@ -143,21 +157,17 @@ impl Shared {
     }
 
     /// The error the source itself failed with, if any.
-    pub fn source_error(&self) -> Option<JsValue> {
+    pub fn source_error(&self) -> Option<Error> {
         self.source_error.borrow().clone()
     }
 
     /// The pulled chunks, if all of them were kept; `None` once more than the limit passed.
-    pub fn take_replay(&self) -> Option<Vec<Uint8Array>> {
-        self.replay.borrow_mut().take()
-    }
-
-    /// How many bytes were pulled so far, while all of them are kept for replay.
-    pub fn replay_len(&self) -> Option<usize> {
+    /// Recording stops here.
+    pub fn take_replay(&self) -> Option<Vec<View>> {
         self.replay
-            .borrow()
-            .as_ref()
-            .map(|_| self.replay_bytes.get())
+            .borrow_mut()
+            .take()
+            .map(|r| r.into_iter().map(View).collect())
     }
 
     /// A stream reading on from the shared source.
@@ -170,7 +180,7 @@ impl Shared {
 pub struct SharedReader(Rc<Shared>);
 
 impl Stream for SharedReader {
-    type Item = Result<Uint8Array, JsValue>;
+    type Item = Result<Uint8Array, Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let shared = &self.0;
@@ -197,19 +207,21 @@ impl Stream for SharedReader {
 
 /// Ends a source with an `ABORTED` error (never a clean end) once the operation was aborted,
 /// so nothing keeps pulling (and encrypting) a source whose upload is gone.
-pub fn stoppable(stream: ByteStream, reason: Rc<Cell<Reason>>) -> ByteStream {
-    let stopped = || Err(js_error(ErrorCode::Aborted, "the upload was stopped", None));
+pub fn stoppable(stream: ByteStream, reason: Rc<Cell<StopReason>>) -> ByteStream {
+    let stopped = || Err(Error::new(ErrorCode::Aborted, "the upload was stopped"));
     futures::stream::unfold(
         (stream, reason, false),
         move |(mut s, reason, done)| async move {
             if done {
                 return None;
             }
-            if reason.get() != Reason::None {
+            if reason.get() != StopReason::None {
                 return Some((stopped(), (s, reason, true)));
             }
             match s.next().await {
-                Some(Ok(_)) if reason.get() != Reason::None => Some((stopped(), (s, reason, true))),
+                Some(Ok(_)) if reason.get() != StopReason::None => {
+                    Some((stopped(), (s, reason, true)))
+                }
                 Some(Ok(c)) => Some((Ok(c), (s, reason, false))),
                 Some(Err(e)) => Some((Err(e), (s, reason, true))),
                 None => None,

@@ -13,94 +13,67 @@ use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 
 use super::chunks::ByteStream;
-use super::error::js_error;
+use super::error::into_js;
 use super::options::Options;
-use crate::client::error::ErrorCode;
+use crate::client::error::Error;
 use crate::crypto::{
-    generate_x25519, DecryptOptions, Decryptor, Encryptor, Error, Format, Identity, Recipient,
+    generate_x25519, DecryptOptions, Decryptor, Encryptor, Format, Identity, Recipient,
 };
 
-/// The public error code of a crypto core error.
-pub fn code_of(e: &Error) -> ErrorCode {
-    match e {
-        Error::NoMatchingIdentity | Error::WrongPassphrase => ErrorCode::WrongKey,
-        Error::Truncated => ErrorCode::Truncated,
-        Error::InvalidKey(_)
-        | Error::Usage(_)
-        | Error::UnsupportedRecipient(_)
-        | Error::UnsupportedLegacyFormat
-        | Error::Random(_) => ErrorCode::Unsupported,
-        _ => ErrorCode::DecryptFailed,
-    }
-}
-
-fn to_js(e: Error) -> JsValue {
-    let hint = match code_of(&e) {
-        ErrorCode::WrongKey => " (check the passphrase or identities)",
-        ErrorCode::Truncated => " (the producer stopped before the end)",
-        _ => "",
-    };
-    js_error(code_of(&e), &format!("{e}{hint}"), None)
+fn to_js(e: crate::crypto::Error) -> JsValue {
+    into_js(Error::from(e))
 }
 
 /// The encryptor for `send`/`encryptStream` options: a passphrase, or `age1...` recipients;
 /// `format` 'age-rt' (default) or 'age'.
-pub fn encryptor_for(o: &Options) -> Result<Encryptor, JsValue> {
+pub fn encryptor_for(o: &Options) -> Result<Encryptor, Error> {
     let format = match o.format.as_deref() {
         None => Format::AgeRt,
-        Some(f) => Format::from_str(f).map_err(to_js)?,
+        Some(f) => Format::from_str(f)?,
     };
     let recipients = o.recipients.as_deref().unwrap_or_default();
     match (&o.passphrase, recipients.is_empty()) {
-        (Some(_), false) => Err(js_error(
-            ErrorCode::Unsupported,
+        (Some(_), false) => Err(Error::usage(
             "use either `passphrase` or `recipients`, not both (age allows one scrypt stanza only)",
-            None,
         )),
-        (Some(p), true) => Encryptor::with_passphrase(format, p).map_err(to_js),
+        (Some(p), true) => Ok(Encryptor::with_passphrase(format, p)?),
         (None, false) => {
             let parsed = recipients
                 .iter()
                 .map(|r| Recipient::from_str(r))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(to_js)?;
-            Encryptor::new(format, &parsed).map_err(to_js)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Encryptor::new(format, &parsed)?)
         }
-        (None, true) => Err(js_error(
-            ErrorCode::Unsupported,
+        (None, true) => Err(Error::usage(
             "encryption needs `passphrase` or `recipients`",
-            None,
         )),
     }
 }
 
 /// The decryptor for `receive`/`decryptStream` options: a passphrase and/or identities.
-pub fn decryptor_for(o: &Options) -> Result<Decryptor, JsValue> {
+pub fn decryptor_for(o: &Options) -> Result<Decryptor, Error> {
     let mut ids = Vec::new();
     if let Some(p) = &o.passphrase {
         ids.push(Identity::passphrase(p));
     }
     for s in o.identities.as_deref().unwrap_or_default() {
-        ids.push(Identity::from_str(s).map_err(to_js)?);
+        ids.push(Identity::from_str(s)?);
     }
     if ids.is_empty() {
-        return Err(js_error(
-            ErrorCode::Unsupported,
+        return Err(Error::usage(
             "decryption needs `passphrase` or `identities`",
-            None,
         ));
     }
-    Decryptor::new(
+    Ok(Decryptor::new(
         &ids,
         DecryptOptions {
             lenient_empty_final_chunk: true,
             ..DecryptOptions::default()
         },
-    )
-    .map_err(to_js)
+    )?)
 }
 
-fn bytes(out: &[u8]) -> Option<Result<Uint8Array, JsValue>> {
+fn bytes(out: &[u8]) -> Option<Result<Uint8Array, Error>> {
     (!out.is_empty()).then(|| Ok(Uint8Array::from(out)))
 }
 
@@ -108,10 +81,10 @@ fn bytes(out: &[u8]) -> Option<Result<Uint8Array, JsValue>> {
 /// write: undici sends nothing until the body has bytes), then each source chunk is flushed as
 /// it comes (age-rt: one record per write, so log lines leave at once), the final record at
 /// the end.
-pub fn encrypt_stream(input: ByteStream, o: &Options) -> Result<ByteStream, JsValue> {
+pub fn encrypt_stream(input: ByteStream, o: &Options) -> Result<ByteStream, Error> {
     let mut enc = encryptor_for(o)?;
     let mut header = Vec::new();
-    enc.flush(&mut header).map_err(to_js)?;
+    enc.flush(&mut header)?;
     let head = stream::iter(bytes(&header));
     let state = (input, Some(enc));
     Ok(head
@@ -125,7 +98,7 @@ pub fn encrypt_stream(input: ByteStream, o: &Options) -> Result<ByteStream, JsVa
                             .update(&chunk.to_vec(), &mut out)
                             .and_then(|_| e.flush(&mut out));
                         if let Err(err) = r {
-                            return Some((Err(to_js(err)), (input, None)));
+                            return Some((Err(err.into()), (input, None)));
                         }
                         if let Some(item) = bytes(&out) {
                             return Some((item, (input, enc)));
@@ -135,7 +108,7 @@ pub fn encrypt_stream(input: ByteStream, o: &Options) -> Result<ByteStream, JsVa
                     None => {
                         let r = e
                             .finish(&mut out)
-                            .map_err(to_js)
+                            .map_err(Error::from)
                             .map(|_| Uint8Array::from(&out[..]));
                         return Some((r, (input, None)));
                     }
@@ -156,7 +129,7 @@ pub fn decrypt_stream(input: ByteStream, dec: Decryptor) -> ByteStream {
             match input.next().await {
                 Some(Ok(chunk)) => {
                     if let Err(err) = d.update(&chunk.to_vec(), &mut out) {
-                        return Some((Err(to_js(err)), (input, None)));
+                        return Some((Err(err.into()), (input, None)));
                     }
                     if let Some(item) = bytes(&out) {
                         return Some((item, (input, dec)));
@@ -165,7 +138,7 @@ pub fn decrypt_stream(input: ByteStream, dec: Decryptor) -> ByteStream {
                 Some(Err(err)) => return Some((Err(err), (input, None))),
                 None => {
                     return match d.finish(&mut out) {
-                        Err(err) => Some((Err(to_js(err)), (input, None))),
+                        Err(err) => Some((Err(err.into()), (input, None))),
                         Ok(()) => bytes(&out).map(|item| (item, (input, None))),
                     };
                 }
@@ -181,13 +154,8 @@ pub struct JsEncryptor(Encryptor);
 
 /// Reads `{ passphrase?, recipients?, identities?, format? }`; `UNSUPPORTED` if malformed.
 fn parse_options(options: JsValue) -> Result<Options, JsValue> {
-    serde_wasm_bindgen::from_value(options).map_err(|e| {
-        js_error(
-            ErrorCode::Unsupported,
-            &format!("invalid options: {e}"),
-            None,
-        )
-    })
+    serde_wasm_bindgen::from_value(options)
+        .map_err(|e| into_js(Error::usage(format!("invalid options: {e}"))))
 }
 
 #[wasm_bindgen(js_class = Encryptor)]
@@ -196,7 +164,7 @@ impl JsEncryptor {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsEncryptor, JsValue> {
         let o = parse_options(options)?;
-        encryptor_for(&o).map(JsEncryptor)
+        encryptor_for(&o).map(JsEncryptor).map_err(into_js)
     }
 
     /// Encrypts `chunk` and flushes (age-rt: one record); returns the ciphertext ready now.
@@ -227,7 +195,7 @@ impl JsDecryptor {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsDecryptor, JsValue> {
         let o = parse_options(options)?;
-        decryptor_for(&o).map(JsDecryptor)
+        decryptor_for(&o).map(JsDecryptor).map_err(into_js)
     }
 
     /// Authenticated plaintext ready after `chunk`.
@@ -256,11 +224,7 @@ pub fn generate_identity() -> Result<String, JsValue> {
 #[wasm_bindgen(js_name = identityToRecipient)]
 pub fn identity_to_recipient(identity: &str) -> Result<String, JsValue> {
     let id = Identity::from_str(identity).map_err(to_js)?;
-    id.to_recipient().map(|r| r.to_string()).ok_or_else(|| {
-        js_error(
-            ErrorCode::Unsupported,
-            "not an X25519 identity (AGE-SECRET-KEY-1...)",
-            None,
-        )
-    })
+    id.to_recipient()
+        .map(|r| r.to_string())
+        .ok_or_else(|| into_js(Error::usage("not an X25519 identity (AGE-SECRET-KEY-1...)")))
 }

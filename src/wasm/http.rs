@@ -1,6 +1,6 @@
-//! HTTP requests through the global `fetch` (`PROTOCOL.md` §10): headers, streaming request
-//! bodies with `duplex: 'half'` set through `Reflect` (web-sys has no setter), response text,
-//! and feature detection of streaming uploads without a request.
+//! The fetch adapter (`PROTOCOL.md` §10): the core's `Request`s through the global `fetch`,
+//! streaming request bodies with `duplex: 'half'` set through `Reflect` (web-sys has no
+//! setter), response text, and feature detection of streaming uploads without a request.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -12,39 +12,50 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortSignal, Headers, ReadableStream, Response};
 
+use super::abort::Abort;
 use super::bindings::global_fetch;
+use super::error::failure;
+use crate::client::error::{Failure, StopReason};
+use crate::client::request::{Headers as ClientHeaders, Request};
 
-/// One request.
-pub struct Req<'a> {
-    pub method: &'a str,
-    pub url: &'a str,
-    pub headers: &'a [(String, String)],
-    pub signal: &'a AbortSignal,
-    /// A complete body (`Uint8Array`, `Blob`, string) or a `ReadableStream` when `streaming`.
-    pub body: Option<JsValue>,
-    pub streaming: bool,
+/// Response headers for the core (`Headers.get` joins repeated names with ", ").
+pub struct JsHeaders(pub web_sys::Headers);
+
+impl ClientHeaders for JsHeaders {
+    fn get(&self, name: &str) -> Option<String> {
+        self.0.get(name).ok().flatten()
+    }
 }
 
-/// Sends the request; `Err` is the raw JavaScript rejection (a `TypeError` on network
-/// failure, an `AbortError` after an abort).
-pub async fn fetch(req: Req<'_>) -> Result<Response, JsValue> {
+/// Sends the core's `req` with `body` (a complete body — `Uint8Array`, `Blob`, string — or a
+/// `ReadableStream` when `streaming`); `Err` is the raw JavaScript rejection (a `TypeError` on
+/// network failure, an `AbortError` after an abort).
+pub async fn fetch(
+    req: &Request,
+    signal: &AbortSignal,
+    body: Option<JsValue>,
+    streaming: bool,
+) -> Result<Response, JsValue> {
     let init = Object::new();
-    Reflect::set(&init, &"method".into(), &req.method.into())?;
+    Reflect::set(&init, &"method".into(), &req.method.as_str().into())?;
     let headers = Headers::new()?;
-    for (k, v) in req.headers {
+    for (k, v) in &req.headers {
         headers.append(k, v)?;
     }
     Reflect::set(&init, &"headers".into(), &headers)?;
-    Reflect::set(&init, &"signal".into(), req.signal)?;
-    if let Some(body) = &req.body {
+    Reflect::set(&init, &"signal".into(), signal)?;
+    if let Some(body) = &body {
         Reflect::set(&init, &"body".into(), body)?;
     }
-    if req.streaming {
+    if streaming {
         Reflect::set(&init, &"duplex".into(), &"half".into())?;
     }
-    let resp = JsFuture::from(global_fetch(req.url, &init)).await?;
+    let resp = JsFuture::from(global_fetch(&req.url, &init)).await?;
     resp.dyn_into::<Response>()
 }
+
+/// Largest error or status-log body read into memory, in bytes.
+pub const TEXT_LIMIT: usize = 64 * 1024;
 
 /// The response body as text (lossy UTF-8), at most `limit` bytes; errors become `Err`.
 pub async fn text(resp: &Response, limit: usize) -> Result<String, JsValue> {
@@ -62,9 +73,51 @@ pub async fn text(resp: &Response, limit: usize) -> Result<String, JsValue> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// A response header, if present.
-pub fn header(resp: &Response, name: &str) -> Option<String> {
-    resp.headers().get(name).ok().flatten()
+/// A request with a short text answer (Connect API, segmented part): status, headers, body.
+/// `req.timeout_ms` arms the operation's timeout ([`StopReason::Timeout`]) for its duration.
+pub async fn exchange(
+    req: &Request,
+    abort: &mut Abort,
+    body: Option<JsValue>,
+) -> Result<(u16, JsHeaders, String), Failure> {
+    if let Some(ms) = req.timeout_ms {
+        abort.arm_timeout(ms);
+    }
+    let signal = abort.signal();
+    let result = match fetch(req, &signal, body, false).await {
+        Ok(resp) => match text(&resp, TEXT_LIMIT).await {
+            Ok(t) => Ok((resp.status(), JsHeaders(resp.headers()), t)),
+            Err(e) => Err(abort.failure(&e)),
+        },
+        Err(e) => Err(abort.failure(&e)),
+    };
+    abort.disarm_timeout();
+    result
+}
+
+/// A probe (`req.timeout_ms` on its own controller, so it never stops the operation): `Ok`
+/// with the status if the relay answered at all.
+pub async fn probe(req: &Request, stop: StopReason) -> Result<u16, Failure> {
+    let Ok(controller) = web_sys::AbortController::new() else {
+        return Err(Failure::stopped(stop, None));
+    };
+    let signal = controller.signal();
+    let timer_controller = controller.clone();
+    let cb = Closure::once(move || timer_controller.abort());
+    let handle = super::bindings::set_timeout(
+        cb.as_ref().unchecked_ref(),
+        req.timeout_ms.unwrap_or(f64::from(i32::MAX)),
+    );
+    let r = fetch(req, &signal, None, false).await;
+    super::bindings::clear_timeout(&handle);
+    match r {
+        Ok(resp) => Ok(resp.status()),
+        Err(e) => Err(Failure {
+            // The probe's own timer is not the operation's stop.
+            network: true,
+            ..failure(&e, stop)
+        }),
+    }
 }
 
 thread_local! {
@@ -123,37 +176,4 @@ fn is_cloudflare_workers() -> bool {
         .ok()
         .and_then(|ua| ua.as_string())
         .is_some_and(|ua| ua == "Cloudflare-Workers")
-}
-
-/// Request headers common to an operation: the token (§6) and, for producers, the metadata
-/// forwarded to the consumer (§3.3).
-pub fn auth_headers(token: Option<&str>) -> Vec<(String, String)> {
-    token
-        .map(|t| vec![("Authorization".to_string(), format!("Bearer {t}"))])
-        .unwrap_or_default()
-}
-
-/// Whether the relay at `origin` still answers HTTP (any status) within `ms` milliseconds.
-/// Used to tell "the relay cut our upload because the consumer left" (alive) from "the relay
-/// or the network is gone".
-pub async fn relay_alive(origin: &str, ms: f64) -> bool {
-    let Ok(controller) = web_sys::AbortController::new() else {
-        return false;
-    };
-    let signal = controller.signal();
-    let timer_controller = controller.clone();
-    let cb = Closure::once(move || timer_controller.abort());
-    let handle = super::bindings::set_timeout(cb.as_ref().unchecked_ref(), ms);
-    let url = format!("{origin}/version");
-    let r = fetch(Req {
-        method: "GET",
-        url: &url,
-        headers: &[],
-        signal: &signal,
-        body: None,
-        streaming: false,
-    })
-    .await;
-    super::bindings::clear_timeout(&handle);
-    r.is_ok()
 }

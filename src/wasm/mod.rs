@@ -1,6 +1,9 @@
 //! JavaScript bindings (wasm32 only), shipped as the npm package built by
-//! `scripts/build-sdk.sh`. The hand-written ESM entry `js/index.js` wraps these exports
-//! (source normalisation, `HttpipeError`, lazy init); the contract is `docs/js-api.md`.
+//! `scripts/build-sdk.sh`: a thin `fetch` adapter over the sans-IO client core
+//! (`crate::client`), which makes every protocol decision. The hand-written ESM entry
+//! `js/index.js` wraps these exports (source normalisation, `HttpipeError`, lazy init); the
+//! contract is `docs/js-api.md`. SDK errors (`crate::client::Error`) become `HttpipeError`s
+//! once, at the `#[wasm_bindgen]` boundary ([`error::to_js`]).
 //!
 //! - [`bindings`]: the global `fetch` / timers through own bindings (no `window`, §10).
 //! - [`error`]: `HttpipeError` construction and mapping of JavaScript failures to codes.
@@ -8,7 +11,7 @@
 //! - [`options`]: the options object.
 //! - [`http`]: requests (streaming bodies with `duplex: 'half'`), feature detection (§10).
 //! - [`chunks`]: byte streams of `Uint8Array`s: validation, progress, replay for fallback.
-//! - [`connect`], [`send`], [`segmented`], [`receive`]: the operations.
+//! - [`connect`], [`send`], [`receive`]: the operations, each a loop driving the core.
 //! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
 
 pub mod abort;
@@ -20,5 +23,4 @@ pub mod error;
 pub mod http;
 pub mod options;
 pub mod receive;
-pub mod segmented;
 pub mod send;

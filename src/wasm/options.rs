@@ -7,9 +7,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
-use super::error::js_error;
-use crate::client::error::ErrorCode;
+use crate::client::consumer::ReceiveConfig;
+use crate::client::error::Error;
+use crate::client::parts::part_size;
+use crate::client::producer::{Metadata, SendConfig};
 use crate::client::rate::Progress;
+use crate::client::transport::UploadMode;
 use crate::client::urls::RelayBase;
 
 #[derive(Debug, Default, Deserialize)]
@@ -42,19 +45,19 @@ pub struct Parsed {
 }
 
 impl Parsed {
-    pub fn from_js(options: &JsValue) -> Result<Parsed, JsValue> {
+    pub fn from_js(options: &JsValue) -> Result<Parsed, Error> {
         if !options.is_object() {
             return Err(usage("options must be an object like { relay, path }"));
         }
         let o: Options = serde_wasm_bindgen::from_value(options.clone())
             .map_err(|e| usage(&format!("invalid options: {e}")))?;
-        let signal = member(options, "signal")?
+        let signal = member(options, "signal")
             .map(|v| {
                 v.dyn_into::<AbortSignal>()
                     .map_err(|_| usage("`signal` must be an AbortSignal"))
             })
             .transpose()?;
-        let on_progress = member(options, "onProgress")?
+        let on_progress = member(options, "onProgress")
             .map(|v| {
                 v.dyn_into::<Function>()
                     .map_err(|_| usage("`onProgress` must be a function"))
@@ -72,16 +75,57 @@ impl Parsed {
         })
     }
 
-    pub fn relay(&self) -> Result<RelayBase, JsValue> {
+    pub fn relay(&self) -> Result<RelayBase, Error> {
         let relay = self
             .o
             .relay
             .as_deref()
             .ok_or_else(|| usage("`relay` is required, e.g. \"https://relay.example\""))?;
-        RelayBase::parse(relay).map_err(|e| super::error::from_client(&e))
+        RelayBase::parse(relay)
     }
 
-    pub fn path(&self) -> Result<&str, JsValue> {
+    /// The producer's configuration for the core.
+    pub fn send_config(&self, runtime_streams: bool) -> Result<SendConfig, Error> {
+        Ok(SendConfig {
+            relay: self.relay()?,
+            path: self.path()?.to_string(),
+            token: self.o.token.clone(),
+            rendezvous: self.rendezvous(),
+            timeout_s: self.o.timeout,
+            upload: UploadMode::parse(self.o.upload.as_deref())?,
+            part_size: part_size(self.o.part_size)?,
+            meta: Metadata {
+                content_type: self.o.content_type.clone(),
+                filename: self.o.filename.clone(),
+                size: self.size(),
+            },
+            encrypted: self.encrypted(),
+            runtime_streams,
+        })
+    }
+
+    /// The consumer's configuration for the core.
+    pub fn receive_config(&self) -> Result<ReceiveConfig, Error> {
+        Ok(ReceiveConfig {
+            relay: self.relay()?,
+            path: self.path()?.to_string(),
+            token: self.o.token.clone(),
+            rendezvous: self.rendezvous(),
+            timeout_s: self.o.timeout,
+            encrypted: self.encrypted(),
+            size: self.size(),
+        })
+    }
+
+    /// The `size` option as whole bytes (ignored unless finite and not negative).
+    pub fn size(&self) -> Option<u64> {
+        self.o
+            .size
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| s.trunc() as u64)
+    }
+
+    pub fn path(&self) -> Result<&str, Error> {
         self.o
             .path
             .as_deref()
@@ -113,16 +157,13 @@ impl Parsed {
     }
 }
 
-fn member(obj: &JsValue, name: &str) -> Result<Option<JsValue>, JsValue> {
-    let v = Reflect::get(obj, &name.into())?;
-    Ok(if v.is_undefined() || v.is_null() {
-        None
-    } else {
-        Some(v)
-    })
+fn member(obj: &JsValue, name: &str) -> Option<JsValue> {
+    Reflect::get(obj, &name.into())
+        .ok()
+        .filter(|v| !(v.is_undefined() || v.is_null()))
 }
 
 /// An `UNSUPPORTED` usage error.
-pub fn usage(message: &str) -> JsValue {
-    js_error(ErrorCode::Unsupported, message, None)
+pub fn usage(message: &str) -> Error {
+    Error::usage(message)
 }

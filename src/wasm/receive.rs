@@ -1,36 +1,40 @@
-//! `receive` / `openReader`: the consumer side. Rendezvous (§5), `GET` the data URL (§3.3),
-//! turn a cut connection into `TRUNCATED`, decrypt (§7–§8) when keys are given.
+//! `receive` / `openReader`: the fetch adapter of the core's consumer
+//! (`crate::client::consumer`): rendezvous (§5), `GET` the data URL (§3.3), body checks
+//! (a cut connection is `TRUNCATED`), decryption (§7–§8) when keys are given.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::StreamExt;
-use js_sys::{Object, Reflect};
+use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::Response;
 
-use super::abort::{Abort, Reason};
+use super::abort::Abort;
 use super::bindings::now_ms;
 use super::chunks::{self, ByteStream};
-use super::connect::rendezvous;
 use super::crypto::{decrypt_stream, decryptor_for};
-use super::error::{from_client, has_code, js_error};
-use super::http::{auth_headers, fetch, header, text, Req};
+use super::error::into_js;
+use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
 use super::options::Parsed;
-use crate::client::disposition;
-use crate::client::error::{classify_response, ErrorCode};
+use crate::client::consumer::{BodyCheck, Consumer, Step};
+use crate::client::error::{Error, ErrorCode};
 use crate::client::rate::RateMeter;
-use crate::client::urls::ConnectMode;
 
 /// `receive(options) → Promise<{ stream, contentType?, filename?, size? }>`: resolves when the
 /// producer's stream starts. The stream errors with `TRUNCATED` if the producer's stream was
 /// cut, `ABORTED` on the signal, `WRONG_KEY` / `DECRYPT_FAILED` when decrypting. `size` is the
-/// producer's `Content-Length` or its declared size (`X-Piping: httpipe-size=N`, sent by SDK
-/// producers for plain Blob/bytes sources or an explicit `size`); never for encrypted streams
-/// (the SDK sends no size in clear). Cancelling the stream disconnects, and
+/// producer's `Content-Length` or its declared size (`X-Piping: httpipe-size=N`); never for
+/// encrypted streams (the SDK sends no size in clear). Cancelling the stream disconnects, and
 /// the producer's `send` rejects with `PEER_DISCONNECTED`.
 #[wasm_bindgen(js_name = receive)]
 pub async fn receive_js(options: JsValue) -> Result<JsValue, JsValue> {
-    let p = Parsed::from_js(&options)?;
+    receive_inner(&options).await.map_err(into_js)
+}
+
+async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
+    let p = Parsed::from_js(options)?;
     // A decryptor is built first, so bad keys fail before anything waits on the relay.
     let decryptor = if p.encrypted() {
         Some(decryptor_for(&p.o)?)
@@ -38,114 +42,102 @@ pub async fn receive_js(options: JsValue) -> Result<JsValue, JsValue> {
         None
     };
     let mut abort = Abort::new(p.signal.clone())?;
-    let base = p.relay()?;
-    let path = p.path()?;
-    let data_url = if p.rendezvous() {
-        rendezvous(&p, &base, path, ConnectMode::AwaitWriter, &mut abort).await?
-    } else {
-        base.data_url(path).map_err(|e| from_client(&e))?
-    };
-    let what = format!("receiving {data_url}");
-    if !p.rendezvous() {
-        if let Some(t) = p.o.timeout {
-            abort.arm_timeout(t);
+    let mut consumer = Consumer::new(p.receive_config()?)?;
+    let mut response: Option<Response> = None;
+    loop {
+        match consumer.poll() {
+            Step::Rendezvous(req) => match exchange(&req, &mut abort, None).await {
+                Ok((status, _, body)) => consumer.on_response(status, &body),
+                Err(f) => consumer.on_failure(f),
+            },
+            Step::Get(req) => {
+                if let Some(ms) = req.timeout_ms {
+                    abort.arm_timeout(ms);
+                }
+                let r = fetch(&req, &abort.signal(), None, false).await;
+                abort.disarm_timeout();
+                match r {
+                    Ok(resp) => {
+                        consumer.on_head(resp.status(), &JsHeaders(resp.headers()));
+                        response = Some(resp);
+                    }
+                    Err(e) => consumer.on_failure(abort.failure(&e)),
+                }
+            }
+            Step::ReadErrorBody => {
+                let body = match &response {
+                    Some(r) => text(r, TEXT_LIMIT).await.unwrap_or_default(),
+                    None => String::new(),
+                };
+                consumer.on_error_body(&body);
+            }
+            Step::Failed(e) => return Err(e),
+            Step::Stream(incoming, check) => {
+                let body = response.as_ref().and_then(Response::body).ok_or_else(|| {
+                    Error::new(ErrorCode::RelayError, "the relay's response has no body")
+                })?;
+                let mut stream = checked(body, Rc::new(abort), check);
+                if let Some(dec) = decryptor {
+                    stream = decrypt_stream(stream, dec);
+                }
+                let meter = Rc::new(RefCell::new(RateMeter::new(
+                    now_ms(),
+                    incoming.progress_total,
+                )));
+                stream = chunks::metered(stream, meter, p.on_progress.clone());
+                let out = Object::new();
+                let set = |k: &str, v: JsValue| Reflect::set(&out, &k.into(), &v).map(|_| ());
+                let js = |e: JsValue| {
+                    super::error::from_js(
+                        &e,
+                        Default::default(),
+                        ErrorCode::Unsupported,
+                        "building the result",
+                    )
+                };
+                set("stream", chunks::to_js(stream).into()).map_err(js)?;
+                if let Some(ct) = incoming.content_type {
+                    set("contentType", ct.into()).map_err(js)?;
+                }
+                if let Some(name) = incoming.filename {
+                    set("filename", name.into()).map_err(js)?;
+                }
+                if let Some(n) = incoming.size {
+                    set("size", (n as f64).into()).map_err(js)?;
+                }
+                return Ok(out.into());
+            }
         }
     }
-    let headers = auth_headers(p.o.token.as_deref());
-    let signal = abort.signal();
-    let resp = fetch(Req {
-        method: "GET",
-        url: &data_url,
-        headers: &headers,
-        signal: &signal,
-        body: None,
-        streaming: false,
-    })
-    .await
-    .map_err(|e| abort.map_error(e, ErrorCode::Network, &what))?;
-    abort.disarm_timeout();
-    if resp.status() != 200 {
-        let body = text(&resp, 64 * 1024).await.unwrap_or_default();
-        return Err(from_client(&classify_response(resp.status(), &body, &what)));
-    }
-    let content_type = header(&resp, "content-type");
-    let filename = header(&resp, "content-disposition").and_then(|v| disposition::parse(&v));
-    let length = header(&resp, "content-length").and_then(|v| v.trim().parse::<u64>().ok());
-    // A streaming upload has no Content-Length: the producer declares its size in X-Piping.
-    let declared =
-        length.or_else(|| header(&resp, "x-piping").and_then(|v| super::send::declared_size(&v)));
-    let body = resp.body().ok_or_else(|| {
-        js_error(
-            ErrorCode::RelayError,
-            &format!("{what}: the response has no body"),
-            None,
-        )
-    })?;
-
-    let abort = Rc::new(abort);
-    let mut stream = checked(chunks::from_js(body), abort, length, what);
-    if let Some(dec) = decryptor {
-        stream = decrypt_stream(stream, dec);
-    }
-    let total = if p.encrypted() {
-        p.o.size.map(|s| s as u64)
-    } else {
-        declared
-    };
-    let meter = Rc::new(RefCell::new(RateMeter::new(now_ms(), total)));
-    stream = chunks::metered(stream, meter, p.on_progress.clone());
-
-    let out = Object::new();
-    Reflect::set(&out, &"stream".into(), &chunks::to_js(stream))?;
-    if let Some(ct) = content_type.filter(|_| !p.encrypted()) {
-        Reflect::set(&out, &"contentType".into(), &ct.into())?;
-    }
-    if let Some(name) = filename {
-        Reflect::set(&out, &"filename".into(), &name.into())?;
-    }
-    if let Some(n) = declared.filter(|_| !p.encrypted()) {
-        Reflect::set(&out, &"size".into(), &(n as f64).into())?;
-    }
-    Ok(out.into())
 }
 
-/// Maps transport failures of the response body: `ABORTED` after the signal, otherwise
-/// `TRUNCATED` (the relay aborts the consumer's response when the producer's stream breaks,
-/// §3.3); a body shorter than its `Content-Length` is `TRUNCATED` too. Keeps `abort` (and so
-/// the signal link) alive as long as the stream.
-fn checked(input: ByteStream, abort: Rc<Abort>, length: Option<u64>, what: String) -> ByteStream {
-    let state = (input, abort, 0u64, false);
-    futures::stream::unfold(state, move |(mut input, abort, seen, done)| {
-        let what = what.clone();
-        async move {
-            if done {
-                return None;
-            }
-            match input.next().await {
-                Some(Ok(chunk)) => {
-                    let seen = seen + chunk.length() as u64;
-                    Some((Ok(chunk), (input, abort, seen, false)))
+/// The response body through the core's [`BodyCheck`]; keeps `abort` (and so the signal
+/// link) alive as long as the stream.
+fn checked(body: web_sys::ReadableStream, abort: Rc<Abort>, check: BodyCheck) -> ByteStream {
+    let state = (chunks::raw(body), abort, check, false);
+    futures::stream::unfold(state, |(mut input, abort, mut check, done)| async move {
+        if done {
+            return None;
+        }
+        match input.next().await {
+            Some(Ok(v)) => match v.dyn_into::<Uint8Array>() {
+                Ok(chunk) => {
+                    check.on_bytes(chunk.length() as u64);
+                    Some((Ok(chunk), (input, abort, check, false)))
                 }
-                Some(Err(e)) => {
-                    let err = if has_code(&e) || abort.reason() != Reason::None {
-                        abort.map_error(e, ErrorCode::Truncated, &what)
-                    } else {
-                        js_error(
-                            ErrorCode::Truncated,
-                            &format!("{what}: the stream broke off before its end (the producer stopped or the connection was cut)"),
-                            Some(&e),
-                        )
-                    };
-                    Some((Err(err), (input, abort, seen, true)))
+                Err(v) => {
+                    let e = check.on_failure(abort.failure(&v));
+                    Some((Err(e), (input, abort, check, true)))
                 }
-                None => match length {
-                    Some(n) if seen < n => Some((
-                        Err(js_error(ErrorCode::Truncated, &format!("{what}: got {seen} of {n} bytes"), None)),
-                        (input, abort, seen, true),
-                    )),
-                    _ => None,
-                },
+            },
+            Some(Err(e)) => {
+                let e = check.on_failure(abort.failure(&e));
+                Some((Err(e), (input, abort, check, true)))
             }
+            None => match check.on_end() {
+                Err(e) => Some((Err(e), (input, abort, check, true))),
+                Ok(()) => None,
+            },
         }
     })
     .boxed_local()

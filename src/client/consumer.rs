@@ -1,0 +1,392 @@
+//! The consumer (`receive`) as a sans-IO state machine (`PROTOCOL.md` §3.3, §5, §11):
+//! rendezvous, the `GET`, what the response head says, and what a broken body means.
+//!
+//! ```text
+//! Start ─rendezvous?─▶ Rendezvous ─data URL─▶ Get ─200─▶ Stream(Incoming) ─▶ BodyCheck
+//!                                              └─other─▶ ErrorBody ─▶ Failed
+//! ```
+
+use super::disposition;
+use super::error::{classify_response, Error, ErrorCode, Failure, StopReason};
+use super::rendezvous::{auth_headers, Rendezvous};
+use super::request::{Headers, Request};
+use super::urls::{ConnectMode, RelayBase};
+use crate::protocol::headers::{
+    declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, X_PIPING,
+};
+
+/// Everything a receive needs to know up front.
+#[derive(Debug, Clone)]
+pub struct ReceiveConfig {
+    pub relay: RelayBase,
+    pub path: String,
+    pub token: Option<String>,
+    /// Wait on the Connect API first (§5).
+    pub rendezvous: bool,
+    /// Seconds to wait for the producer (the rendezvous, or without it the response head).
+    pub timeout_s: Option<f64>,
+    /// The payload will be decrypted: the relay's metadata is not the plaintext's.
+    pub encrypted: bool,
+    /// The plaintext size the caller knows (progress total when decrypting).
+    pub size: Option<u64>,
+}
+
+/// What the consumer learns when the stream starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    /// The producer's `Content-Type` (plain transfers only).
+    pub content_type: Option<String>,
+    /// From `Content-Disposition`.
+    pub filename: Option<String>,
+    /// The producer's `Content-Length`, or its declared size (`X-Piping: httpipe-size=N`);
+    /// plain transfers only.
+    pub size: Option<u64>,
+    /// The total for progress reports (plaintext bytes, when known).
+    pub progress_total: Option<u64>,
+}
+
+/// What the adapter must do next.
+#[derive(Debug)]
+pub enum Step {
+    /// `GET` this Connect API request; answer with [`Consumer::on_response`] / [`Consumer::on_failure`].
+    Rendezvous(Request),
+    /// `GET` the data URL; answer with [`Consumer::on_head`] (status and headers) or
+    /// [`Consumer::on_failure`]. `timeout_ms` covers the wait for the response head only.
+    Get(Request),
+    /// The answer was a refusal: read its body (text, at most 64 KiB) and pass it to
+    /// [`Consumer::on_error_body`].
+    ReadErrorBody,
+    /// The stream started: read the body through the [`BodyCheck`].
+    Stream(Incoming, BodyCheck),
+    Failed(Error),
+}
+
+enum State {
+    Start,
+    AwaitRendezvous(Rendezvous),
+    Get(String),
+    AwaitHead { what: String },
+    Refused { status: u16, what: String },
+    AwaitErrorBody { status: u16, what: String },
+    Streaming(Option<(Incoming, BodyCheck)>),
+    Failed(Option<Error>),
+}
+
+/// The consumer side of one transfer.
+pub struct Consumer {
+    cfg: ReceiveConfig,
+    state: State,
+}
+
+impl Consumer {
+    pub fn new(cfg: ReceiveConfig) -> Result<Self, Error> {
+        cfg.relay.data_url(&cfg.path)?;
+        Ok(Consumer {
+            cfg,
+            state: State::Start,
+        })
+    }
+
+    /// What to do now.
+    pub fn poll(&mut self) -> Step {
+        loop {
+            match &mut self.state {
+                State::Start => {
+                    if self.cfg.rendezvous {
+                        match Rendezvous::new(
+                            &self.cfg.relay,
+                            &self.cfg.path,
+                            ConnectMode::AwaitWriter,
+                            self.cfg.timeout_s,
+                            self.cfg.token.as_deref(),
+                        ) {
+                            Ok(r) => {
+                                let req = r.request().clone();
+                                self.state = State::AwaitRendezvous(r);
+                                return Step::Rendezvous(req);
+                            }
+                            Err(e) => self.state = State::Failed(Some(e)),
+                        }
+                    } else {
+                        match self.cfg.relay.data_url(&self.cfg.path) {
+                            Ok(u) => self.state = State::Get(u),
+                            Err(e) => self.state = State::Failed(Some(e)),
+                        }
+                    }
+                }
+                State::Get(url) => {
+                    let url = std::mem::take(url);
+                    let mut req =
+                        Request::get(url.clone(), auth_headers(self.cfg.token.as_deref()));
+                    if !self.cfg.rendezvous {
+                        // Without a rendezvous the GET itself waits for the producer.
+                        req.timeout_ms = self.cfg.timeout_s.map(|t| t * 1000.0);
+                    }
+                    self.state = State::AwaitHead {
+                        what: format!("receiving {url}"),
+                    };
+                    return Step::Get(req);
+                }
+                State::Refused { status, what } => {
+                    self.state = State::AwaitErrorBody {
+                        status: *status,
+                        what: std::mem::take(what),
+                    };
+                    return Step::ReadErrorBody;
+                }
+                State::Streaming(s) => {
+                    return match s.take() {
+                        Some((i, c)) => Step::Stream(i, c),
+                        None => Step::Failed(misuse("poll after the stream started")),
+                    }
+                }
+                State::Failed(e) => {
+                    return Step::Failed(
+                        e.take().unwrap_or_else(|| misuse("poll after the failure")),
+                    )
+                }
+                State::AwaitRendezvous(_)
+                | State::AwaitHead { .. }
+                | State::AwaitErrorBody { .. } => {
+                    return Step::Failed(misuse("poll while waiting for an answer"))
+                }
+            }
+        }
+    }
+
+    /// The answer to [`Step::Rendezvous`].
+    pub fn on_response(&mut self, status: u16, body: &str) {
+        self.state = match &self.state {
+            State::AwaitRendezvous(r) => match r.on_response(status, body) {
+                Ok(url) => State::Get(url),
+                Err(e) => State::Failed(Some(e)),
+            },
+            _ => State::Failed(Some(misuse("an answer nobody asked for"))),
+        };
+    }
+
+    /// The [`Step::Rendezvous`] or [`Step::Get`] request failed below HTTP.
+    pub fn on_failure(&mut self, f: Failure) {
+        self.state = match &self.state {
+            State::AwaitRendezvous(r) => State::Failed(Some(r.on_failure(f))),
+            State::AwaitHead { what } => {
+                State::Failed(Some(f.into_error(ErrorCode::Network, what)))
+            }
+            _ => State::Failed(Some(misuse("a failure nobody asked for"))),
+        };
+    }
+
+    /// The response head of [`Step::Get`].
+    pub fn on_head(&mut self, status: u16, headers: &dyn Headers) {
+        let State::AwaitHead { what } = &mut self.state else {
+            self.state = State::Failed(Some(misuse("a head nobody asked for")));
+            return;
+        };
+        let what = std::mem::take(what);
+        if status != 200 {
+            self.state = State::Refused { status, what };
+            return;
+        }
+        let encrypted = self.cfg.encrypted;
+        let length = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        // A streaming upload has no Content-Length: the producer declares its size in X-Piping.
+        let declared = length.or_else(|| headers.get(X_PIPING).and_then(|v| declared_size(&v)));
+        let incoming = Incoming {
+            content_type: headers.get(CONTENT_TYPE).filter(|_| !encrypted),
+            filename: headers
+                .get(CONTENT_DISPOSITION)
+                .and_then(|v| disposition::parse(&v)),
+            size: declared.filter(|_| !encrypted),
+            progress_total: if encrypted { self.cfg.size } else { declared },
+        };
+        let check = BodyCheck {
+            what,
+            length,
+            seen: 0,
+        };
+        self.state = State::Streaming(Some((incoming, check)));
+    }
+
+    /// The body of a refusal (after [`Step::ReadErrorBody`]).
+    pub fn on_error_body(&mut self, body: &str) {
+        self.state = match &self.state {
+            State::AwaitErrorBody { status, what } => {
+                State::Failed(Some(classify_response(*status, body, what)))
+            }
+            _ => State::Failed(Some(misuse("an error body nobody asked for"))),
+        };
+    }
+}
+
+fn misuse(what: &str) -> Error {
+    Error::new(
+        ErrorCode::Unsupported,
+        format!("internal error in the SDK's consumer: {what}"),
+    )
+}
+
+/// Watches the consumer's response body: a transport failure is `TRUNCATED` (the relay
+/// aborts the consumer's response when the producer's stream breaks, §3.3) unless the
+/// operation was stopped; a body shorter than its `Content-Length` is `TRUNCATED` too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyCheck {
+    what: String,
+    length: Option<u64>,
+    seen: u64,
+}
+
+impl BodyCheck {
+    /// `n` more bytes arrived.
+    pub fn on_bytes(&mut self, n: u64) {
+        self.seen += n;
+    }
+
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Reading the body failed.
+    pub fn on_failure(&self, f: Failure) -> Error {
+        if f.coded.is_some() || f.stop != StopReason::None {
+            return f.into_error(ErrorCode::Truncated, &self.what);
+        }
+        let cause = f.cause;
+        let said = cause
+            .as_ref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default();
+        Error::new(
+            ErrorCode::Truncated,
+            format!(
+                "{}: the stream broke off before its end (the producer stopped or the connection was cut){said}",
+                self.what
+            ),
+        )
+        .with_shared_source(cause)
+    }
+
+    /// The body ended cleanly.
+    pub fn on_end(&self) -> Result<(), Error> {
+        match self.length {
+            Some(n) if self.seen < n => Err(Error::new(
+                ErrorCode::Truncated,
+                format!("{}: got {} of {n} bytes", self.what, self.seen),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::error::Cause;
+
+    fn cfg(rendezvous: bool, encrypted: bool) -> ReceiveConfig {
+        ReceiveConfig {
+            relay: RelayBase::parse("http://h:1").unwrap(),
+            path: "/p".into(),
+            token: None,
+            rendezvous,
+            timeout_s: Some(5.0),
+            encrypted,
+            size: Some(99),
+        }
+    }
+
+    #[test]
+    fn rendezvous_get_and_metadata() {
+        let mut c = Consumer::new(cfg(true, false)).unwrap();
+        let Step::Rendezvous(r) = c.poll() else {
+            panic!()
+        };
+        assert_eq!(r.url, "http://h:1/connect/v0/p?mode=await-writer&timeout=5");
+        c.on_response(200, "http://other:2/p\n");
+        let Step::Get(g) = c.poll() else { panic!() };
+        assert_eq!(g.url, "http://other:2/p");
+        assert_eq!(g.timeout_ms, None, "the rendezvous already waited");
+        let h: &[(&str, &str)] = &[
+            ("content-type", "text/csv"),
+            ("x-piping", "httpipe-size=12"),
+            ("content-disposition", "attachment; filename=\"a.csv\""),
+        ];
+        c.on_head(200, &h);
+        let Step::Stream(i, check) = c.poll() else {
+            panic!()
+        };
+        assert_eq!(i.content_type.as_deref(), Some("text/csv"));
+        assert_eq!(i.filename.as_deref(), Some("a.csv"));
+        assert_eq!(i.size, Some(12));
+        assert_eq!(i.progress_total, Some(12));
+        assert!(
+            check.on_end().is_ok(),
+            "no Content-Length: nothing to check"
+        );
+    }
+
+    #[test]
+    fn encrypted_metadata_is_not_the_plaintexts() {
+        let mut c = Consumer::new(cfg(false, true)).unwrap();
+        let Step::Get(g) = c.poll() else { panic!() };
+        assert_eq!(g.timeout_ms, Some(5000.0));
+        let h: &[(&str, &str)] = &[
+            ("content-type", "application/octet-stream"),
+            ("content-length", "500"),
+        ];
+        c.on_head(200, &h);
+        let Step::Stream(i, _) = c.poll() else {
+            panic!()
+        };
+        assert_eq!(i.content_type, None);
+        assert_eq!(i.size, None);
+        assert_eq!(i.progress_total, Some(99));
+    }
+
+    #[test]
+    fn refusals_and_failures() {
+        let mut c = Consumer::new(cfg(false, false)).unwrap();
+        let Step::Get(_) = c.poll() else { panic!() };
+        c.on_head(403, &crate::client::request::NoHeaders);
+        let Step::ReadErrorBody = c.poll() else {
+            panic!()
+        };
+        c.on_error_body("[ERROR:FORBIDDEN] wrong mode\n");
+        let Step::Failed(e) = c.poll() else { panic!() };
+        assert_eq!(e.code, ErrorCode::Forbidden);
+
+        let mut c = Consumer::new(cfg(false, false)).unwrap();
+        let Step::Get(_) = c.poll() else { panic!() };
+        c.on_failure(Failure::stopped(StopReason::Timeout, None));
+        let Step::Failed(e) = c.poll() else { panic!() };
+        assert_eq!(e.code, ErrorCode::ConnectTimeout);
+    }
+
+    #[test]
+    fn body_checks() {
+        let mut c = Consumer::new(cfg(false, false)).unwrap();
+        let Step::Get(_) = c.poll() else { panic!() };
+        c.on_head(200, &vec![("content-length", "10")]);
+        let Step::Stream(_, mut check) = c.poll() else {
+            panic!()
+        };
+        check.on_bytes(4);
+        let e = check.on_end().unwrap_err();
+        assert_eq!(e.code, ErrorCode::Truncated);
+        assert!(e.message.contains("got 4 of 10"), "{e}");
+        check.on_bytes(6);
+        assert!(check.on_end().is_ok());
+        let cut = Failure::network(Cause {
+            name: String::new(),
+            message: "connection reset".into(),
+        });
+        assert_eq!(check.on_failure(cut).code, ErrorCode::Truncated);
+        assert_eq!(
+            check
+                .on_failure(Failure::stopped(StopReason::User, None))
+                .code,
+            ErrorCode::Aborted
+        );
+    }
+}

@@ -1,0 +1,1227 @@
+//! The producer (`send`) as a sans-IO state machine (`PROTOCOL.md` §3, §4, §5, §10, §11):
+//! rendezvous, the choice between a streaming and a segmented upload and the fallback from
+//! one to the other, the segmented part loop with its retries, the status log, and what every
+//! failure means. It knows nothing about HTTP libraries: an adapter (the wasm `fetch` one, the
+//! native reqwest one) asks [`Producer::poll`] what to do, does it, and reports back.
+//!
+//! ```text
+//! Start ─rendezvous?─▶ Rendezvous ─data URL─▶ Plan ─▶ Stream ──log ends OK──▶ Done
+//!                                              │        │ failed, all pulled bytes kept,
+//!                                              │        │ fallback allowed
+//!                                              ▼        ▼
+//!                                          Segmented ◀─ replay ── (parts, retries) ─▶ Done
+//!                              Stream broke after bytes left ─▶ Probe the relay ─▶ Failed
+//! ```
+
+use std::collections::VecDeque;
+
+use super::disposition;
+use super::error::{classify_response, Error, ErrorCode, Failure, Source, StopReason};
+use super::parts::{ByteChunk, PartCutter};
+use super::rendezvous::{auth_headers, Rendezvous};
+use super::request::{Headers, Request};
+use super::status::{StatusLog, Verdict};
+use super::transport::{OriginMemory, Plan, Transport, UploadMode};
+use super::urls::{origin, part_url, ConnectMode, RelayBase};
+use crate::protocol::headers::{
+    size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, OCTET_STREAM, X_PIPING,
+};
+use crate::protocol::upload::HEADER as UPLOAD_HEADER;
+
+/// Tries per segmented part after the first (network errors only; the relay accepts an
+/// idempotent re-send of an accepted part, §4).
+pub const PART_TRIES: u32 = 3;
+/// Milliseconds before retry `n` (1-based) of a part: `n ×` this.
+pub const PART_RETRY_BACKOFF_MS: f64 = 200.0;
+/// How often the relay is probed after a streaming upload broke (one probe stuck on a
+/// half-closed pooled connection must not decide).
+pub const PROBE_TRIES: u32 = 2;
+/// Milliseconds a probe may take.
+pub const PROBE_TIMEOUT_MS: f64 = 2500.0;
+/// At most this many bytes pulled by a streaming attempt are kept for a segmented replay;
+/// past it, the attempt can no longer fall back (§10).
+pub const REPLAY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// What the producer tells the consumer about the payload (§3.3, §11.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata {
+    pub content_type: Option<String>,
+    pub filename: Option<String>,
+    /// Plaintext bytes, when known.
+    pub size: Option<u64>,
+}
+
+/// Everything a send needs to know up front.
+#[derive(Debug, Clone)]
+pub struct SendConfig {
+    pub relay: RelayBase,
+    pub path: String,
+    pub token: Option<String>,
+    /// Wait on the Connect API first (§5).
+    pub rendezvous: bool,
+    /// Seconds to wait for the consumer.
+    pub timeout_s: Option<f64>,
+    pub upload: UploadMode,
+    /// Segmented part size in bytes (see [`super::parts::part_size`]).
+    pub part_size: usize,
+    pub meta: Metadata,
+    /// The payload is encrypted: no metadata in clear (§11.1).
+    pub encrypted: bool,
+    /// The runtime can send a streaming request body (feature detection, §10).
+    pub runtime_streams: bool,
+}
+
+/// Headers of the producer's request: token, `Content-Type`, `Content-Disposition` (§3.3) and
+/// the declared plaintext size as `X-Piping: httpipe-size=N` (a streaming upload has no
+/// `Content-Length`; the relay forwards `X-Piping`). When encrypting, the relay sees no
+/// metadata: `Content-Type: application/octet-stream`, and neither the filename nor the size
+/// (they would travel in clear text, §11.1).
+pub fn producer_headers(
+    token: Option<&str>,
+    meta: &Metadata,
+    encrypted: bool,
+) -> Vec<(&'static str, String)> {
+    let mut h = auth_headers(token);
+    if encrypted {
+        h.push((CONTENT_TYPE, OCTET_STREAM.into()));
+        return h;
+    }
+    if let Some(ct) = &meta.content_type {
+        h.push((CONTENT_TYPE, ct.clone()));
+    }
+    if let Some(name) = &meta.filename {
+        h.push((CONTENT_DISPOSITION, disposition::encode(name)));
+    }
+    if let Some(size) = meta.size {
+        h.push((X_PIPING, size_value(size)));
+    }
+    h
+}
+
+/// What a successful send reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendReport {
+    pub transport: Transport,
+    /// The relay's final status line, `[STATE:TRANSFER_SUCCESSFUL]`.
+    pub relay_state: String,
+}
+
+/// What the adapter must do next.
+#[derive(Debug)]
+pub enum Step {
+    /// `GET` this Connect API request; answer with [`Producer::on_response`] (status, body)
+    /// or [`Producer::on_failure`].
+    Rendezvous(Request),
+    /// `POST` this with the source as one streaming body; answer with
+    /// [`Producer::on_stream_refused`] (a status other than 200, with its body), then
+    /// [`Producer::on_stream_log`] for each piece of the response body and
+    /// [`Producer::on_stream_end`]; or [`Producer::on_stream_failed`].
+    Stream(Request),
+    /// The next part needs more source: answer with [`Producer::on_chunk`],
+    /// [`Producer::on_source_end`] or [`Producer::on_source_error`].
+    NeedSource,
+    /// `POST` this with [`Producer::part_body`] as the complete body; answer with
+    /// [`Producer::on_response`] or [`Producer::on_failure`].
+    Part(Request),
+    /// Wait this many milliseconds, then [`Producer::on_slept`].
+    Sleep(f64),
+    /// `GET` this (any answer will do) to learn whether the relay is still up; answer with
+    /// [`Producer::on_response`] or [`Producer::on_failure`].
+    Probe(Request),
+    /// Finished.
+    Done(SendReport),
+    /// Failed; the adapter stops whatever still runs.
+    Failed(Error),
+}
+
+/// How a streaming upload failed, as the adapter saw it.
+#[derive(Debug)]
+pub struct StreamFailure<T> {
+    pub failure: Failure,
+    /// Every chunk pulled from the source so far, if none was dropped (at most
+    /// [`REPLAY_LIMIT`] bytes); `None` once more went out.
+    pub replay: Option<Vec<T>>,
+    /// The response had started (the failure broke the status log).
+    pub response_started: bool,
+    /// The source itself failed (its error is what to report).
+    pub source_error: Option<Error>,
+}
+
+struct Current<T> {
+    body: Vec<T>,
+    is_final: bool,
+    tries: u32,
+    request: Request,
+    k: u64,
+}
+
+struct Segmented<T> {
+    data_url: String,
+    headers: Vec<(&'static str, String)>,
+    cutter: Option<PartCutter<T>>,
+    tail: VecDeque<Vec<T>>,
+    upload_id: Option<String>,
+    k: u64,
+    current: Option<Current<T>>,
+    /// After a fallback from streaming: the origin to remember as "can't stream" on success.
+    fell_back_from: Option<String>,
+}
+
+impl<T: ByteChunk> Segmented<T> {
+    fn new(data_url: String, headers: Vec<(&'static str, String)>, part_size: usize) -> Self {
+        Segmented {
+            data_url,
+            headers,
+            cutter: Some(PartCutter::new(part_size)),
+            tail: VecDeque::new(),
+            upload_id: None,
+            k: 0,
+            current: None,
+            fell_back_from: None,
+        }
+    }
+
+    fn what(&self, k: u64) -> String {
+        format!("segmented upload part {k} to {}", self.data_url)
+    }
+
+    /// The next part to send, if one is ready (`None`: more source needed).
+    fn next_part(&mut self) -> Option<&Current<T>> {
+        if self.current.is_none() {
+            let (body, is_final) = if let Some(p) = self.cutter.as_mut().and_then(|c| c.pop_full())
+            {
+                (p, false)
+            } else if self.cutter.is_none() {
+                let body = self.tail.pop_front()?;
+                let last = self.tail.is_empty();
+                if last && self.k == 0 {
+                    // Part 0 opens the upload and returns its id; an (empty) final part follows.
+                    self.tail.push_back(Vec::new());
+                    (body, false)
+                } else {
+                    (body, last)
+                }
+            } else {
+                return None;
+            };
+            let k = self.k;
+            let url = part_url(&self.data_url, k, self.upload_id.as_deref(), is_final);
+            // Metadata goes with part 0, which opens the stream; later parts carry the token.
+            let headers = if k == 0 {
+                self.headers.clone()
+            } else {
+                self.headers
+                    .iter()
+                    .filter(|(n, _)| *n == AUTHORIZATION)
+                    .cloned()
+                    .collect()
+            };
+            self.current = Some(Current {
+                body,
+                is_final,
+                tries: 0,
+                request: Request::post(url, headers),
+                k,
+            });
+        }
+        self.current.as_ref()
+    }
+
+    fn source_end(&mut self) {
+        if let Some(c) = self.cutter.take() {
+            self.tail.extend(c.finish());
+        }
+    }
+
+    /// The relay's answer to the current part.
+    fn on_response(
+        &mut self,
+        status: u16,
+        headers: &dyn Headers,
+        body: &str,
+    ) -> Result<Option<String>, Error> {
+        let Some(cur) = self.current.take() else {
+            return Err(misuse("a part answer without a part"));
+        };
+        let what = self.what(cur.k);
+        if !(200..300).contains(&status) {
+            let mut err = classify_response(status, body, &what);
+            if err.code == ErrorCode::RelayError {
+                match status {
+                    404 if cur.k > 0 => {
+                        err.code = ErrorCode::PeerDisconnected;
+                        err.message.push_str(" — the relay dropped the upload (the consumer may have left or the gap timeout passed)");
+                    }
+                    409 => err.message.push_str(
+                        " — the relay expected another part number (another producer on this upload?)",
+                    ),
+                    413 => {
+                        err.code = ErrorCode::Unsupported;
+                        err.message
+                            .push_str(" — the part is larger than the relay accepts; use a smaller part size");
+                    }
+                    _ => {}
+                }
+            }
+            return Err(err);
+        }
+        if cur.k == 0 {
+            let id = headers.get(UPLOAD_HEADER).ok_or_else(|| {
+                Error::new(
+                    ErrorCode::Unsupported,
+                    format!("{what}: the relay does not support segmented uploads (no {UPLOAD_HEADER} header; PROTOCOL.md §4)"),
+                )
+            })?;
+            self.upload_id = Some(id.trim().to_string());
+        }
+        let mut log = StatusLog::new();
+        let verdict = log.push(body.as_bytes());
+        if cur.is_final {
+            return log.finish(&what).map(Some);
+        }
+        if verdict == Verdict::PeerDisconnected {
+            return Err(classify_response(status, body, &what));
+        }
+        self.k += 1;
+        Ok(None)
+    }
+
+    /// The current part's request failed: `Ok(ms)` to retry after, or the error.
+    fn on_failure(&mut self, f: Failure) -> Result<f64, Error> {
+        let Some(cur) = self.current.as_mut() else {
+            return Err(misuse("a part failure without a part"));
+        };
+        cur.tries += 1;
+        if cur.k > 0 && cur.tries < PART_TRIES && f.stop == StopReason::None && f.network {
+            return Ok(PART_RETRY_BACKOFF_MS * cur.tries as f64);
+        }
+        let k = cur.k;
+        Err(f.into_error(ErrorCode::Network, &self.what(k)))
+    }
+}
+
+/// Where the segmented loop is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SegPhase {
+    /// Ready to send the next part or ask for source.
+    Ready,
+    /// A part request is out.
+    AwaitPart,
+    /// Source was asked for.
+    AwaitSource,
+    /// A retry must wait this many milliseconds (not yet told to the adapter).
+    SleepDue(f64),
+    /// The adapter sleeps.
+    Sleeping,
+}
+
+enum State<T> {
+    Start,
+    AwaitRendezvous(Rendezvous),
+    Plan(String),
+    Streaming {
+        request: Request,
+        fallback: bool,
+        log: StatusLog,
+        issued: bool,
+    },
+    Probing {
+        request: Request,
+        tries: u32,
+        cause: Option<Source>,
+        issued: bool,
+    },
+    Segmented {
+        seg: Box<Segmented<T>>,
+        phase: SegPhase,
+    },
+    Finished(Option<Result<SendReport, Error>>),
+}
+
+/// The producer side of one transfer.
+pub struct Producer<T> {
+    cfg: SendConfig,
+    headers: Vec<(&'static str, String)>,
+    state: State<T>,
+    data_url: Option<String>,
+    learned: Option<(String, bool)>,
+}
+
+fn misuse(what: &str) -> Error {
+    Error::new(
+        ErrorCode::Unsupported,
+        format!("internal error in the SDK's producer: {what}"),
+    )
+}
+
+impl<T: ByteChunk> Producer<T> {
+    pub fn new(cfg: SendConfig) -> Result<Self, Error> {
+        // Validate the path now, before anything waits.
+        cfg.relay.data_url(&cfg.path)?;
+        let headers = producer_headers(cfg.token.as_deref(), &cfg.meta, cfg.encrypted);
+        Ok(Producer {
+            cfg,
+            headers,
+            state: State::Start,
+            data_url: None,
+            learned: None,
+        })
+    }
+
+    /// The data URL, once known (after the rendezvous).
+    pub fn data_url(&self) -> Option<&str> {
+        self.data_url.as_deref()
+    }
+
+    /// The body of the part a [`Step::Part`] asked for.
+    pub fn part_body(&self) -> &[T] {
+        match &self.state {
+            State::Segmented { seg, .. } => seg.current.as_ref().map_or(&[], |c| &c.body[..]),
+            _ => &[],
+        }
+    }
+
+    /// True once [`Producer::poll`] would return [`Step::Done`] or [`Step::Failed`]: an
+    /// adapter reading a streaming upload's status log stops reading then.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Finished(_))
+    }
+
+    /// What to do now. `memory` is the per-origin record of whether streaming uploads work
+    /// (§10); it is read when the upload is planned and updated when the upload ends.
+    pub fn poll(&mut self, memory: &mut OriginMemory) -> Step {
+        loop {
+            if let Some((o, works)) = self.learned.take() {
+                memory.remember(&o, works);
+            }
+            match &mut self.state {
+                State::Start => {
+                    if self.cfg.rendezvous {
+                        match Rendezvous::new(
+                            &self.cfg.relay,
+                            &self.cfg.path,
+                            ConnectMode::AwaitReader,
+                            self.cfg.timeout_s,
+                            self.cfg.token.as_deref(),
+                        ) {
+                            Ok(r) => {
+                                let req = r.request().clone();
+                                self.state = State::AwaitRendezvous(r);
+                                return Step::Rendezvous(req);
+                            }
+                            Err(e) => self.fail(e),
+                        }
+                    } else {
+                        match self.cfg.relay.data_url(&self.cfg.path) {
+                            Ok(u) => self.state = State::Plan(u),
+                            Err(e) => self.fail(e),
+                        }
+                    }
+                }
+                State::AwaitRendezvous(_) => {
+                    return Step::Failed(misuse("poll before the rendezvous answer"))
+                }
+                State::Plan(url) => {
+                    let url = std::mem::take(url);
+                    self.data_url = Some(url.clone());
+                    let key = origin(&url);
+                    match memory.plan(self.cfg.upload, self.cfg.runtime_streams, &key) {
+                        Ok(Plan::Stream { fallback }) => {
+                            self.state = State::Streaming {
+                                request: Request::post(url, self.headers.clone()),
+                                fallback,
+                                log: StatusLog::new(),
+                                issued: false,
+                            };
+                        }
+                        Ok(Plan::Segmented) => {
+                            self.state = State::Segmented {
+                                seg: Box::new(Segmented::new(
+                                    url,
+                                    self.headers.clone(),
+                                    self.cfg.part_size,
+                                )),
+                                phase: SegPhase::Ready,
+                            }
+                        }
+                        Err(e) => self.fail(e),
+                    }
+                }
+                State::Streaming {
+                    request, issued, ..
+                } => {
+                    if *issued {
+                        return Step::Failed(misuse("poll during the streaming upload"));
+                    }
+                    *issued = true;
+                    return Step::Stream(request.clone());
+                }
+                State::Probing {
+                    request, issued, ..
+                } => {
+                    if *issued {
+                        return Step::Failed(misuse("poll during a probe"));
+                    }
+                    *issued = true;
+                    return Step::Probe(request.clone());
+                }
+                State::Segmented { seg, phase } => match *phase {
+                    SegPhase::Ready => {
+                        return match seg.next_part() {
+                            Some(cur) => {
+                                let req = cur.request.clone();
+                                *phase = SegPhase::AwaitPart;
+                                Step::Part(req)
+                            }
+                            None => {
+                                *phase = SegPhase::AwaitSource;
+                                Step::NeedSource
+                            }
+                        }
+                    }
+                    SegPhase::SleepDue(ms) => {
+                        *phase = SegPhase::Sleeping;
+                        return Step::Sleep(ms);
+                    }
+                    _ => return Step::Failed(misuse("poll while waiting for an answer")),
+                },
+                State::Finished(outcome) => {
+                    return match outcome.take() {
+                        Some(Ok(r)) => Step::Done(r),
+                        Some(Err(e)) => Step::Failed(e),
+                        None => Step::Failed(misuse("poll after the end")),
+                    };
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.state = State::Finished(Some(Err(e)));
+    }
+
+    fn succeed(&mut self, transport: Transport, relay_state: String) {
+        self.state = State::Finished(Some(Ok(SendReport {
+            transport,
+            relay_state,
+        })));
+    }
+
+    fn stream_what(&self) -> String {
+        format!(
+            "streaming upload to {}",
+            self.data_url.as_deref().unwrap_or("")
+        )
+    }
+
+    /// The answer to a [`Step::Rendezvous`], [`Step::Part`] or [`Step::Probe`] request.
+    pub fn on_response(&mut self, status: u16, headers: &dyn Headers, body: &str) {
+        let what = self.stream_what();
+        match &mut self.state {
+            State::AwaitRendezvous(r) => match r.on_response(status, body) {
+                Ok(url) => self.state = State::Plan(url),
+                Err(e) => self.fail(e),
+            },
+            State::Segmented { seg, phase } if *phase == SegPhase::AwaitPart => {
+                *phase = SegPhase::Ready;
+                match seg.on_response(status, headers, body) {
+                    Ok(None) => {}
+                    Ok(Some(state)) => {
+                        if let Some(o) = seg.fell_back_from.take() {
+                            self.learned = Some((o, false));
+                        }
+                        self.succeed(Transport::Segmented, state);
+                    }
+                    Err(e) => self.fail(e),
+                }
+            }
+            State::Probing { cause, .. } => {
+                let said = cause
+                    .as_ref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default();
+                let e = Error::new(
+                    ErrorCode::PeerDisconnected,
+                    format!("{what}: the relay closed the upload while it is still up: the consumer disconnected{said}"),
+                )
+                .with_shared_source(cause.take());
+                self.fail(e);
+            }
+            _ => self.fail(misuse("an answer nobody asked for")),
+        }
+    }
+
+    /// The [`Step::Rendezvous`], [`Step::Part`] or [`Step::Probe`] request failed below HTTP.
+    pub fn on_failure(&mut self, f: Failure) {
+        let what = self.stream_what();
+        match &mut self.state {
+            State::AwaitRendezvous(r) => {
+                let e = r.on_failure(f);
+                self.fail(e);
+            }
+            State::Segmented { seg, phase } if *phase == SegPhase::AwaitPart => {
+                match seg.on_failure(f) {
+                    Ok(ms) => *phase = SegPhase::SleepDue(ms),
+                    Err(e) => self.fail(e),
+                }
+            }
+            State::Probing {
+                tries,
+                issued,
+                cause,
+                ..
+            } => {
+                *tries += 1;
+                if *tries < PROBE_TRIES && f.stop == StopReason::None {
+                    *issued = false;
+                } else {
+                    let e = Failure {
+                        cause: cause.take().or(f.cause),
+                        ..f
+                    }
+                    .into_error(
+                        ErrorCode::Network,
+                        &format!("{what} (and the relay did not answer afterwards)"),
+                    );
+                    self.fail(e);
+                }
+            }
+            _ => self.fail(misuse("a failure nobody asked for")),
+        }
+    }
+
+    /// The retry wait of a [`Step::Sleep`] is over: the part is sent again.
+    pub fn on_slept(&mut self) {
+        if let State::Segmented { phase, .. } = &mut self.state {
+            if *phase == SegPhase::Sleeping {
+                *phase = SegPhase::Ready;
+                return;
+            }
+        }
+        self.fail(misuse("on_slept without a sleep"));
+    }
+
+    fn with_source(&mut self, f: impl FnOnce(&mut Segmented<T>)) {
+        match &mut self.state {
+            State::Segmented { seg, phase } if *phase == SegPhase::AwaitSource => {
+                *phase = SegPhase::Ready;
+                f(seg);
+            }
+            State::Finished(_) => {}
+            _ => self.fail(misuse("source nobody asked for")),
+        }
+    }
+
+    /// A source chunk for a [`Step::NeedSource`].
+    pub fn on_chunk(&mut self, chunk: T) {
+        self.with_source(|seg| {
+            if let Some(c) = seg.cutter.as_mut() {
+                c.push(chunk);
+            }
+        });
+    }
+
+    /// The source ended cleanly (answer to [`Step::NeedSource`]).
+    pub fn on_source_end(&mut self) {
+        self.with_source(Segmented::source_end);
+    }
+
+    /// The source failed: nothing more is sent, the transfer fails with `e` (the consumer
+    /// sees truncation, never a clean end).
+    pub fn on_source_error(&mut self, e: Error) {
+        self.fail(e);
+    }
+
+    /// A [`Step::Stream`] request was answered with a status other than 200 and this body.
+    pub fn on_stream_refused(&mut self, status: u16, body: &str) {
+        let what = self.stream_what();
+        self.fail(classify_response(status, body, &what));
+    }
+
+    /// A piece of the streaming upload's status log (§3.2). Returns
+    /// [`Verdict::PeerDisconnected`] at once when the consumer left; the adapter then stops
+    /// the upload and polls (which reports `PEER_DISCONNECTED`).
+    pub fn on_stream_log(&mut self, bytes: &[u8]) -> Verdict {
+        let what = self.stream_what();
+        if let State::Streaming { log, .. } = &mut self.state {
+            if log.push(bytes) == Verdict::PeerDisconnected {
+                self.fail(Error::new(
+                    ErrorCode::PeerDisconnected,
+                    format!("{what}: the consumer disconnected before the end of the stream"),
+                ));
+                return Verdict::PeerDisconnected;
+            }
+        }
+        Verdict::Pending
+    }
+
+    /// The streaming upload's response ended cleanly: the status log decides.
+    pub fn on_stream_end(&mut self) {
+        let what = self.stream_what();
+        let state = std::mem::replace(&mut self.state, State::Finished(None));
+        match state {
+            State::Streaming { log, .. } => match log.finish(&what) {
+                Ok(line) => {
+                    if let Some(url) = &self.data_url {
+                        self.learned = Some((origin(url), true));
+                    }
+                    self.succeed(Transport::Stream, line);
+                }
+                Err(e) => self.fail(e),
+            },
+            other => {
+                self.state = other;
+                if !self.is_finished() {
+                    self.fail(misuse("stream end without a stream"));
+                }
+            }
+        }
+    }
+
+    /// The streaming upload failed (`fetch` rejected, or its response body broke).
+    ///
+    /// - the source's own error is what is reported;
+    /// - a stop (abort, timeout) or a non-network failure is reported as such;
+    /// - if the response had started, or more than [`REPLAY_LIMIT`] bytes left, the upload was
+    ///   cut off midway: the relay is probed ([`Step::Probe`]) — if it still answers, it cut
+    ///   the upload because the consumer left (`PEER_DISCONNECTED`), else `NETWORK`;
+    /// - otherwise nothing is lost: with `upload: 'auto'` on an origin not known to stream,
+    ///   the same bytes go again as a segmented upload (§10), and the origin is remembered as
+    ///   "can't stream" once that succeeds; without a fallback, `NETWORK`.
+    pub fn on_stream_failed(&mut self, f: StreamFailure<T>) {
+        let what = self.stream_what();
+        let fallback = match &self.state {
+            State::Streaming { fallback, .. } => *fallback,
+            State::Finished(_) => return,
+            _ => {
+                self.fail(misuse("stream failure without a stream"));
+                return;
+            }
+        };
+        if let Some(e) = f.source_error {
+            return self.fail(e);
+        }
+        let failure = f.failure;
+        if failure.coded.is_some() || failure.stop != StopReason::None || !failure.network {
+            return self.fail(failure.into_error(ErrorCode::Network, &what));
+        }
+        let replay = match f.replay {
+            Some(r) if !f.response_started => r,
+            _ => {
+                let origin = origin(self.data_url.as_deref().unwrap_or(""));
+                self.state = State::Probing {
+                    request: Request {
+                        timeout_ms: Some(PROBE_TIMEOUT_MS),
+                        ..Request::get(format!("{origin}/version"), Vec::new())
+                    },
+                    tries: 0,
+                    cause: failure.cause,
+                    issued: false,
+                };
+                return;
+            }
+        };
+        if !fallback {
+            return self.fail(failure.into_error(ErrorCode::Network, &what));
+        }
+        let url = self.data_url.clone().unwrap_or_default();
+        let mut seg = Segmented::new(url.clone(), self.headers.clone(), self.cfg.part_size);
+        seg.fell_back_from = Some(origin(&url));
+        if let Some(c) = seg.cutter.as_mut() {
+            for chunk in replay {
+                c.push(chunk);
+            }
+        }
+        self.state = State::Segmented {
+            seg: Box::new(seg),
+            phase: SegPhase::Ready,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::error::Cause;
+    use crate::client::request::NoHeaders;
+
+    const OK_LOG: &str = "[INFO] Start sending to 1 receiver(s)!\n[STATE:TRANSFER_SUCCESSFUL]\n";
+
+    fn cfg(upload: UploadMode, runtime_streams: bool, rendezvous: bool) -> SendConfig {
+        SendConfig {
+            relay: RelayBase::parse("http://h:1").unwrap(),
+            path: "/p".into(),
+            token: Some("tok".into()),
+            rendezvous,
+            timeout_s: None,
+            upload,
+            part_size: 4,
+            meta: Metadata {
+                content_type: Some("text/plain".into()),
+                filename: None,
+                size: Some(10),
+            },
+            encrypted: false,
+            runtime_streams,
+        }
+    }
+
+    fn net() -> Failure {
+        Failure::network(Cause {
+            name: "TypeError".into(),
+            message: "fetch failed".into(),
+        })
+    }
+
+    fn id_header() -> Vec<(&'static str, &'static str)> {
+        vec![("x-httpipe-upload", "UP")]
+    }
+
+    /// Drives a segmented upload of `data` (in chunks of 3) answering every part with 200;
+    /// returns the part URLs and bodies sent.
+    fn drive_segmented(
+        p: &mut Producer<Vec<u8>>,
+        mem: &mut OriginMemory,
+        data: &[u8],
+    ) -> (Vec<(String, Vec<u8>)>, Step) {
+        let mut source = data.chunks(3).map(<[u8]>::to_vec);
+        let mut sent = Vec::new();
+        loop {
+            match p.poll(mem) {
+                Step::NeedSource => match source.next() {
+                    Some(c) => p.on_chunk(c),
+                    None => p.on_source_end(),
+                },
+                Step::Part(req) => {
+                    let body: Vec<u8> = p.part_body().concat();
+                    let last = req.url.contains("final=1");
+                    sent.push((req.url, body));
+                    let log = if last { OK_LOG } else { "" };
+                    p.on_response(200, &id_header(), log);
+                }
+                other => return (sent, other),
+            }
+        }
+    }
+
+    #[test]
+    fn rendezvous_then_streaming_success_is_remembered() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Auto, true, true)).unwrap();
+        let Step::Rendezvous(r) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(r.url, "http://h:1/connect/v0/p?mode=await-reader");
+        p.on_response(200, &NoHeaders, "http://h:1/p\n");
+        let Step::Stream(req) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(req.url, "http://h:1/p");
+        assert!(req.headers.contains(&(X_PIPING, "httpipe-size=10".into())));
+        assert_eq!(p.on_stream_log(b"[INFO] x\n"), Verdict::Pending);
+        p.on_stream_log(b"[STATE:TRANSFER_SUCCESSFUL]\n");
+        p.on_stream_end();
+        let Step::Done(rep) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(rep.transport, Transport::Stream);
+        assert_eq!(rep.relay_state, "[STATE:TRANSFER_SUCCESSFUL]");
+        assert_eq!(
+            mem.plan(UploadMode::Auto, true, "http://h:1").unwrap(),
+            Plan::Stream { fallback: false }
+        );
+    }
+
+    #[test]
+    fn fallback_after_a_failure_before_any_byte_left_replays_the_same_bytes() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Auto, true, false)).unwrap();
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_stream_failed(StreamFailure {
+            failure: net(),
+            replay: Some(vec![b"hel".to_vec(), b"lo".to_vec()]),
+            response_started: false,
+            source_error: None,
+        });
+        let mut source = vec![b" world".to_vec()].into_iter();
+        let mut sent = Vec::new();
+        let done = loop {
+            match p.poll(&mut mem) {
+                Step::NeedSource => match source.next() {
+                    Some(c) => p.on_chunk(c),
+                    None => p.on_source_end(),
+                },
+                Step::Part(req) => {
+                    let last = req.url.contains("final=1");
+                    sent.push(p.part_body().concat());
+                    p.on_response(200, &id_header(), if last { OK_LOG } else { "" });
+                }
+                other => break other,
+            }
+        };
+        let Step::Done(rep) = done else {
+            panic!("{done:?}")
+        };
+        assert_eq!(rep.transport, Transport::Segmented);
+        assert_eq!(sent.concat(), b"hello world");
+        assert_eq!(
+            mem.plan(UploadMode::Auto, true, "http://h:1").unwrap(),
+            Plan::Segmented
+        );
+    }
+
+    #[test]
+    fn no_fallback_when_streaming_was_asked_for() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Stream, true, false)).unwrap();
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_stream_failed(StreamFailure {
+            failure: net(),
+            replay: Some(vec![]),
+            response_started: false,
+            source_error: None,
+        });
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Network);
+    }
+
+    #[test]
+    fn a_cut_after_bytes_left_probes_the_relay() {
+        for (alive, code) in [
+            (true, ErrorCode::PeerDisconnected),
+            (false, ErrorCode::Network),
+        ] {
+            let mut mem = OriginMemory::new();
+            let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Auto, true, false)).unwrap();
+            let Step::Stream(_) = p.poll(&mut mem) else {
+                panic!()
+            };
+            p.on_stream_failed(StreamFailure {
+                failure: net(),
+                replay: None,
+                response_started: false,
+                source_error: None,
+            });
+            let Step::Probe(req) = p.poll(&mut mem) else {
+                panic!()
+            };
+            assert_eq!(req.url, "http://h:1/version");
+            assert_eq!(req.timeout_ms, Some(PROBE_TIMEOUT_MS));
+            if alive {
+                p.on_failure(net()); // the first probe may hit a dead pooled connection
+                let Step::Probe(_) = p.poll(&mut mem) else {
+                    panic!()
+                };
+                p.on_response(200, &NoHeaders, "httpipe-relay 0.1.0\n");
+            } else {
+                for _ in 0..PROBE_TRIES - 1 {
+                    p.on_failure(net());
+                    let Step::Probe(_) = p.poll(&mut mem) else {
+                        panic!()
+                    };
+                }
+                p.on_failure(net());
+            }
+            let Step::Failed(e) = p.poll(&mut mem) else {
+                panic!()
+            };
+            assert_eq!(e.code, code, "{e}");
+        }
+    }
+
+    #[test]
+    fn a_broken_status_log_probes_even_with_the_replay_kept() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Auto, true, false)).unwrap();
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_stream_failed(StreamFailure {
+            failure: net(),
+            replay: Some(vec![]),
+            response_started: true,
+            source_error: None,
+        });
+        assert!(matches!(p.poll(&mut mem), Step::Probe(_)));
+    }
+
+    #[test]
+    fn stops_and_source_errors_are_reported_as_such() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Auto, true, false)).unwrap();
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_stream_failed(StreamFailure {
+            failure: Failure::stopped(StopReason::User, None),
+            replay: Some(vec![]),
+            response_started: false,
+            source_error: None,
+        });
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Aborted);
+
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Auto, true, false)).unwrap();
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_stream_failed(StreamFailure {
+            failure: net(),
+            replay: Some(vec![]),
+            response_started: false,
+            source_error: Some(Error::usage("bad chunk")),
+        });
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.message, "bad chunk");
+    }
+
+    #[test]
+    fn the_consumer_leaving_mid_stream_is_seen_at_once() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Stream, true, false)).unwrap();
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(
+            p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n"),
+            Verdict::PeerDisconnected
+        );
+        assert!(p.is_finished());
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
+    }
+
+    #[test]
+    fn refusals_of_the_streaming_upload() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Stream, true, false)).unwrap();
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_stream_refused(400, "[ERROR] Another sender has been connected on '/p'.\n");
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::RelayError);
+        assert!(e.message.contains("Another sender"));
+    }
+
+    #[test]
+    fn segmented_parts_small_first_then_final_with_metadata_on_part_zero_only() {
+        let mut mem = OriginMemory::new();
+        let mut c = cfg(UploadMode::Segmented, true, false);
+        c.part_size = 4;
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        let (sent, end) = drive_segmented(&mut p, &mut mem, b"0123456789");
+        let Step::Done(rep) = end else {
+            panic!("{end:?}")
+        };
+        assert_eq!(rep.transport, Transport::Segmented);
+        let urls: Vec<&str> = sent.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "http://h:1/p?part=0",
+                "http://h:1/p?part=1&upload=UP",
+                "http://h:1/p?part=2&upload=UP&final=1"
+            ]
+        );
+        let bodies: Vec<&[u8]> = sent.iter().map(|(_, b)| &b[..]).collect();
+        assert_eq!(bodies, [&b"0123"[..], b"4567", b"89"]);
+    }
+
+    #[test]
+    fn an_empty_source_opens_with_part_zero_and_ends_with_an_empty_final_part() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, true, false)).unwrap();
+        let (sent, end) = drive_segmented(&mut p, &mut mem, b"");
+        assert!(matches!(end, Step::Done(_)));
+        let urls: Vec<&str> = sent.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "http://h:1/p?part=0",
+                "http://h:1/p?part=1&upload=UP&final=1"
+            ]
+        );
+    }
+
+    fn segmented_at_part_one() -> (Producer<Vec<u8>>, OriginMemory) {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, true, false)).unwrap();
+        let Step::NeedSource = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_chunk(b"01234567".to_vec());
+        let Step::Part(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(200, &id_header(), "");
+        let Step::Part(req) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert!(req.url.contains("part=1"));
+        (p, mem)
+    }
+
+    #[test]
+    fn a_part_is_retried_on_network_errors_with_backoff_then_fails() {
+        let (mut p, mut mem) = segmented_at_part_one();
+        for n in 1..PART_TRIES {
+            p.on_failure(net());
+            let Step::Sleep(ms) = p.poll(&mut mem) else {
+                panic!()
+            };
+            assert_eq!(ms, PART_RETRY_BACKOFF_MS * n as f64);
+            p.on_slept();
+            let Step::Part(req) = p.poll(&mut mem) else {
+                panic!()
+            };
+            assert!(req.url.contains("part=1"), "the same part again");
+            assert_eq!(p.part_body().concat(), b"4567");
+        }
+        p.on_failure(net());
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Network);
+    }
+
+    #[test]
+    fn a_retried_part_that_is_then_accepted_goes_on() {
+        let (mut p, mut mem) = segmented_at_part_one();
+        p.on_failure(net());
+        let Step::Sleep(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_slept();
+        let Step::Part(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(200, &NoHeaders, "");
+        assert!(matches!(p.poll(&mut mem), Step::NeedSource));
+    }
+
+    #[test]
+    fn part_zero_is_not_retried_and_aborts_are_not_retried() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, true, false)).unwrap();
+        let Step::NeedSource = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_chunk(b"0123".to_vec());
+        let Step::Part(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_failure(net());
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Network);
+
+        let (mut p, mut mem) = segmented_at_part_one();
+        p.on_failure(Failure::stopped(StopReason::User, None));
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Aborted);
+    }
+
+    #[test]
+    fn part_refusals_404_409_413() {
+        for (status, code, words) in [
+            (404, ErrorCode::PeerDisconnected, "dropped the upload"),
+            (409, ErrorCode::RelayError, "another part number"),
+            (413, ErrorCode::Unsupported, "smaller part size"),
+            (401, ErrorCode::Unauthorized, "token"),
+        ] {
+            let (mut p, mut mem) = segmented_at_part_one();
+            p.on_response(status, &NoHeaders, "[ERROR] nope\n");
+            let Step::Failed(e) = p.poll(&mut mem) else {
+                panic!()
+            };
+            assert_eq!(e.code, code, "{status}: {e}");
+            assert!(e.message.contains(words), "{status}: {e}");
+        }
+    }
+
+    #[test]
+    fn part_zero_without_an_upload_id_means_no_segmented_support() {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, true, false)).unwrap();
+        let Step::NeedSource = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_chunk(b"0123".to_vec());
+        let Step::Part(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(200, &NoHeaders, "");
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Unsupported);
+    }
+
+    #[test]
+    fn status_log_verdicts_of_parts() {
+        // The consumer left: the next part's answer says so.
+        let (mut p, mut mem) = segmented_at_part_one();
+        p.on_response(200, &NoHeaders, "[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
+        // A final part whose log doesn't end in success is not success.
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, true, false)).unwrap();
+        let mut mem = OriginMemory::new();
+        let mut n = 0;
+        let end = loop {
+            match p.poll(&mut mem) {
+                Step::NeedSource => p.on_source_end(),
+                Step::Part(_) => {
+                    n += 1;
+                    let log = if n == 2 { "[INFO] Sent\n" } else { "" };
+                    p.on_response(200, &id_header(), log);
+                }
+                other => break other,
+            }
+        };
+        let Step::Failed(e) = end else { panic!() };
+        assert_eq!(e.code, ErrorCode::RelayError);
+    }
+
+    #[test]
+    fn encrypted_sends_no_metadata_in_clear() {
+        let mut c = cfg(UploadMode::Auto, true, false);
+        c.encrypted = true;
+        c.meta.filename = Some("secret.txt".into());
+        let h = producer_headers(c.token.as_deref(), &c.meta, c.encrypted);
+        assert_eq!(
+            h,
+            vec![
+                (AUTHORIZATION, "Bearer tok".to_string()),
+                (CONTENT_TYPE, OCTET_STREAM.to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bad_path_fails_before_anything_waits() {
+        let mut c = cfg(UploadMode::Auto, true, true);
+        c.path = "/a?b".into();
+        assert!(Producer::<Vec<u8>>::new(c).is_err());
+    }
+}

@@ -1,0 +1,84 @@
+//! The requests the sans-IO machines ask an adapter to make (`fetch` in wasm, reqwest
+//! natively), and the response headers they read back.
+
+/// The two methods the client uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+        }
+    }
+}
+
+/// One HTTP request: method, absolute URL, headers (names from `crate::protocol::headers`).
+/// The body, if any, is given by the step that asked for the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub method: Method,
+    pub url: String,
+    pub headers: Vec<(&'static str, String)>,
+    /// The adapter gives up on this request after this many milliseconds (`None`: never).
+    pub timeout_ms: Option<f64>,
+}
+
+impl Request {
+    pub fn get(url: impl Into<String>, headers: Vec<(&'static str, String)>) -> Self {
+        Request {
+            method: Method::Get,
+            url: url.into(),
+            headers,
+            timeout_ms: None,
+        }
+    }
+
+    pub fn post(url: impl Into<String>, headers: Vec<(&'static str, String)>) -> Self {
+        Request {
+            method: Method::Post,
+            ..Request::get(url, headers)
+        }
+    }
+
+    /// `"POST http://relay/p"`, for messages.
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.method.as_str(), self.url)
+    }
+}
+
+/// Response headers as an adapter exposes them (case-insensitive names; several values of
+/// one name joined with `", "`, as `Headers.get` does).
+pub trait Headers {
+    fn get(&self, name: &str) -> Option<String>;
+}
+
+impl Headers for &[(&str, &str)] {
+    fn get(&self, name: &str) -> Option<String> {
+        let values: Vec<&str> = self
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+            .collect();
+        (!values.is_empty()).then(|| values.join(", "))
+    }
+}
+
+impl Headers for Vec<(&str, &str)> {
+    fn get(&self, name: &str) -> Option<String> {
+        Headers::get(&self.as_slice(), name)
+    }
+}
+
+/// No headers (for answers whose headers don't matter).
+pub struct NoHeaders;
+
+impl Headers for NoHeaders {
+    fn get(&self, _name: &str) -> Option<String> {
+        None
+    }
+}
