@@ -40,7 +40,7 @@ pub fn source(stream: ReadableStream, stop: Rc<Cell<StopReason>>) -> ByteStream 
     raw(stream)
         .map(move |r| {
             r.map_err(|e| from_js(&e, stop.get(), ErrorCode::Unsupported, "reading the source"))
-                .and_then(|v| as_bytes(v))
+                .and_then(as_bytes)
         })
         .boxed_local()
 }
