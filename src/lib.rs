@@ -7,6 +7,8 @@
 //! - `crypto` (feature `crypto`, on by default): streaming age v1 and age-rt v0.2
 //!   encryption (`PROTOCOL.md` §7–§8).
 //! - `wasm` (only on `wasm32`): the JavaScript bindings shipped as the npm package.
+//! - `native` (feature `native`, not on `wasm32`): the tokio + reqwest client used by the
+//!   `httpipe` CLI.
 
 pub mod protocol;
 
@@ -17,3 +19,6 @@ pub mod crypto;
 
 #[cfg(all(target_arch = "wasm32", feature = "crypto"))]
 pub mod wasm;
+
+#[cfg(all(feature = "native", not(target_arch = "wasm32")))]
+pub mod native;

@@ -230,7 +230,8 @@ mod tests {
         let z = RelayBase::from_connect_url("https://connect.example/v0/").unwrap();
         assert_eq!(z.as_str(), "https://connect.example");
         assert_eq!(
-            z.connect_url("/a/b", ConnectMode::AwaitWriter, None).unwrap(),
+            z.connect_url("/a/b", ConnectMode::AwaitWriter, None)
+                .unwrap(),
             "https://connect.example/v0/a/b?mode=await-writer"
         );
         assert!(RelayBase::from_connect_url("ftp://x/").is_err());

@@ -1,0 +1,187 @@
+//! Doing the core's [`Request`]s with reqwest: building them, their timeouts, reading short text
+//! answers, and turning reqwest's errors into the core's [`Failure`]s.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use super::stop::Stop;
+use crate::client::error::{Error, Failure, StopReason};
+use crate::client::request::{Headers, Method, Request};
+
+/// Error bodies and status-log slices are read up to this many bytes.
+pub(crate) const TEXT_LIMIT: usize = 64 * 1024;
+
+/// Response headers as the core reads them.
+pub(crate) struct HeaderView<'a>(pub &'a HeaderMap);
+
+impl Headers for HeaderView<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        let values: Vec<&str> = self
+            .0
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        (!values.is_empty()).then(|| values.join(", "))
+    }
+}
+
+/// A reqwest error shown with its whole cause chain ("error sending request: connection
+/// refused"), kept as the cause of our errors.
+#[derive(Debug)]
+pub(crate) struct TransportError(pub reqwest::Error);
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = std::error::Error::source(&self.0);
+        while let Some(c) = cause {
+            write!(f, ": {c}")?;
+            cause = c.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// A request that gave up after its `timeout_ms`.
+#[derive(Debug)]
+pub(crate) struct TimedOut(pub f64);
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no answer within {} ms", self.0)
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+/// The failure of a request that reqwest reported as `e`.
+pub(crate) fn failure(e: reqwest::Error, stop: &Stop) -> Failure {
+    let builder = e.is_builder();
+    let cause = TransportError(e);
+    match stop.reason() {
+        StopReason::None => Failure {
+            network: !builder,
+            ..Failure::network(cause)
+        },
+        r => Failure::stopped(r, Some(Arc::new(cause))),
+    }
+}
+
+/// How an elapsed `timeout_ms` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TimeoutAs {
+    /// No peer within the timeout ([`StopReason::Timeout`], `CONNECT_TIMEOUT`).
+    Stop,
+    /// A request that hung (a relay probe): a network failure.
+    Network,
+}
+
+pub(crate) fn timeout_failure(ms: f64, how: TimeoutAs) -> Failure {
+    match how {
+        TimeoutAs::Stop => Failure::stopped(StopReason::Timeout, Some(Arc::new(TimedOut(ms)))),
+        TimeoutAs::Network => Failure::network(TimedOut(ms)),
+    }
+}
+
+pub(crate) fn duration_of_ms(ms: f64) -> Duration {
+    Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 1e9))
+}
+
+/// A reqwest request for `req` (method, URL, headers); a header value that can't be sent is
+/// the caller's mistake (`UNSUPPORTED`).
+pub(crate) fn build(
+    http: &reqwest::Client,
+    req: &Request,
+) -> Result<reqwest::RequestBuilder, Failure> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &req.headers {
+        let n = HeaderName::from_bytes(name.as_bytes());
+        let v = HeaderValue::from_str(value);
+        match (n, v) {
+            (Ok(n), Ok(v)) => {
+                headers.append(n, v);
+            }
+            _ => {
+                return Err(Failure::coded(Error::usage(format!(
+                    "{}: the {name} header can't be sent (control characters?)",
+                    req.describe()
+                ))))
+            }
+        }
+    }
+    let method = match req.method {
+        Method::Get => reqwest::Method::GET,
+        Method::Post => reqwest::Method::POST,
+    };
+    Ok(http.request(method, &req.url).headers(headers))
+}
+
+/// A complete answer with a short text body.
+pub(crate) struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+/// Reads at most [`TEXT_LIMIT`] bytes of a body as text (lossy UTF-8).
+pub(crate) async fn read_text(mut resp: reqwest::Response) -> Result<String, reqwest::Error> {
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = TEXT_LIMIT.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if buf.len() >= TEXT_LIMIT {
+            break;
+        }
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Makes `req` (with `body`, if any) and reads its short text answer, within its
+/// `timeout_ms` and until `stop`.
+pub(crate) async fn text_request(
+    http: &reqwest::Client,
+    req: &Request,
+    body: Option<Bytes>,
+    stop: &Stop,
+    how: TimeoutAs,
+) -> Result<Answer, Failure> {
+    let mut rb = build(http, req)?;
+    if let Some(b) = body {
+        rb = rb.body(b);
+    }
+    let exchange = async {
+        let resp = rb.send().await?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = read_text(resp).await?;
+        Ok::<_, reqwest::Error>(Answer {
+            status,
+            headers,
+            body,
+        })
+    };
+    let timed = async {
+        match req.timeout_ms {
+            Some(ms) => match tokio::time::timeout(duration_of_ms(ms), exchange).await {
+                Ok(r) => r.map_err(|e| failure(e, stop)),
+                Err(_) => Err(timeout_failure(ms, how)),
+            },
+            None => exchange.await.map_err(|e| failure(e, stop)),
+        }
+    };
+    tokio::select! {
+        r = timed => r,
+        _ = stop.stopped() => Err(Failure::stopped(stop.reason(), None)),
+    }
+}

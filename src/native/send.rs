@@ -1,0 +1,601 @@
+//! The producer: drives [`Producer`] (every protocol decision) with reqwest, and the
+//! [`Writer`] of [`super::Client::open_writer`].
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::task::{ready, Context, Poll};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::future::poll_fn;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::PollSender;
+
+use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
+use super::source::{self, Cmd, Encoder, Meter, Source, WIRE_CHANNEL};
+use super::stop::Stop;
+use super::{io_error, SendOptions, SendReport};
+use crate::client::error::{Error, ErrorCode, StopReason};
+use crate::client::parts;
+use crate::client::producer::{self, Metadata, Producer, SendConfig, Step, StreamFailure};
+use crate::client::request::Request;
+use crate::client::status::Verdict;
+use crate::client::transport::OriginMemory;
+use crate::crypto::{Encryptor, Recipient};
+
+/// Writer commands buffered before `write_all` waits.
+const CMD_CHANNEL: usize = 4;
+/// A write is handed to the encoder in pieces of at most this many bytes.
+const PIECE: usize = 256 * 1024;
+
+/// What is known per relay origin about streaming uploads, for the whole process (§10).
+fn memory() -> std::sync::MutexGuard<'static, OriginMemory> {
+    static MEMORY: OnceLock<Mutex<OriginMemory>> = OnceLock::new();
+    MEMORY
+        .get_or_init(|| Mutex::new(OriginMemory::new()))
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `f` on the blocking pool (scrypt takes about a second).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        Error::new(
+            ErrorCode::Unsupported,
+            format!("a worker thread failed: {e}"),
+        )
+    })
+}
+
+/// The encryptor the options ask for (`None`: plain).
+async fn encryptor_for(o: &SendOptions) -> Result<Option<Encryptor>, Error> {
+    let format = o.format;
+    match (&o.passphrase, o.recipients.is_empty()) {
+        (Some(_), false) => Err(Error::usage(
+            "use either `passphrase` or `recipients`, not both (age allows one scrypt stanza only)",
+        )),
+        (Some(p), true) => {
+            let p = p.clone();
+            let enc = blocking(move || Encryptor::with_passphrase(format, &p)).await??;
+            Ok(Some(enc))
+        }
+        (None, false) => {
+            let parsed = o
+                .recipients
+                .iter()
+                .map(|r| Recipient::from_str(r.trim()))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Some(Encryptor::new(format, &parsed)?))
+        }
+        (None, true) => Ok(None),
+    }
+}
+
+struct Prepared {
+    driver: Driver,
+    encoder: Encoder,
+    meter: std::sync::Arc<Meter>,
+    tx: mpsc::Sender<source::Item>,
+    stop: Stop,
+}
+
+/// Validates the options and builds everything before anything waits on the relay.
+async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Error> {
+    let relay = o.target.relay_base()?;
+    let part_size = parts::part_size(o.part_size.map(|n| n as f64))?;
+    if o.auto_flush.is_some_and(|d| d.is_zero()) {
+        return Err(Error::usage("`auto_flush` must be longer than zero"));
+    }
+    let enc = encryptor_for(o).await?;
+    let cfg = SendConfig {
+        relay,
+        path: o.target.path.clone(),
+        token: o.target.token.clone(),
+        rendezvous: o.rendezvous,
+        timeout_s: o.timeout.map(|d| d.as_secs_f64()),
+        upload: o.upload,
+        part_size,
+        meta: Metadata {
+            content_type: o.content_type.clone(),
+            filename: o.filename.clone(),
+            size: o.size,
+        },
+        encrypted: enc.is_some(),
+        runtime_streams: true,
+    };
+    let producer = Producer::new(cfg)?;
+    let stop = Stop::new();
+    let (tx, rx) = mpsc::channel(WIRE_CHANNEL);
+    let source = Source::new(rx, stop.clone());
+    Ok(Prepared {
+        driver: Driver {
+            http: http.clone(),
+            producer,
+            source,
+            stop: stop.clone(),
+        },
+        encoder: Encoder::new(enc),
+        meter: Meter::new(o.size, o.on_progress.clone()),
+        tx,
+        stop,
+    })
+}
+
+/// Stops the operation when dropped (a send future dropped midway: the upload is cut, never
+/// ended cleanly).
+struct StopOnDrop(Stop);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop(StopReason::Internal, None);
+    }
+}
+
+/// Runs the pump and the driver together; the driver's outcome decides (the pump is dropped
+/// with it).
+async fn with_pump<T>(pump: impl Future<Output = ()>, drive: impl Future<Output = T>) -> T {
+    tokio::pin!(pump);
+    tokio::pin!(drive);
+    let mut pumping = true;
+    loop {
+        tokio::select! {
+            _ = &mut pump, if pumping => pumping = false,
+            r = &mut drive => return r,
+        }
+    }
+}
+
+fn report(
+    r: Result<producer::SendReport, Error>,
+    started: Instant,
+    meter: &Meter,
+) -> Result<SendReport, Error> {
+    let rep = r?;
+    meter.finish();
+    Ok(SendReport {
+        bytes: meter.bytes(),
+        duration: started.elapsed(),
+        transport: rep.transport,
+        relay_state: rep.relay_state,
+    })
+}
+
+/// `Client::send`.
+pub(crate) async fn send<R: AsyncRead + Send + Unpin + 'static>(
+    http: &reqwest::Client,
+    source: R,
+    opts: SendOptions,
+) -> Result<SendReport, Error> {
+    let started = Instant::now();
+    let Prepared {
+        mut driver,
+        encoder,
+        meter,
+        tx,
+        stop,
+    } = prepare(http, &opts).await?;
+    let _guard = StopOnDrop(stop);
+    let pump = source::pump_reader(source, encoder, tx, meter.clone());
+    let r = with_pump(pump, driver.run(None)).await;
+    driver.source.close();
+    report(r, started, &meter)
+}
+
+/// `Client::open_writer`.
+pub(crate) async fn open_writer(
+    http: &reqwest::Client,
+    opts: SendOptions,
+) -> Result<Writer, Error> {
+    let started = Instant::now();
+    let Prepared {
+        mut driver,
+        encoder,
+        meter,
+        tx,
+        stop,
+    } = prepare(http, &opts).await?;
+    // The rendezvous happens here, so the writer exists once the consumer does.
+    let first = match driver.poll() {
+        Step::Rendezvous(req) => {
+            driver.rendezvous(&req).await;
+            match driver.poll() {
+                Step::Failed(e) => return Err(e),
+                s => s,
+            }
+        }
+        Step::Failed(e) => return Err(e),
+        s => s,
+    };
+    let (cmd_tx, cmd_rx) = mpsc::channel(CMD_CHANNEL);
+    let task_stop = stop.clone();
+    let task = tokio::spawn(async move {
+        let _guard = StopOnDrop(task_stop.clone());
+        let pump = source::pump_commands(
+            cmd_rx,
+            encoder,
+            tx,
+            meter.clone(),
+            opts.auto_flush,
+            task_stop,
+        );
+        let r = with_pump(pump, driver.run(Some(first))).await;
+        driver.source.close();
+        report(r, started, &meter)
+    });
+    Ok(Writer {
+        tx: PollSender::new(cmd_tx),
+        task: Some(task),
+        outcome: None,
+        flush_wait: None,
+        finishing: false,
+        stop,
+    })
+}
+
+/// Runs the producer's steps.
+struct Driver {
+    http: reqwest::Client,
+    producer: Producer<Bytes>,
+    source: Source,
+    stop: Stop,
+}
+
+impl Driver {
+    fn poll(&mut self) -> Step {
+        let mut mem = memory();
+        self.producer.poll(&mut mem)
+    }
+
+    async fn rendezvous(&mut self, req: &Request) {
+        match text_request(&self.http, req, None, &self.stop, TimeoutAs::Stop).await {
+            Ok(a) => self
+                .producer
+                .on_response(a.status, &HeaderView(&a.headers), &a.body),
+            Err(f) => self.producer.on_failure(f),
+        }
+    }
+
+    async fn run(&mut self, mut first: Option<Step>) -> Result<producer::SendReport, Error> {
+        loop {
+            let step = match first.take() {
+                Some(s) => s,
+                None => self.poll(),
+            };
+            match step {
+                Step::Rendezvous(req) => self.rendezvous(&req).await,
+                Step::Stream(req) => self.stream(&req).await,
+                Step::NeedSource => match self.source.next().await {
+                    Ok(Some(b)) => self.producer.on_chunk(b),
+                    Ok(None) => self.producer.on_source_end(),
+                    Err(e) => self.producer.on_source_error(e),
+                },
+                Step::Part(req) => {
+                    let body = concat(self.producer.part_body());
+                    match text_request(&self.http, &req, Some(body), &self.stop, TimeoutAs::Stop)
+                        .await
+                    {
+                        Ok(a) => {
+                            self.producer
+                                .on_response(a.status, &HeaderView(&a.headers), &a.body)
+                        }
+                        Err(f) => self.producer.on_failure(f),
+                    }
+                }
+                Step::Sleep(ms) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(http::duration_of_ms(ms)) => self.producer.on_slept(),
+                        _ = self.stop.stopped() => return Err(self.stop.error("segmented upload")),
+                    }
+                }
+                Step::Probe(req) => {
+                    match text_request(&self.http, &req, None, &self.stop, TimeoutAs::Network).await
+                    {
+                        Ok(a) => {
+                            self.producer
+                                .on_response(a.status, &HeaderView(&a.headers), &a.body)
+                        }
+                        Err(f) => self.producer.on_failure(f),
+                    }
+                }
+                Step::Done(r) => return Ok(r),
+                Step::Failed(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One streaming upload: the source as the request body, the status log read while the
+    /// upload runs (full duplex: the relay answers 200 at once, §3.2).
+    async fn stream(&mut self, req: &Request) {
+        let cancel = self.stop.child();
+        let rb = match http::build(&self.http, req) {
+            Ok(rb) => rb,
+            Err(f) => {
+                let (replay, source_error) = self.source.end_attempt();
+                return self.producer.on_stream_failed(StreamFailure {
+                    failure: f,
+                    replay,
+                    response_started: false,
+                    source_error,
+                });
+            }
+        };
+        let body = reqwest::Body::wrap_stream(self.source.body(cancel.clone()));
+        let stop = self.stop.clone();
+        let sent = tokio::select! {
+            r = rb.body(body).send() => r.map_err(|e| failure(e, &stop)),
+            _ = stop.stopped() => Err(crate::client::error::Failure::stopped(stop.reason(), None)),
+        };
+        let mut resp = match sent {
+            Ok(r) => r,
+            Err(f) => {
+                cancel.cancel();
+                let (replay, source_error) = self.source.end_attempt();
+                return self.producer.on_stream_failed(StreamFailure {
+                    failure: f,
+                    replay,
+                    response_started: false,
+                    source_error,
+                });
+            }
+        };
+        let status = resp.status().as_u16();
+        if status != 200 {
+            cancel.cancel();
+            self.source.end_attempt();
+            let body = tokio::select! {
+                b = http::read_text(resp) => b.unwrap_or_default(),
+                _ = stop.stopped() => String::new(),
+            };
+            return self.producer.on_stream_refused(status, &body);
+        }
+        loop {
+            let piece = tokio::select! {
+                c = resp.chunk() => c.map_err(|e| failure(e, &stop)),
+                _ = stop.stopped() => Err(crate::client::error::Failure::stopped(stop.reason(), None)),
+            };
+            match piece {
+                Ok(Some(b)) => {
+                    if self.producer.on_stream_log(&b) == Verdict::PeerDisconnected {
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    // A log that ended while our body failed is that failure, not an end.
+                    if let Some(e) = self.source.source_error() {
+                        self.producer.on_source_error(e);
+                    } else if stop.reason() != StopReason::None {
+                        self.producer
+                            .on_source_error(stop.error("streaming upload"));
+                    } else {
+                        self.producer.on_stream_end();
+                    }
+                    break;
+                }
+                Err(f) => {
+                    cancel.cancel();
+                    let (replay, source_error) = self.source.end_attempt();
+                    self.producer.on_stream_failed(StreamFailure {
+                        failure: f,
+                        replay,
+                        response_started: true,
+                        source_error,
+                    });
+                    break;
+                }
+            }
+        }
+        cancel.cancel();
+        self.source.end_attempt();
+    }
+}
+
+/// A part's body as one buffer (parts are at most 16 MiB; usually one chunk already).
+fn concat(chunks: &[Bytes]) -> Bytes {
+    match chunks {
+        [] => Bytes::new(),
+        [one] => one.clone(),
+        many => {
+            let mut b = BytesMut::with_capacity(many.iter().map(Bytes::len).sum());
+            for c in many {
+                b.extend_from_slice(c);
+            }
+            b.freeze()
+        }
+    }
+}
+
+/// A log-style producer from [`super::Client::open_writer`]: write, flush, finish.
+///
+/// - [`write_all`](Writer::write_all) waits while the relay or the consumer is slower
+///   (backpressure: a few chunks are buffered, whatever the size).
+/// - [`flush`](Writer::flush): what was written goes on the wire now (age-rt: as one record;
+///   age v1 can only send whole 64 KiB chunks). With `auto_flush`, written bytes are flushed
+///   at most that long after they were written.
+/// - [`finish`](Writer::finish) ends the stream and resolves once the relay confirmed
+///   `[STATE:TRANSFER_SUCCESSFUL]`.
+/// - [`abort`](Writer::abort), or dropping the writer without `finish`: the consumer sees a
+///   truncated stream (`TRUNCATED`), never a clean end.
+///
+/// Also a [`tokio::io::AsyncWrite`] (`poll_shutdown` = `finish`); its errors carry the
+/// [`Error`] (see [`super::error_of`]).
+///
+/// # Errors
+///
+/// After the transfer failed, every call returns its error: `PEER_DISCONNECTED` (the consumer
+/// left: seen soon after, on the next write or flush), `NETWORK`, `RELAY_ERROR`, `ABORTED`,
+/// `UNSUPPORTED` (encryption failed, or a call after `finish`).
+pub struct Writer {
+    tx: PollSender<Cmd>,
+    task: Option<JoinHandle<Result<SendReport, Error>>>,
+    outcome: Option<Result<SendReport, Error>>,
+    flush_wait: Option<oneshot::Receiver<()>>,
+    finishing: bool,
+    stop: Stop,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("finishing", &self.finishing)
+            .field("outcome", &self.outcome)
+            .finish_non_exhaustive()
+    }
+}
+
+fn finished_error() -> Error {
+    Error::usage("the writer was already finished")
+}
+
+impl Writer {
+    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<SendReport, Error>> {
+        if let Some(o) = &self.outcome {
+            return Poll::Ready(o.clone());
+        }
+        let Some(task) = self.task.as_mut() else {
+            return Poll::Ready(Err(finished_error()));
+        };
+        let r = match ready!(Pin::new(task).poll(cx)) {
+            Ok(r) => r,
+            Err(e) => Err(Error::new(
+                ErrorCode::Unsupported,
+                format!("the send task failed: {e}"),
+            )),
+        };
+        self.task = None;
+        self.outcome = Some(r.clone());
+        Poll::Ready(r)
+    }
+
+    /// Room for one more command, or the transfer's error.
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        match &self.outcome {
+            Some(Err(e)) => return Poll::Ready(Err(e.clone())),
+            Some(Ok(_)) => return Poll::Ready(Err(finished_error())),
+            None if self.finishing => return Poll::Ready(Err(finished_error())),
+            None => {}
+        }
+        match ready!(self.tx.poll_reserve(cx)) {
+            Ok(()) => Poll::Ready(Ok(())),
+            Err(_) => {
+                let r = ready!(self.poll_outcome(cx));
+                Poll::Ready(Err(r.err().unwrap_or_else(finished_error)))
+            }
+        }
+    }
+
+    fn send_cmd(&mut self, cmd: Cmd) -> Result<(), Error> {
+        self.tx.send_item(cmd).map_err(|_| finished_error())
+    }
+
+    fn poll_write_piece(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<Result<usize, Error>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        ready!(self.poll_ready(cx))?;
+        let n = buf.len().min(PIECE);
+        self.send_cmd(Cmd::Data(Bytes::copy_from_slice(&buf[..n])))?;
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush_inner(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        if self.finishing {
+            return self.poll_outcome(cx).map(|r| r.map(|_| ()));
+        }
+        if self.flush_wait.is_none() {
+            ready!(self.poll_ready(cx))?;
+            let (tx, rx) = oneshot::channel();
+            self.send_cmd(Cmd::Flush(tx))?;
+            self.flush_wait = Some(rx);
+        }
+        let Some(rx) = self.flush_wait.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let acked = ready!(Pin::new(rx).poll(cx));
+        self.flush_wait = None;
+        match acked {
+            Ok(()) => Poll::Ready(Ok(())),
+            Err(_) => {
+                let r = ready!(self.poll_outcome(cx));
+                Poll::Ready(Err(r.err().unwrap_or_else(finished_error)))
+            }
+        }
+    }
+
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<SendReport, Error>> {
+        if !self.finishing && self.outcome.is_none() {
+            ready!(self.poll_ready(cx))?;
+            self.send_cmd(Cmd::Finish)?;
+            self.finishing = true;
+            self.tx.close();
+        }
+        self.poll_outcome(cx)
+    }
+
+    /// Writes all of `buf` (any size: it is encrypted and sent in pieces).
+    ///
+    /// # Errors
+    ///
+    /// The transfer's error once it failed (`PEER_DISCONNECTED`, `NETWORK`, ...); `UNSUPPORTED`
+    /// after `finish`.
+    pub async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), Error> {
+        while !buf.is_empty() {
+            let n = poll_fn(|cx| self.poll_write_piece(cx, buf)).await?;
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Sends what was written so far now: plain bytes at once; age-rt as one record; age v1
+    /// only whole chunks (a partial chunk can't be sent before the end).
+    ///
+    /// # Errors
+    ///
+    /// As [`write_all`](Writer::write_all).
+    pub async fn flush(&mut self) -> Result<(), Error> {
+        poll_fn(|cx| self.poll_flush_inner(cx)).await
+    }
+
+    /// Ends the stream; `Ok` only after the relay confirmed `[STATE:TRANSFER_SUCCESSFUL]`
+    /// (every byte handed to the consumer).
+    ///
+    /// # Errors
+    ///
+    /// The transfer's error: `PEER_DISCONNECTED`, `NETWORK`, `RELAY_ERROR`, ...
+    pub async fn finish(mut self) -> Result<SendReport, Error> {
+        poll_fn(|cx| self.poll_finish(cx)).await
+    }
+
+    /// Aborts the transfer: the upload is cut, so the consumer gets `TRUNCATED`, never a clean
+    /// end (at once for a streaming upload; a segmented one is cut by the relay's gap timeout,
+    /// `PROTOCOL.md` §4, as the protocol has no abort for it). `reason` is for messages only.
+    pub fn abort(self, reason: &str) {
+        self.stop.stop(StopReason::User, Some(reason.to_string()));
+    }
+}
+
+impl AsyncWrite for Writer {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_piece(cx, buf).map_err(io_error)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_flush_inner(cx).map_err(io_error)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut()
+            .poll_finish(cx)
+            .map(|r| r.map(|_| ()).map_err(io_error))
+    }
+}
