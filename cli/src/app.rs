@@ -1,0 +1,742 @@
+//! The subcommands: settings from the layers, then one transfer (or a `--serve` loop).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use httpipe::crypto::Format;
+use tokio::io::{AsyncWriteExt, BufWriter};
+
+use crate::cli::{Cli, Command, ReadArgs, ReceiveArgs, SendArgs, StreamArgs, WriteArgs};
+use crate::config::{self, Endpoint, Keys};
+use crate::exit::{from_net, CliError, Exit, Role};
+use crate::keys;
+use crate::pipe::{self, Copied, Sink};
+use crate::progress::Progress;
+use crate::tarball;
+use crate::transfer::{self, ReceiveSpec, SendSpec, StreamTarget};
+
+fn env_get(k: &str) -> Option<String> {
+    std::env::var(k).ok()
+}
+
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    let Some(command) = cli.command else {
+        return Ok(()); // main prints the help
+    };
+    let global = Keys {
+        log_level: cli.log_level.clone(),
+        ..Keys::default()
+    };
+    let file = || {
+        config::load_file_layer(
+            cli.config_file.as_deref(),
+            cli.config_name.as_deref(),
+            &env_get,
+        )
+    };
+    match command {
+        Command::Keygen(k) => {
+            init_logging(global.log_level.as_deref())?;
+            keys::keygen(k.output.as_deref())
+        }
+        Command::Write(w) => {
+            let keys = settings(write_keys(&w).or(global), file()?, "write")?;
+            write(w, keys).await
+        }
+        Command::Read(r) => {
+            let keys = settings(read_keys(&r).or(global), file()?, "read")?;
+            read(r, keys).await
+        }
+        Command::Send(s) => {
+            let mut k = stream_keys(&s.stream);
+            k.recipients = non_empty(&s.recipients);
+            k.recipients_file = s.recipients_file.as_ref().map(|p| p.display().to_string());
+            k.encryption_mode = s.encryption_mode.clone();
+            let keys = settings(k.or(global), file()?, "write")?;
+            send(s, keys).await
+        }
+        Command::Receive(r) => {
+            let mut k = stream_keys(&r.stream);
+            k.identities = paths(&r.identities);
+            let keys = settings(k.or(global), file()?, "read")?;
+            receive(r, keys).await
+        }
+    }
+}
+
+/// Merges the layers, prints the secret warnings, starts logging.
+fn settings(cli: Keys, file: Option<config::FileLayer>, mode: &str) -> Result<Keys, CliError> {
+    let env = config::keys_from_env(&env_get)?;
+    let r = config::resolve(cli, env, file, mode)?;
+    for w in &r.warnings {
+        eprintln!("{w}");
+    }
+    init_logging(r.keys.log_level.as_deref())?;
+    Ok(r.keys)
+}
+
+fn init_logging(level: Option<&str>) -> Result<(), CliError> {
+    use tracing::Level;
+    let level = match level.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("error") => Level::ERROR,
+        Some("warn" | "warning") => Level::WARN,
+        Some("info") => Level::INFO,
+        Some("debug") => Level::DEBUG,
+        Some("trace") => Level::TRACE,
+        Some(other) => {
+            return Err(CliError::usage(
+                format!("unknown log level {other:?}"),
+                "use error, warn, info, debug or trace",
+            ))
+        }
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .with_max_level(level)
+        .try_init();
+    Ok(())
+}
+
+fn non_empty(v: &[String]) -> Option<Vec<String>> {
+    (!v.is_empty()).then(|| v.to_vec())
+}
+
+fn paths(v: &[PathBuf]) -> Option<Vec<String>> {
+    (!v.is_empty()).then(|| v.iter().map(|p| p.display().to_string()).collect())
+}
+
+fn stream_keys(s: &StreamArgs) -> Keys {
+    Keys {
+        stream_path: s.stream_path.clone(),
+        connect_url: s.connect_url.clone(),
+        relay: s.relay.clone(),
+        connect_timeout: s.connect_timeout,
+        access_token: s.access_token.clone(),
+        passphrase: s.passphrase.clone(),
+        ..Keys::default()
+    }
+}
+
+fn write_keys(w: &WriteArgs) -> Keys {
+    Keys {
+        content_type: w.content_type.clone(),
+        auto_flush_delay: w.auto_flush_delay,
+        encryption_mode: w.encryption_mode.clone(),
+        unbuffered_input: w.unbuffered_input.then_some(true),
+        recipients: non_empty(&w.recipients),
+        recipients_file: w.recipients_file.as_ref().map(|p| p.display().to_string()),
+        serve: w.serve.then_some(true),
+        command: non_empty(&w.command).map(config::CommandSpec::Argv),
+        ..stream_keys(&w.stream)
+    }
+}
+
+fn read_keys(r: &ReadArgs) -> Keys {
+    Keys {
+        unbuffered_output: r.unbuffered_output.then_some(true),
+        identities: paths(&r.identities),
+        serve: r.serve.then_some(true),
+        command: non_empty(&r.command).map(config::CommandSpec::Argv),
+        ..stream_keys(&r.stream)
+    }
+}
+
+fn target(keys: &Keys, path: String) -> Result<StreamTarget, CliError> {
+    Ok(StreamTarget {
+        endpoint: Endpoint::resolve(keys.relay.as_deref(), keys.connect_url.as_deref())?,
+        path,
+        token: keys.access_token.clone(),
+        timeout: config::timeout(keys),
+    })
+}
+
+fn format(keys: &Keys) -> Result<Format, CliError> {
+    match keys.encryption_mode.as_deref() {
+        None | Some("age-rt") => Ok(Format::AgeRt),
+        Some("age") => Ok(Format::Age),
+        Some(other) => Err(CliError::usage(
+            format!("invalid encryption mode {other:?}"),
+            "use --encryption-mode age-rt (default) or age",
+        )),
+    }
+}
+
+fn recipients(keys: &Keys) -> Result<Vec<String>, CliError> {
+    let given = keys.recipients.clone().unwrap_or_default();
+    let file = keys.recipients_file.as_ref().map(PathBuf::from);
+    let r = keys::load_recipients(&given, file.as_deref())?;
+    if !r.is_empty() && keys.passphrase.is_some() {
+        return Err(CliError::usage(
+            "both a passphrase and recipients were given",
+            "age allows one or the other: drop -p/HTTPIPE_PASSPHRASE or -r/-R",
+        ));
+    }
+    Ok(r)
+}
+
+fn command(keys: &Keys) -> Result<Vec<String>, CliError> {
+    match &keys.command {
+        None => Ok(Vec::new()),
+        Some(c) => c.argv("config 'command'"),
+    }
+}
+
+/// Runs `round` once, or again and again with `--serve`, until SIGINT/SIGTERM.
+async fn run_rounds<F, Fut>(serve: bool, has_command: bool, mut round: F) -> Result<(), CliError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), CliError>>,
+{
+    if serve && !has_command {
+        return Err(CliError::usage(
+            "--serve needs a command to run for each peer",
+            "add -- COMMAND ARGS..., or `command:` in the config file",
+        ));
+    }
+    if !serve {
+        return tokio::select! {
+            r = round() => r,
+            s = shutdown() => Err(CliError::generic(format!("interrupted by {s}"), "the stream was aborted")),
+        };
+    }
+    loop {
+        tokio::select! {
+            r = round() => match r {
+                Ok(()) => tracing::info!("transfer done; waiting for the next peer"),
+                Err(e) if matches!(e.exit, Exit::Auth | Exit::Usage) => return Err(e),
+                Err(e) => {
+                    eprintln!("{e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            },
+            s = shutdown() => {
+                tracing::info!("{s}: stopping");
+                return Ok(());
+            }
+        }
+    }
+}
+
+async fn shutdown() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return "SIGINT";
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+/// Finishes the stream if `r` is Ok, else aborts it (the consumer sees it cut short).
+async fn end_stream<T>(sender: transfer::Sender, r: Result<T, CliError>) -> Result<T, CliError> {
+    match r {
+        Ok(v) => {
+            sender
+                .finish()
+                .await
+                .map_err(|e| from_net(&e, Role::Producer))?;
+            Ok(v)
+        }
+        Err(e) => {
+            sender.abort(&e.what);
+            Err(e)
+        }
+    }
+}
+
+async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
+    let path = config::check_stream_path(keys.stream_path.clone())?;
+    let recipients = recipients(&keys)?;
+    let spec = SendSpec {
+        target: target(&keys, path.clone())?,
+        content_type: keys.content_type.clone(),
+        filename: None,
+        size: None,
+        passphrase: keys.passphrase.clone(),
+        recipients,
+        format: format(&keys)?,
+        auto_flush: keys.auto_flush_delay.map(Duration::from_secs),
+    };
+    let argv = command(&keys)?;
+    let whole_blocks = !keys.unbuffered_input.unwrap_or(false);
+    let serve = keys.serve.unwrap_or(w.serve);
+    tracing::info!("opening stream for writing: {path}");
+    tracing::debug!(
+        "connect URL: {}",
+        spec.target.endpoint.connect_url_for(&path)
+    );
+    run_rounds(serve, !argv.is_empty(), || {
+        let spec = spec.clone();
+        let argv = argv.clone();
+        async move {
+            let mut sender = transfer::open_sender(spec)
+                .await
+                .map_err(|e| from_net(&e, Role::Producer))?;
+            tracing::info!("consumer connected");
+            let r = if argv.is_empty() {
+                let progress = Progress::new(true, None, "sent");
+                let r = pipe::copy_to_sink(
+                    tokio::io::stdin(),
+                    &mut sender,
+                    whole_blocks,
+                    &progress,
+                    "stdin",
+                )
+                .await;
+                progress.finish();
+                r
+            } else {
+                pipe::run_producer(&argv, &mut sender, &Progress::hidden()).await
+            };
+            end_stream(sender, r)
+                .await
+                .map(|n| tracing::info!("sent {n} bytes"))
+        }
+    })
+    .await
+}
+
+async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
+    let path = config::check_stream_path(keys.stream_path.clone())?;
+    let identities = keys::load_identities(&keys.identities.clone().unwrap_or_default())?;
+    let spec = ReceiveSpec {
+        target: target(&keys, path.clone())?,
+        passphrase: keys.passphrase.clone(),
+        identities,
+    };
+    let argv = command(&keys)?;
+    let unbuffered = keys.unbuffered_output.unwrap_or(false);
+    let serve = keys.serve.unwrap_or(r.serve);
+    tracing::info!("opening stream for reading: {path}");
+    tracing::debug!(
+        "connect URL: {}",
+        spec.target.endpoint.connect_url_for(&path)
+    );
+    run_rounds(serve, !argv.is_empty(), || {
+        let spec = spec.clone();
+        let argv = argv.clone();
+        async move {
+            let (info, mut rx) = transfer::open_receiver(spec)
+                .await
+                .map_err(|e| from_net(&e, Role::Consumer))?;
+            tracing::info!(
+                "producer connected (content type {})",
+                info.content_type.as_deref().unwrap_or("not given")
+            );
+            if !argv.is_empty() {
+                return pipe::run_consumer(&argv, &mut rx, &Progress::hidden())
+                    .await
+                    .map(|_| ());
+            }
+            use std::io::IsTerminal;
+            let progress = Progress::new(!std::io::stdout().is_terminal(), info.size, "received");
+            let stdout = tokio::io::stdout();
+            let copied = if unbuffered {
+                let mut out = stdout;
+                pipe::copy_from_source(&mut rx, &mut out, true, &progress, "stdout").await
+            } else {
+                let mut out = BufWriter::with_capacity(pipe::CHUNK, stdout);
+                pipe::copy_from_source(&mut rx, &mut out, false, &progress, "stdout").await
+            }?;
+            progress.finish();
+            if let Copied::OutputClosed(n) = copied {
+                tracing::info!("stdout closed after {n} bytes; the rest of the stream was dropped");
+            }
+            Ok(())
+        }
+    })
+    .await
+}
+
+/// A random stream path for `send`: `/s/` + 16 characters (80 bits).
+fn random_token(n: usize) -> Result<String, CliError> {
+    const ALPHABET: &[u8; 32] = b"abcdefghijkmnpqrstuvwxyz23456789";
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        CliError::generic(
+            format!("no random numbers: {e}"),
+            "the system's random source failed",
+        )
+    })?;
+    Ok(bytes
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(b % 32)]))
+        .collect())
+}
+
+fn random_passphrase() -> Result<String, CliError> {
+    let s = random_token(20)?; // 100 bits
+    Ok(s.as_bytes()
+        .chunks(5)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect::<Vec<_>>()
+        .join("-"))
+}
+
+/// The command the other side pastes.
+fn receive_hint(
+    target: &StreamTarget,
+    generated_passphrase: Option<&str>,
+    recipients: bool,
+) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = generated_passphrase {
+        parts.push(format!("HTTPIPE_PASSPHRASE={p}"));
+    }
+    parts.push("httpipe receive".to_string());
+    match &target.endpoint.relay {
+        Some(r) if target.endpoint.connect_base == format!("{r}/connect/v0/") => {
+            parts.push(format!("--relay {}", shell_word(r)));
+        }
+        _ => parts.push(format!("-U {}", shell_word(&target.endpoint.connect_base))),
+    }
+    parts.push(format!("-s {}", shell_word(&target.path)));
+    if recipients {
+        parts.push("-i YOUR_KEY_FILE".to_string());
+    }
+    parts.join(" ")
+}
+
+fn shell_word(s: &str) -> String {
+    shlex::try_quote(s)
+        .map(|c| c.into_owned())
+        .unwrap_or_else(|_| s.to_string())
+}
+
+async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
+    let entries = tarball::entries(&s.files)?;
+    let path = match keys.stream_path.clone() {
+        Some(p) => config::check_stream_path(Some(p))?,
+        None => format!("/s/{}", random_token(16)?),
+    };
+    let recipients = recipients(&keys)?;
+    let mut generated = None;
+    if recipients.is_empty() && keys.passphrase.is_none() {
+        let p = random_passphrase()?;
+        keys.passphrase = Some(p.clone());
+        generated = Some(p);
+    }
+    let target = target(&keys, path)?;
+    let (filename, size, content_type) = match entries.as_slice() {
+        [one] => (one.name.clone(), one.size, None),
+        many => (
+            format!("httpipe-{}-files.tar", many.len()),
+            tarball::archive_size(many),
+            Some("application/x-tar".to_string()),
+        ),
+    };
+    eprintln!("On the other side, run:");
+    eprintln!(
+        "  {}",
+        receive_hint(&target, generated.as_deref(), !recipients.is_empty())
+    );
+    if generated.is_none() && recipients.is_empty() {
+        eprintln!("  (with the same passphrase in HTTPIPE_PASSPHRASE)");
+    }
+    if keys.access_token.is_some() {
+        eprintln!("  (with a read token for this path in HTTPIPE_ACCESS_TOKEN)");
+    }
+    let spec = SendSpec {
+        target,
+        content_type,
+        filename: Some(filename.clone()),
+        size: Some(size),
+        passphrase: keys.passphrase.clone(),
+        recipients,
+        format: format(&keys)?,
+        auto_flush: None,
+    };
+    let progress = Progress::new(true, Some(size), "waiting for the receiver");
+    let mut sender = tokio::select! {
+        r = transfer::open_sender(spec) => r.map_err(|e| from_net(&e, Role::Producer))?,
+        sig = shutdown() => return Err(CliError::generic(format!("interrupted by {sig}"), "nothing was sent")),
+    };
+    progress.set_message(&filename);
+    let r = tokio::select! {
+        r = send_entries(&entries, &mut sender, &progress) => r,
+        sig = shutdown() => Err(CliError::generic(format!("interrupted by {sig}"), "the receiver sees the transfer cut short")),
+    };
+    end_stream(sender, r).await?;
+    progress.finish();
+    Ok(())
+}
+
+async fn send_entries<S: Sink>(
+    entries: &[tarball::Entry],
+    sink: &mut S,
+    progress: &Progress,
+) -> Result<(), CliError> {
+    let archive = entries.len() > 1;
+    for e in entries {
+        if archive {
+            sink.write(&tarball::header(e)?)
+                .await
+                .map_err(|err| from_net(&err, Role::Producer))?;
+        }
+        let f = tokio::fs::File::open(&e.path).await.map_err(|err| {
+            CliError::generic(
+                format!("can't open {}: {err}", e.path.display()),
+                "check the file",
+            )
+        })?;
+        let n = pipe::copy_to_sink(f, sink, true, progress, &e.path.display().to_string()).await?;
+        if n != e.size {
+            return Err(CliError::generic(
+                format!(
+                    "{} changed size while it was sent ({} → {n} bytes)",
+                    e.path.display(),
+                    e.size
+                ),
+                "send it again when nothing writes to it",
+            ));
+        }
+        if archive {
+            let pad = vec![0u8; tarball::padding(e.size)];
+            sink.write(&pad)
+                .await
+                .map_err(|err| from_net(&err, Role::Producer))?;
+        }
+    }
+    if archive {
+        sink.write(&[0u8; 1024])
+            .await
+            .map_err(|err| from_net(&err, Role::Producer))?;
+    }
+    Ok(())
+}
+
+/// Where `receive` saves: `-o -` stdout; `-o DIR` DIR/NAME; `-o FILE`; default ./NAME, or
+/// stdout when the sender gave no name.
+#[derive(Debug, PartialEq, Eq)]
+enum Dest {
+    Stdout,
+    File(PathBuf),
+}
+
+fn safe_name(name: &str) -> Option<String> {
+    let base = Path::new(name).file_name()?.to_str()?;
+    (!base.is_empty() && base != "." && base != ".." && !base.starts_with('.'))
+        .then(|| base.to_string())
+}
+
+fn destination(output: Option<&Path>, sent_name: Option<&str>) -> Result<Dest, CliError> {
+    let name = sent_name.and_then(safe_name);
+    let dest = match output {
+        Some(p) if p == Path::new("-") => return Ok(Dest::Stdout),
+        Some(p) if p.is_dir() => p.join(name.unwrap_or_else(|| "httpipe-received".to_string())),
+        Some(p) => p.to_path_buf(),
+        None => match name {
+            Some(n) => PathBuf::from(n),
+            None => return Ok(Dest::Stdout),
+        },
+    };
+    if dest.exists() {
+        return Err(CliError::generic(
+            format!("{} already exists", dest.display()),
+            "it is never overwritten; choose another place with -o",
+        ));
+    }
+    Ok(Dest::File(dest))
+}
+
+async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
+    let path = config::check_stream_path(keys.stream_path.clone())?;
+    if let Some(o) = r.output.as_deref() {
+        if o != Path::new("-") && !o.is_dir() && o.exists() {
+            return Err(CliError::generic(
+                format!("{} already exists", o.display()),
+                "it is never overwritten; choose another place with -o",
+            ));
+        }
+    }
+    let spec = ReceiveSpec {
+        target: target(&keys, path)?,
+        passphrase: keys.passphrase.clone(),
+        identities: keys::load_identities(&keys.identities.clone().unwrap_or_default())?,
+    };
+    let work = async {
+        let (info, mut rx) = transfer::open_receiver(spec)
+            .await
+            .map_err(|e| from_net(&e, Role::Consumer))?;
+        let dest = destination(r.output.as_deref(), info.filename.as_deref())?;
+        match dest {
+            Dest::Stdout => {
+                let progress = Progress::new(true, info.size, "received");
+                let mut out = BufWriter::with_capacity(pipe::CHUNK, tokio::io::stdout());
+                pipe::copy_from_source(&mut rx, &mut out, false, &progress, "stdout").await?;
+                progress.finish();
+                Ok(())
+            }
+            Dest::File(dest) => receive_to_file(&mut rx, &dest, info.size).await,
+        }
+    };
+    tokio::select! {
+        r = work => r,
+        sig = shutdown() => Err(CliError::generic(format!("interrupted by {sig}"), "nothing was saved")),
+    }
+}
+
+/// Writes to `DEST.httpipe-part` and renames it only after the stream's clean end.
+async fn receive_to_file(
+    rx: &mut transfer::Receiver,
+    dest: &Path,
+    size: Option<u64>,
+) -> Result<(), CliError> {
+    let mut part = dest.as_os_str().to_owned();
+    part.push(".httpipe-part");
+    let part = PathBuf::from(part);
+    let file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&part)
+        .await
+        .map_err(|e| {
+            CliError::generic(
+                format!("can't create {}: {e}", part.display()),
+                "check the directory",
+            )
+        })?;
+    let guard = PartGuard(Some(part.clone()));
+    let progress = Progress::new(true, size, &dest.display().to_string());
+    let mut out = BufWriter::with_capacity(pipe::CHUNK, file);
+    let copied =
+        pipe::copy_from_source(rx, &mut out, false, &progress, &part.display().to_string()).await?;
+    out.shutdown().await.map_err(|e| {
+        CliError::generic(
+            format!("writing {} failed: {e}", part.display()),
+            "check free space",
+        )
+    })?;
+    if let Copied::OutputClosed(_) = copied {
+        return Err(CliError::generic(
+            format!("writing {} stopped", part.display()),
+            "check free space",
+        ));
+    }
+    std::fs::rename(&part, dest).map_err(|e| {
+        CliError::generic(
+            format!("can't rename {} to {}: {e}", part.display(), dest.display()),
+            "check the directory",
+        )
+    })?;
+    guard.keep();
+    progress.finish();
+    eprintln!("saved {}", dest.display());
+    Ok(())
+}
+
+/// Removes a partial file unless kept.
+struct PartGuard(Option<PathBuf>);
+
+impl PartGuard {
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for PartGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passphrases_and_paths_are_random() {
+        let a = random_passphrase().expect("rand");
+        assert_eq!(a.len(), 23);
+        assert_ne!(a, random_passphrase().expect("rand"));
+        assert_eq!(random_token(16).expect("rand").len(), 16);
+    }
+
+    #[test]
+    fn hint_for_relay_and_connect_url() {
+        let t = StreamTarget {
+            endpoint: Endpoint::resolve(Some("http://127.0.0.1:8080"), None).expect("ep"),
+            path: "/s/abc".into(),
+            token: None,
+            timeout: None,
+        };
+        assert_eq!(
+            receive_hint(&t, Some("aaaaa-bbbbb"), false),
+            "HTTPIPE_PASSPHRASE=aaaaa-bbbbb httpipe receive --relay http://127.0.0.1:8080 -s /s/abc"
+        );
+        let t = StreamTarget {
+            endpoint: Endpoint::resolve(None, None).expect("ep"),
+            ..t
+        };
+        assert_eq!(
+            receive_hint(&t, None, true),
+            "httpipe receive -U https://connect.zebrastream.io/v0/ -s /s/abc -i YOUR_KEY_FILE"
+        );
+    }
+
+    #[test]
+    fn receive_destinations() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(
+            destination(Some(Path::new("-")), Some("a")).expect("d"),
+            Dest::Stdout
+        );
+        assert_eq!(destination(None, None).expect("d"), Dest::Stdout);
+        assert_eq!(
+            destination(Some(dir.path()), Some("../../etc/passwd")).expect("d"),
+            Dest::File(dir.path().join("passwd"))
+        );
+        assert_eq!(
+            destination(Some(dir.path()), Some(".bashrc")).expect("d"),
+            Dest::File(dir.path().join("httpipe-received"))
+        );
+        std::fs::write(dir.path().join("x"), b"").expect("write");
+        assert!(destination(Some(dir.path()), Some("x")).is_err());
+    }
+
+    #[test]
+    fn layers_from_write_args() {
+        let w = WriteArgs {
+            unbuffered_input: false,
+            command: vec!["cat".into()],
+            ..WriteArgs::default()
+        };
+        let k = write_keys(&w);
+        // An unset flag stays unset so the env or file can turn it on.
+        assert_eq!(k.unbuffered_input, None);
+        assert_eq!(
+            k.command,
+            Some(config::CommandSpec::Argv(vec!["cat".into()]))
+        );
+    }
+
+    #[test]
+    fn passphrase_and_recipients_conflict() {
+        let (_, p) = httpipe::crypto::generate_x25519().expect("keygen");
+        let k = Keys {
+            passphrase: Some("x".into()),
+            recipients: Some(vec![p]),
+            ..Keys::default()
+        };
+        assert_eq!(recipients(&k).expect_err("conflict").exit, Exit::Usage);
+        assert!(format(&Keys {
+            encryption_mode: Some("rot13".into()),
+            ..Keys::default()
+        })
+        .is_err());
+    }
+}

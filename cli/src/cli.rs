@@ -1,0 +1,245 @@
+//! The command line (clap derive). Option names, short forms and meanings follow
+//! `zebrastream` 0.5.4 (see `ZEBRASTREAM_NOTES.md`); values left out here come from the
+//! environment or the config file (`config.rs`), so nothing has a clap default.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const ENV_HELP: &str = "\
+Environment (after the command line, before the config file): HTTPIPE_<KEY> or
+ZEBRASTREAM_<KEY> for every config key, e.g. HTTPIPE_ACCESS_TOKEN, HTTPIPE_PASSPHRASE,
+HTTPIPE_STREAM_PATH, HTTPIPE_CONNECT_URL, HTTPIPE_RELAY, HTTPIPE_CONNECT_TIMEOUT.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 auth, 4 connect timeout, 5 peer disconnected,
+6 producer command failed, 7 consumer command failed.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "httpipe",
+    version,
+    about = "Stream bytes between Unix pipelines through an httpipe (or ZebraStream) relay",
+    after_help = ENV_HELP
+)]
+pub struct Cli {
+    /// Named configuration: ~/.config/httpipe/streams/NAME.yaml (or zebrastream's)
+    #[arg(short = 'n', long, global = true, value_name = "NAME")]
+    pub config_name: Option<String>,
+
+    /// Explicit path to a config file (takes precedence over --config-name)
+    #[arg(short = 'f', long, global = true, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
+
+    /// Log level: error (default), warn, info, debug, trace
+    #[arg(short = 'l', long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Send stdin (or a producer command's stdout) to a stream
+    Write(WriteArgs),
+    /// Receive a stream to stdout (or into a consumer command's stdin)
+    Read(ReadArgs),
+    /// Send files; prints the `httpipe receive` command for the other side
+    Send(SendArgs),
+    /// Receive what `httpipe send` sends, to a file
+    Receive(ReceiveArgs),
+    /// Make an age X25519 key pair (like age-keygen)
+    Keygen(KeygenArgs),
+}
+
+/// Where the stream is and how to get in: shared by all transfer subcommands.
+#[derive(Debug, Args, Default, Clone)]
+pub struct StreamArgs {
+    /// Stream path (e.g. /org/team/feed); optional if in the config
+    #[arg(short = 's', long, value_name = "PATH")]
+    pub stream_path: Option<String>,
+
+    /// Connect API base URL (default https://connect.zebrastream.io/v0/)
+    #[arg(short = 'U', long, value_name = "URL")]
+    pub connect_url: Option<String>,
+
+    /// httpipe relay base URL: Connect API at URL/connect/v0/, data at URL/PATH
+    #[arg(long, value_name = "URL")]
+    pub relay: Option<String>,
+
+    /// Seconds to wait for the other side on the Connect API (default: forever)
+    #[arg(short = 't', long, value_name = "SECONDS")]
+    pub connect_timeout: Option<u64>,
+
+    /// Access token (better: HTTPIPE_ACCESS_TOKEN or the config file)
+    #[arg(short = 'a', long, value_name = "TOKEN")]
+    pub access_token: Option<String>,
+
+    /// Passphrase for encryption (better: HTTPIPE_PASSPHRASE or the config file)
+    #[arg(short = 'p', long, value_name = "PASSPHRASE")]
+    pub passphrase: Option<String>,
+}
+
+#[derive(Debug, Args, Default, Clone)]
+pub struct WriteArgs {
+    #[command(flatten)]
+    pub stream: StreamArgs,
+
+    /// Content-Type of the stream
+    #[arg(short = 'c', long, value_name = "TYPE")]
+    pub content_type: Option<String>,
+
+    /// Automatic flush delay in seconds (0 = every read goes out at once; omit to disable)
+    #[arg(short = 'd', long, value_name = "SECONDS")]
+    pub auto_flush_delay: Option<u64>,
+
+    /// Encryption format with a passphrase or recipients: age-rt (default) or age
+    #[arg(long, value_name = "MODE")]
+    pub encryption_mode: Option<String>,
+
+    /// Read stdin without waiting for full 64 KiB blocks (for real-time streams)
+    #[arg(short = 'u', long)]
+    pub unbuffered_input: bool,
+
+    /// Encrypt to this age recipient (age1...); repeatable
+    #[arg(short = 'r', long = "recipient", value_name = "RECIPIENT")]
+    pub recipients: Vec<String>,
+
+    /// Encrypt to the recipients listed in FILE (one per line, # comments)
+    #[arg(short = 'R', long, value_name = "FILE")]
+    pub recipients_file: Option<PathBuf>,
+
+    /// After a transfer, wait for the next consumer and run COMMAND again (until SIGINT/SIGTERM)
+    #[arg(long)]
+    pub serve: bool,
+
+    /// Producer command (after --): its stdout is sent, once a consumer is there
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args, Default, Clone)]
+pub struct ReadArgs {
+    #[command(flatten)]
+    pub stream: StreamArgs,
+
+    /// Write each piece to stdout at once (for real-time streams)
+    #[arg(short = 'u', long)]
+    pub unbuffered_output: bool,
+
+    /// Decrypt with the age identities in FILE (AGE-SECRET-KEY-1 lines); repeatable
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identities: Vec<PathBuf>,
+
+    /// After a transfer, wait for the next producer and run COMMAND again (until SIGINT/SIGTERM)
+    #[arg(long)]
+    pub serve: bool,
+
+    /// Consumer command (after --): the stream is its stdin, once a producer is there
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args, Default, Clone)]
+pub struct SendArgs {
+    #[command(flatten)]
+    pub stream: StreamArgs,
+
+    /// Encrypt to this age recipient (age1...) instead of a passphrase; repeatable
+    #[arg(short = 'r', long = "recipient", value_name = "RECIPIENT")]
+    pub recipients: Vec<String>,
+
+    /// Encrypt to the recipients listed in FILE
+    #[arg(short = 'R', long, value_name = "FILE")]
+    pub recipients_file: Option<PathBuf>,
+
+    /// Encryption format: age-rt (default) or age
+    #[arg(long, value_name = "MODE")]
+    pub encryption_mode: Option<String>,
+
+    /// Files to send (several go as one tar archive)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args, Default, Clone)]
+pub struct ReceiveArgs {
+    #[command(flatten)]
+    pub stream: StreamArgs,
+
+    /// Decrypt with the age identities in FILE; repeatable
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identities: Vec<PathBuf>,
+
+    /// Where to save: a file, a directory, or - for stdout (default: the sent name, here)
+    #[arg(short = 'o', long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Default, Clone)]
+pub struct KeygenArgs {
+    /// Write the key to FILE (created with mode 0600; never overwritten)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_before_and_after_the_subcommand() {
+        let a = Cli::try_parse_from(["httpipe", "-n", "cfg", "write", "-s", "/x"]).expect("parse");
+        assert_eq!(a.config_name.as_deref(), Some("cfg"));
+        let b = Cli::try_parse_from(["httpipe", "write", "-f", "c.yaml", "-l", "debug"])
+            .expect("parse");
+        assert_eq!(b.config_file, Some(PathBuf::from("c.yaml")));
+        assert_eq!(b.log_level.as_deref(), Some("debug"));
+    }
+
+    #[test]
+    fn command_after_double_dash_keeps_its_options() {
+        let a = Cli::try_parse_from([
+            "httpipe", "write", "-s", "/x", "-d", "0", "--", "tail", "-f", "log",
+        ])
+        .expect("parse");
+        let Some(Command::Write(w)) = a.command else {
+            panic!("not write")
+        };
+        assert_eq!(w.command, ["tail", "-f", "log"]);
+        assert_eq!(w.auto_flush_delay, Some(0));
+        assert_eq!(w.stream.stream_path.as_deref(), Some("/x"));
+    }
+
+    #[test]
+    fn read_has_no_write_options() {
+        let e =
+            Cli::try_parse_from(["httpipe", "read", "-c", "text/plain"]).expect_err("must fail");
+        assert_eq!(e.exit_code(), 2);
+        let e = Cli::try_parse_from(["httpipe", "read", "--encryption-mode", "age"])
+            .expect_err("must fail");
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn repeatable_recipients_and_identities() {
+        let a =
+            Cli::try_parse_from(["httpipe", "write", "-r", "age1a", "-r", "age1b"]).expect("parse");
+        let Some(Command::Write(w)) = a.command else {
+            panic!("not write")
+        };
+        assert_eq!(w.recipients, ["age1a", "age1b"]);
+        let a = Cli::try_parse_from(["httpipe", "read", "-i", "k1", "--identity", "k2"])
+            .expect("parse");
+        let Some(Command::Read(r)) = a.command else {
+            panic!("not read")
+        };
+        assert_eq!(r.identities, [PathBuf::from("k1"), PathBuf::from("k2")]);
+    }
+}

@@ -1,0 +1,198 @@
+//! Exit codes (ZebraStream's, `ZEBRASTREAM_NOTES.md`) and the one error type of the CLI.
+//!
+//! Every failure ends as one line on stderr, `httpipe: <what happened>; <what to fix>`,
+//! and one of the exit codes below.
+
+use std::fmt;
+
+use httpipe::client::error::{Error as NetError, ErrorCode};
+
+/// The process exit codes, as in `zebrastream` 0.5.4 (`cli.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    Generic = 1,
+    Usage = 2,
+    Auth = 3,
+    ConnectTimeout = 4,
+    PeerDisconnected = 5,
+    ProducerFailed = 6,
+    ConsumerFailed = 7,
+}
+
+impl Exit {
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+/// Which end of the pipe this process is (for wording errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Producer,
+    Consumer,
+}
+
+/// An error the CLI reports: `httpipe: {what}; {fix}`, exit `exit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    pub exit: Exit,
+    pub what: String,
+    pub fix: String,
+}
+
+impl CliError {
+    pub fn new(exit: Exit, what: impl Into<String>, fix: impl Into<String>) -> Self {
+        CliError {
+            exit,
+            what: what.into(),
+            fix: fix.into(),
+        }
+    }
+
+    pub fn usage(what: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self::new(Exit::Usage, what, fix)
+    }
+
+    pub fn generic(what: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self::new(Exit::Generic, what, fix)
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // One line, whatever the messages contain.
+        let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let what = one_line(&self.what);
+        let fix = one_line(&self.fix);
+        if fix.is_empty() {
+            write!(f, "httpipe: {what}")
+        } else {
+            write!(f, "httpipe: {what}; {fix}")
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// The exit code for an SDK error code. The one place where this mapping lives.
+pub fn exit_for(code: ErrorCode) -> Exit {
+    match code {
+        ErrorCode::Unauthorized | ErrorCode::Forbidden => Exit::Auth,
+        ErrorCode::ConnectTimeout => Exit::ConnectTimeout,
+        // The consumer left (producer side) or the producer's stream broke off
+        // (consumer side): either way the peer disconnected.
+        ErrorCode::PeerDisconnected | ErrorCode::Truncated => Exit::PeerDisconnected,
+        ErrorCode::DecryptFailed
+        | ErrorCode::WrongKey
+        | ErrorCode::RelayError
+        | ErrorCode::Aborted
+        | ErrorCode::Network => Exit::Generic,
+        ErrorCode::Unsupported => Exit::Generic,
+    }
+}
+
+/// What to tell the user to do about an SDK error.
+pub fn fix_for(code: ErrorCode, role: Role) -> &'static str {
+    match (code, role) {
+        (ErrorCode::Unauthorized, _) => {
+            "give a valid access token in HTTPIPE_ACCESS_TOKEN (or access_token in the config file)"
+        }
+        (ErrorCode::Forbidden, Role::Producer) => {
+            "the token does not allow writing this stream path; use a write token for this path"
+        }
+        (ErrorCode::Forbidden, Role::Consumer) => {
+            "the token does not allow reading this stream path; use a read token for this path"
+        }
+        (ErrorCode::ConnectTimeout, Role::Producer) => {
+            "no consumer connected in time; start the reader, or raise -t/--connect-timeout"
+        }
+        (ErrorCode::ConnectTimeout, Role::Consumer) => {
+            "no producer connected in time; start the writer, or raise -t/--connect-timeout"
+        }
+        (ErrorCode::PeerDisconnected, Role::Producer) => {
+            "the consumer went away before the end; run both sides again"
+        }
+        (ErrorCode::PeerDisconnected, Role::Consumer) | (ErrorCode::Truncated, _) => {
+            "the producer stopped before the end and the data is incomplete; run both sides again"
+        }
+        (ErrorCode::DecryptFailed, _) => {
+            "the stream is damaged or not encrypted as expected; check the sender's encryption settings"
+        }
+        (ErrorCode::WrongKey, _) => {
+            "check the passphrase (HTTPIPE_PASSPHRASE or -p) or the identity file (-i)"
+        }
+        (ErrorCode::RelayError, _) => "check the stream path and the relay's URL",
+        (ErrorCode::Aborted, _) => "the transfer was cancelled; run it again",
+        (ErrorCode::Unsupported, _) => "this build or relay can't do that; see httpipe --help",
+        (ErrorCode::Network, _) => {
+            "check the relay URL (--relay or -U/--connect-url) and the network connection"
+        }
+    }
+}
+
+/// An SDK error as the CLI reports it.
+pub fn from_net(err: &NetError, role: Role) -> CliError {
+    CliError::new(
+        exit_for(err.code),
+        err.message.clone(),
+        fix_for(err.code, role),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_zebrastreams() {
+        assert_eq!(Exit::Ok.code(), 0);
+        assert_eq!(Exit::Generic.code(), 1);
+        assert_eq!(Exit::Usage.code(), 2);
+        assert_eq!(Exit::Auth.code(), 3);
+        assert_eq!(Exit::ConnectTimeout.code(), 4);
+        assert_eq!(Exit::PeerDisconnected.code(), 5);
+        assert_eq!(Exit::ProducerFailed.code(), 6);
+        assert_eq!(Exit::ConsumerFailed.code(), 7);
+    }
+
+    #[test]
+    fn error_code_mapping() {
+        assert_eq!(exit_for(ErrorCode::Unauthorized), Exit::Auth);
+        assert_eq!(exit_for(ErrorCode::Forbidden), Exit::Auth);
+        assert_eq!(exit_for(ErrorCode::ConnectTimeout), Exit::ConnectTimeout);
+        assert_eq!(
+            exit_for(ErrorCode::PeerDisconnected),
+            Exit::PeerDisconnected
+        );
+        assert_eq!(exit_for(ErrorCode::Truncated), Exit::PeerDisconnected);
+        for c in [
+            ErrorCode::DecryptFailed,
+            ErrorCode::WrongKey,
+            ErrorCode::RelayError,
+            ErrorCode::Aborted,
+            ErrorCode::Unsupported,
+            ErrorCode::Network,
+        ] {
+            assert_eq!(exit_for(c), Exit::Generic, "{c}");
+        }
+        // Every code has a fix for both roles.
+        for c in ErrorCode::ALL {
+            assert!(!fix_for(c, Role::Producer).is_empty());
+            assert!(!fix_for(c, Role::Consumer).is_empty());
+        }
+    }
+
+    #[test]
+    fn net_error_is_one_line() {
+        let e = NetError::new(ErrorCode::ConnectTimeout, "no peer\nafter 5 s");
+        let c = from_net(&e, Role::Consumer);
+        assert_eq!(c.exit, Exit::ConnectTimeout);
+        let line = c.to_string();
+        assert!(
+            line.starts_with("httpipe: no peer after 5 s; no producer"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+    }
+}

@@ -1,0 +1,484 @@
+//! Moving bytes between local ends (stdin, stdout, files, a command) and a stream, with
+//! shared fate for commands. No network here: the stream ends are the [`Sink`] and
+//! [`Source`] traits, which `transfer.rs` implements over the SDK (and the tests fake).
+
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use httpipe::client::error::Error as NetError;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+use crate::exit::{from_net, CliError, Exit, Role};
+use crate::progress::Progress;
+
+/// ZebraStream's read size (and one age-rt record's maximum plaintext).
+pub const CHUNK: usize = 64 * 1024;
+
+/// The producer's end of a stream.
+pub(crate) trait Sink {
+    async fn write(&mut self, data: &[u8]) -> Result<(), NetError>;
+}
+
+/// The consumer's end of a stream: `None` is the clean end.
+pub(crate) trait Source {
+    type Chunk: AsRef<[u8]>;
+    async fn next_chunk(&mut self) -> Result<Option<Self::Chunk>, NetError>;
+}
+
+/// Copies `input` into `sink`. `whole_blocks`: wait for 64 KiB (or EOF) before each write,
+/// like ZebraStream's buffered stdin; else pass on whatever one read returns (`-u`).
+pub(crate) async fn copy_to_sink<R: AsyncRead + Unpin, S: Sink>(
+    mut input: R,
+    sink: &mut S,
+    whole_blocks: bool,
+    progress: &Progress,
+    input_name: &str,
+) -> Result<u64, CliError> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut total = 0u64;
+    loop {
+        let n = if whole_blocks {
+            fill(&mut input, &mut buf).await
+        } else {
+            input.read(&mut buf).await
+        }
+        .map_err(|e| {
+            CliError::generic(
+                format!("reading {input_name} failed: {e}"),
+                "check the input",
+            )
+        })?;
+        if n == 0 {
+            return Ok(total);
+        }
+        sink.write(&buf[..n])
+            .await
+            .map_err(|e| from_net(&e, Role::Producer))?;
+        total += n as u64;
+        progress.inc(n as u64);
+    }
+}
+
+async fn fill<R: AsyncRead + Unpin>(input: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        let m = input.read(&mut buf[n..]).await?;
+        if m == 0 {
+            break;
+        }
+        n += m;
+    }
+    Ok(n)
+}
+
+/// How a copy into a local output ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Copied {
+    /// The stream ended cleanly; all bytes written.
+    Complete(u64),
+    /// The output went away first (broken pipe, e.g. `| head`): the rest was not read.
+    OutputClosed(u64),
+}
+
+/// Copies `source` to `out`, flushing after every chunk when `unbuffered` (`read -u`).
+pub(crate) async fn copy_from_source<S: Source, W: AsyncWrite + Unpin>(
+    source: &mut S,
+    out: &mut W,
+    unbuffered: bool,
+    progress: &Progress,
+    output_name: &str,
+) -> Result<Copied, CliError> {
+    let mut total = 0u64;
+    let out_err = |e: std::io::Error| {
+        CliError::generic(
+            format!("writing {output_name} failed: {e}"),
+            "check free space and permissions",
+        )
+    };
+    loop {
+        let chunk = source
+            .next_chunk()
+            .await
+            .map_err(|e| from_net(&e, Role::Consumer))?;
+        let Some(chunk) = chunk else {
+            match out.flush().await {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.map_err(out_err)?,
+            }
+            return Ok(Copied::Complete(total));
+        };
+        let data = chunk.as_ref();
+        let r = match out.write_all(data).await {
+            Ok(()) if unbuffered => out.flush().await,
+            r => r,
+        };
+        match r {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                return Ok(Copied::OutputClosed(total))
+            }
+            Err(e) => return Err(out_err(e)),
+        }
+        total += data.len() as u64;
+        progress.inc(data.len() as u64);
+    }
+}
+
+/// A spawned producer/consumer command. Dropped while running, it gets SIGTERM.
+pub(crate) struct Job {
+    child: Child,
+    display: String,
+}
+
+impl Job {
+    fn spawn(argv: &[String], stdin: Stdio, stdout: Stdio) -> Result<Job, CliError> {
+        let Some((prog, args)) = argv.split_first() else {
+            return Err(CliError::usage("empty command", "give a command after --"));
+        };
+        let shown =
+            shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "));
+        tracing::debug!("starting command: {shown}");
+        let child = Command::new(prog)
+            .args(args)
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| {
+                CliError::usage(
+                    format!("can't start command `{shown}`: {e}"),
+                    "check the command name and that it is on PATH",
+                )
+            })?;
+        Ok(Job {
+            child,
+            display: shown,
+        })
+    }
+
+    /// SIGTERM, up to 1 s to exit, then SIGKILL (ZebraStream's terminate/kill).
+    pub(crate) async fn terminate(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        send_sigterm(&self.child);
+        if tokio::time::timeout(Duration::from_secs(1), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+
+    fn failed(&self, status: ExitStatus, exit: Exit, role: &str) -> CliError {
+        let how = match status.code() {
+            Some(c) => format!("exited with status {c}"),
+            None => format!("was killed ({status})"),
+        };
+        let fix = if exit == Exit::ProducerFailed {
+            "the stream was aborted, so the consumer sees it cut short; fix the command"
+        } else {
+            "the rest of the stream was dropped; fix the command"
+        };
+        CliError::new(
+            exit,
+            format!("{role} command `{}` {how}", self.display),
+            fix,
+        )
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            send_sigterm(&self.child);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn send_sigterm(child: &Child) {
+    if let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
+        // SAFETY: kill(2) with a pid we spawned and have not reaped (id() is Some).
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn send_sigterm(child: &Child) {
+    let _ = child; // no SIGTERM off Unix: terminate() falls back to kill after the wait
+}
+
+/// `write -- COMMAND`: runs the command with its stdout going to `sink`. Ok only if the
+/// command exited 0 and everything reached the sink; the caller then finishes the stream,
+/// and on any error aborts it. On a stream error the command is terminated.
+pub(crate) async fn run_producer<S: Sink>(
+    argv: &[String],
+    sink: &mut S,
+    progress: &Progress,
+) -> Result<u64, CliError> {
+    let mut job = Job::spawn(argv, Stdio::inherit(), Stdio::piped())?;
+    let Some(stdout) = job.child.stdout.take() else {
+        return Err(CliError::generic(
+            "command has no stdout pipe",
+            "report this bug",
+        ));
+    };
+    let copied = copy_to_sink(stdout, sink, false, progress, "the command's output").await;
+    match copied {
+        Err(e) => {
+            job.terminate().await;
+            Err(e)
+        }
+        Ok(n) => {
+            let status = job.child.wait().await.map_err(|e| {
+                CliError::generic(format!("waiting for `{}` failed: {e}", job.display), "")
+            })?;
+            if status.success() {
+                Ok(n)
+            } else {
+                Err(job.failed(status, Exit::ProducerFailed, "producer"))
+            }
+        }
+    }
+}
+
+/// `read -- COMMAND`: feeds `source` into the command's stdin. A stream error terminates
+/// the command **before** its stdin is closed, so it never mistakes a cut-short stream for
+/// a complete one. The command closing its stdin early and exiting 0 is fine (like `head`).
+pub(crate) async fn run_consumer<S: Source>(
+    argv: &[String],
+    source: &mut S,
+    progress: &Progress,
+) -> Result<u64, CliError> {
+    let mut job = Job::spawn(argv, Stdio::piped(), Stdio::inherit())?;
+    let Some(mut stdin) = job.child.stdin.take() else {
+        return Err(CliError::generic(
+            "command has no stdin pipe",
+            "report this bug",
+        ));
+    };
+    let mut total = 0u64;
+    let mut exited: Option<ExitStatus> = None;
+    loop {
+        let next = tokio::select! {
+            c = source.next_chunk() => c,
+            s = job.child.wait() => {
+                exited = s.ok();
+                break;
+            }
+        };
+        match next {
+            Err(e) => {
+                job.terminate().await;
+                drop(stdin);
+                return Err(from_net(&e, Role::Consumer));
+            }
+            Ok(None) => break,
+            Ok(Some(chunk)) => {
+                let data = chunk.as_ref();
+                let wrote = tokio::select! {
+                    w = stdin.write_all(data) => w,
+                    s = job.child.wait() => {
+                        exited = s.ok();
+                        break;
+                    }
+                };
+                match wrote {
+                    Ok(()) => {
+                        total += data.len() as u64;
+                        progress.inc(data.len() as u64);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+                    Err(e) => {
+                        job.terminate().await;
+                        return Err(CliError::generic(
+                            format!("feeding `{}` failed: {e}", job.display),
+                            "check the command",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    drop(stdin);
+    let status = match exited {
+        Some(s) => s,
+        None => job.child.wait().await.map_err(|e| {
+            CliError::generic(format!("waiting for `{}` failed: {e}", job.display), "")
+        })?,
+    };
+    if status.success() {
+        Ok(total)
+    } else {
+        Err(job.failed(status, Exit::ConsumerFailed, "consumer"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use httpipe::client::error::ErrorCode;
+
+    #[derive(Default)]
+    struct VecSink {
+        data: Vec<u8>,
+        writes: usize,
+        fail_after: Option<usize>,
+    }
+
+    impl Sink for VecSink {
+        async fn write(&mut self, data: &[u8]) -> Result<(), NetError> {
+            if self.fail_after.is_some_and(|n| self.writes >= n) {
+                return Err(NetError::new(ErrorCode::PeerDisconnected, "consumer left"));
+            }
+            self.writes += 1;
+            self.data.extend_from_slice(data);
+            Ok(())
+        }
+    }
+
+    struct VecSource {
+        chunks: std::collections::VecDeque<Vec<u8>>,
+        end: Option<ErrorCode>,
+    }
+
+    impl VecSource {
+        fn new(chunks: &[&[u8]], end: Option<ErrorCode>) -> Self {
+            VecSource {
+                chunks: chunks.iter().map(|c| c.to_vec()).collect(),
+                end,
+            }
+        }
+    }
+
+    impl Source for VecSource {
+        type Chunk = Vec<u8>;
+        async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, NetError> {
+            if let Some(c) = self.chunks.pop_front() {
+                return Ok(Some(c));
+            }
+            match self.end {
+                None => Ok(None),
+                Some(code) => Err(NetError::new(code, "cut short")),
+            }
+        }
+    }
+
+    fn sh(script: &str) -> Vec<String> {
+        vec!["sh".into(), "-c".into(), script.into()]
+    }
+
+    #[tokio::test]
+    async fn blocks_vs_unbuffered_reads() {
+        let data = vec![7u8; CHUNK + 10];
+        let mut s = VecSink::default();
+        let n = copy_to_sink(&data[..], &mut s, true, &Progress::hidden(), "x")
+            .await
+            .expect("copy");
+        assert_eq!(n, data.len() as u64);
+        assert_eq!(s.writes, 2);
+        assert_eq!(s.data, data);
+    }
+
+    #[tokio::test]
+    async fn producer_ok_and_failure() {
+        let mut s = VecSink::default();
+        let n = run_producer(&sh("printf hello"), &mut s, &Progress::hidden())
+            .await
+            .expect("ok");
+        assert_eq!((n, s.data.as_slice()), (5, &b"hello"[..]));
+
+        let mut s = VecSink::default();
+        let e = run_producer(&sh("printf part; exit 3"), &mut s, &Progress::hidden())
+            .await
+            .expect_err("fail");
+        assert_eq!(e.exit, Exit::ProducerFailed);
+        assert!(e.what.contains("exited with status 3"), "{}", e.what);
+    }
+
+    #[tokio::test]
+    async fn producer_stream_failure_terminates_the_command() {
+        let mut s = VecSink {
+            fail_after: Some(0),
+            ..VecSink::default()
+        };
+        let started = std::time::Instant::now();
+        let e = run_producer(&sh("echo x; exec sleep 30"), &mut s, &Progress::hidden())
+            .await
+            .expect_err("fail");
+        assert_eq!(e.exit, Exit::PeerDisconnected);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn consumer_ok_failure_and_truncation() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("out");
+        let script = format!("cat > '{}'", out.display());
+        let mut src = VecSource::new(&[b"ab", b"cd"], None);
+        let n = run_consumer(&sh(&script), &mut src, &Progress::hidden())
+            .await
+            .expect("ok");
+        assert_eq!(n, 4);
+        assert_eq!(std::fs::read(&out).expect("read"), b"abcd");
+
+        let mut src = VecSource::new(&[b"ab"], None);
+        let e = run_consumer(&sh("cat >/dev/null; exit 4"), &mut src, &Progress::hidden())
+            .await
+            .expect_err("fail");
+        assert_eq!(e.exit, Exit::ConsumerFailed);
+
+        // Truncated stream: the command is terminated, so it can't report success for
+        // what it got (here it would write "complete" after EOF on stdin).
+        let marker = dir.path().join("complete");
+        let script = format!("cat >/dev/null && touch '{}'", marker.display());
+        let mut src = VecSource::new(&[b"ab"], Some(ErrorCode::Truncated));
+        let e = run_consumer(&sh(&script), &mut src, &Progress::hidden())
+            .await
+            .expect_err("trunc");
+        assert_eq!(e.exit, Exit::PeerDisconnected);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!marker.exists(), "the consumer command saw a clean EOF");
+    }
+
+    #[tokio::test]
+    async fn consumer_that_stops_reading_early_is_ok() {
+        let big = vec![0u8; CHUNK];
+        let chunks: Vec<&[u8]> = (0..64).map(|_| &big[..]).collect();
+        let mut src = VecSource::new(&chunks, None);
+        let n = run_consumer(&sh("head -c 10 >/dev/null"), &mut src, &Progress::hidden())
+            .await
+            .expect("ok");
+        assert!(n < (64 * CHUNK) as u64);
+    }
+
+    #[tokio::test]
+    async fn copy_from_source_reports_truncation() {
+        let mut src = VecSource::new(&[b"ab"], Some(ErrorCode::Truncated));
+        let mut out = Vec::new();
+        let e = copy_from_source(&mut src, &mut out, false, &Progress::hidden(), "stdout")
+            .await
+            .expect_err("t");
+        assert_eq!(e.exit, Exit::PeerDisconnected);
+        let mut src = VecSource::new(&[b"ab", b"c"], None);
+        let mut out = Vec::new();
+        let r = copy_from_source(&mut src, &mut out, true, &Progress::hidden(), "stdout")
+            .await
+            .expect("ok");
+        assert_eq!(r, Copied::Complete(3));
+        assert_eq!(out, b"abc");
+    }
+
+    #[tokio::test]
+    async fn missing_command_is_a_usage_error() {
+        let mut s = VecSink::default();
+        let e = run_producer(&["/no/such/cmd".into()], &mut s, &Progress::hidden())
+            .await
+            .expect_err("e");
+        assert_eq!(e.exit, Exit::Usage);
+    }
+}
