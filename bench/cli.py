@@ -35,10 +35,10 @@ ZS = ROOT / ".venv" / "bin" / "zebrastream"
 
 
 def build():
-    subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "httpipe-relay", "-p", "httpipe-cli",
-         "--example", "age", "-p", "httpipe"],
-        cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "httpipe-relay", "-p", "httpipe-cli"],
+                   cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "httpipe", "--example", "age"],
+                   cwd=ROOT, check=True)
 
 
 def start_relay():

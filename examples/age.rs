@@ -133,8 +133,9 @@ fn encrypt(o: Opts) -> Result<(), String> {
     if o.armor {
         enc = enc.armored();
     }
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
+    // 64 KiB of read-ahead: an age-rt record is one line, or at most what one read gave
+    // (so a long line, or input without newlines, never piles up in memory).
+    let mut input = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
     let mut stdout = std::io::stdout().lock();
     let mut out = Vec::new();
     let mut line = Vec::new();
@@ -142,9 +143,16 @@ fn encrypt(o: Opts) -> Result<(), String> {
     loop {
         let n = if format == Format::AgeRt {
             line.clear();
-            input
-                .read_until(b'\n', &mut line)
-                .map_err(|e| format!("reading stdin: {e}"))?
+            let buf = input
+                .fill_buf()
+                .map_err(|e| format!("reading stdin: {e}"))?;
+            let take = buf
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(buf.len(), |i| i + 1);
+            line.extend_from_slice(&buf[..take]);
+            input.consume(take);
+            take
         } else {
             input
                 .read(&mut block)

@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh core
 scripts/build-sdk.sh
 scripts/build-www.sh
-cargo build --release -p httpipe-relay
+cargo build --release -p httpipe-relay -p httpipe-cli
 bin="${CARGO_TARGET_DIR:-target}/release/httpipe-relay"
+echo "[start] The httpipe CLI is at ${CARGO_TARGET_DIR:-target}/release/httpipe (or: cargo install --path cli)" >&2
 cat >&2 <<'MSG'
 [start] Starting the relay. Open the demo at the URL of a 'listening' line below
 [start] (default http://127.0.0.1:8080/ and https://127.0.0.1:8443/ -- use https for

@@ -9,10 +9,13 @@ scripts/setup.sh full
 
 step "format and lints"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+# --all-features: the native client (root feature `native`) and the CLI's network part.
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+# The wasm adapter (src/wasm) only compiles for wasm32.
+cargo clippy -p httpipe --lib --target wasm32-unknown-unknown -- -D warnings
 
-step "Rust tests (SDK core, crypto vectors, relay integration)"
-cargo test --workspace
+step "Rust tests (SDK core, native client, CLI, crypto vectors, relay integration)"
+cargo test --workspace --all-features
 
 step "build SDK (wasm)"
 scripts/build-sdk.sh

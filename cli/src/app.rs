@@ -287,6 +287,8 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
             tracing::info!("consumer connected");
             let r = if argv.is_empty() {
                 let progress = Progress::new(true, None, "sent");
+                #[cfg(unix)]
+                pipe::enlarge_pipe(0);
                 let r = pipe::copy_to_sink(
                     tokio::io::stdin(),
                     &mut sender,
@@ -342,6 +344,8 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
             }
             use std::io::IsTerminal;
             let progress = Progress::new(!std::io::stdout().is_terminal(), info.size, "received");
+            #[cfg(unix)]
+            pipe::enlarge_pipe(1);
             let stdout = tokio::io::stdout();
             let copied = if unbuffered {
                 let mut out = stdout;

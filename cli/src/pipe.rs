@@ -15,6 +15,10 @@ use crate::progress::Progress;
 /// ZebraStream's read size (and one age-rt record's maximum plaintext).
 pub const CHUNK: usize = 64 * 1024;
 
+/// The most one read of the input may return: large reads keep a fast pipe fast (each read
+/// of tokio's stdin is a round trip to its blocking thread).
+pub const READ_MAX: usize = 1024 * 1024;
+
 /// The producer's end of a stream.
 pub(crate) trait Sink {
     async fn write(&mut self, data: &[u8]) -> Result<(), NetError>;
@@ -26,8 +30,9 @@ pub(crate) trait Source {
     async fn next_chunk(&mut self) -> Result<Option<Self::Chunk>, NetError>;
 }
 
-/// Copies `input` into `sink`. `whole_blocks`: wait for 64 KiB (or EOF) before each write,
-/// like ZebraStream's buffered stdin; else pass on whatever one read returns (`-u`).
+/// Copies `input` into `sink`. `whole_blocks`: wait for at least 64 KiB (or EOF) before each
+/// write, like ZebraStream's buffered stdin; else pass on whatever one read returns (`-u`).
+/// A write carries at most [`READ_MAX`] bytes.
 pub(crate) async fn copy_to_sink<R: AsyncRead + Unpin, S: Sink>(
     mut input: R,
     sink: &mut S,
@@ -35,7 +40,7 @@ pub(crate) async fn copy_to_sink<R: AsyncRead + Unpin, S: Sink>(
     progress: &Progress,
     input_name: &str,
 ) -> Result<u64, CliError> {
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = vec![0u8; READ_MAX];
     let mut total = 0u64;
     loop {
         let n = if whole_blocks {
@@ -60,9 +65,30 @@ pub(crate) async fn copy_to_sink<R: AsyncRead + Unpin, S: Sink>(
     }
 }
 
+/// Gives a pipe `fd` a [`READ_MAX`] buffer (Linux; elsewhere, or for anything but a pipe,
+/// nothing happens): with the default 64 KiB a fast writer and this reader take turns on
+/// every 64 KiB.
+#[cfg(unix)]
+pub(crate) fn enlarge_pipe(fd: std::os::fd::RawFd) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: fstat fills a zeroed plain-data struct for an fd we were given; fcntl with
+        // F_SETPIPE_SZ only resizes a pipe's kernel buffer (it fails harmlessly otherwise).
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd, &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFIFO {
+                libc::fcntl(fd, libc::F_SETPIPE_SZ, READ_MAX as libc::c_int);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fd;
+}
+
+/// Reads until at least [`CHUNK`] bytes (or EOF) are in `buf`.
 async fn fill<R: AsyncRead + Unpin>(input: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
-    while n < buf.len() {
+    while n < CHUNK.min(buf.len()) {
         let m = input.read(&mut buf[n..]).await?;
         if m == 0 {
             break;
@@ -227,6 +253,8 @@ pub(crate) async fn run_producer<S: Sink>(
             "report this bug",
         ));
     };
+    #[cfg(unix)]
+    enlarge_pipe(std::os::fd::AsRawFd::as_raw_fd(&stdout));
     let copied = copy_to_sink(stdout, sink, false, progress, "the command's output").await;
     match copied {
         Err(e) => {
@@ -261,6 +289,8 @@ pub(crate) async fn run_consumer<S: Source>(
             "report this bug",
         ));
     };
+    #[cfg(unix)]
+    enlarge_pipe(std::os::fd::AsRawFd::as_raw_fd(&stdin));
     let mut total = 0u64;
     let mut exited: Option<ExitStatus> = None;
     loop {
