@@ -477,7 +477,7 @@ async fn writer_abort_and_dropped_send_truncate_the_consumer() {
         w.flush().await.expect("flush");
         let first = within("read", reader.next_chunk()).await.expect("read");
         assert_eq!(first.as_deref(), Some(&b"partial"[..]));
-        w.abort("test");
+        w.abort("test").await;
         let e = within("truncation", read_all(reader)).await;
         assert_eq!(code(e), ErrorCode::Truncated, "{passphrase:?}");
     }
@@ -830,7 +830,7 @@ async fn io_errors_carry_the_code() {
     let mut buf = [0u8; 2];
     reader.read_exact(&mut buf).await.expect("read");
     assert_eq!(&buf, b"ab");
-    w.abort("io test");
+    w.abort("io test").await;
     let mut rest = Vec::new();
     let e = within("read", reader.read_to_end(&mut rest))
         .await

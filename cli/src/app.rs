@@ -250,7 +250,7 @@ async fn end_stream<T>(sender: transfer::Sender, r: Result<T, CliError>) -> Resu
             Ok(v)
         }
         Err(e) => {
-            sender.abort(&e.what);
+            sender.abort(&e.what).await;
             Err(e)
         }
     }

@@ -404,14 +404,20 @@ mod tests {
 
     #[tokio::test]
     async fn blocks_vs_unbuffered_reads() {
+        use tokio::io::AsyncReadExt;
         let data = vec![7u8; CHUNK + 10];
-        let mut s = VecSink::default();
-        let n = copy_to_sink(&data[..], &mut s, true, &Progress::hidden(), "x")
-            .await
-            .expect("copy");
-        assert_eq!(n, data.len() as u64);
-        assert_eq!(s.writes, 2);
-        assert_eq!(s.data, data);
+        // Two reads: 1000 bytes, then the rest. Whole blocks wait for 64 KiB: one write;
+        // unbuffered (-u) passes each read on: two writes.
+        for (whole, writes) in [(true, 1), (false, 2)] {
+            let input = (&data[..1000]).chain(&data[1000..]);
+            let mut s = VecSink::default();
+            let n = copy_to_sink(input, &mut s, whole, &Progress::hidden(), "x")
+                .await
+                .expect("copy");
+            assert_eq!(n, data.len() as u64);
+            assert_eq!(s.writes, writes, "whole blocks: {whole}");
+            assert_eq!(s.data, data);
+        }
     }
 
     #[tokio::test]

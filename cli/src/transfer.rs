@@ -92,7 +92,7 @@ mod imp {
         pub async fn finish(self) -> Result<(), NetError> {
             match self.0 {}
         }
-        pub fn abort(self, _reason: &str) {
+        pub async fn abort(self, _reason: &str) {
             match self.0 {}
         }
     }
@@ -141,7 +141,7 @@ mod imp {
         opts.passphrase = spec.passphrase;
         opts.recipients = spec.recipients;
         opts.format = spec.format;
-        opts.auto_flush = spec.auto_flush;
+        opts.auto_flush = spec.auto_flush.map(|d| d.max(Duration::from_millis(1))); // -d 0: at once
         Ok(Sender(client.open_writer(opts).await?))
     }
 
@@ -168,8 +168,8 @@ mod imp {
         pub async fn finish(self) -> Result<(), NetError> {
             self.0.finish().await.map(|_report| ())
         }
-        pub fn abort(self, reason: &str) {
-            self.0.abort(reason);
+        pub async fn abort(self, reason: &str) {
+            self.0.abort(reason).await;
         }
     }
 

@@ -431,6 +431,9 @@ fn concat(chunks: &[Bytes]) -> Bytes {
 /// After the transfer failed, every call returns its error: `PEER_DISCONNECTED` (the consumer
 /// left: seen soon after, on the next write or flush), `NETWORK`, `RELAY_ERROR`, `ABORTED`,
 /// `UNSUPPORTED` (encryption failed, or a call after `finish`).
+/// How long [`Writer::abort`] waits for the upload to be cut before it stops it outright.
+pub const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub struct Writer {
     tx: PollSender<Cmd>,
     task: Option<JoinHandle<Result<SendReport, Error>>>,
@@ -572,10 +575,20 @@ impl Writer {
         poll_fn(|cx| self.poll_finish(cx)).await
     }
 
-    /// Aborts the transfer: the upload is cut, so the consumer gets `TRUNCATED`, never a clean
-    /// end (at once for a streaming upload; a segmented one is cut by the relay's gap timeout,
-    /// `PROTOCOL.md` §4, as the protocol has no abort for it). `reason` is for messages only.
-    pub fn abort(self, reason: &str) {
+    /// Aborts the transfer and waits (at most [`ABORT_WAIT`]) until the upload is cut, so the
+    /// consumer gets `TRUNCATED`, never a clean end — and never waits forever for an upload
+    /// that was aborted before it reached the relay: the request is still made, and its body
+    /// fails (at once for a streaming upload; a segmented one is cut by the relay's gap
+    /// timeout, `PROTOCOL.md` §4, as the protocol has no abort for it). `reason` is for
+    /// messages only.
+    pub async fn abort(mut self, reason: &str) {
+        let queued = self.outcome.is_none()
+            && !self.finishing
+            && poll_fn(|cx| self.tx.poll_reserve(cx)).await.is_ok()
+            && self.send_cmd(Cmd::Abort(reason.to_string())).is_ok();
+        if queued {
+            let _ = tokio::time::timeout(ABORT_WAIT, poll_fn(|cx| self.poll_outcome(cx))).await;
+        }
         self.stop.stop(StopReason::User, Some(reason.to_string()));
     }
 }

@@ -447,6 +447,9 @@ pub(crate) enum Cmd {
     Data(Bytes),
     Flush(oneshot::Sender<()>),
     Finish,
+    /// Cut the upload: the body fails (after the request reached the relay), so the
+    /// consumer sees truncation.
+    Abort(String),
 }
 
 /// The encoder task of a writer: commands in, wire chunks out; flushes by itself at most
@@ -502,6 +505,12 @@ pub(crate) async fn pump_commands(
                         return Ok(());
                     }
                     let _ = ack.send(());
+                }
+                Some(Some(Cmd::Abort(why))) => {
+                    return Err(Error::new(
+                        ErrorCode::Aborted,
+                        format!("the producer aborted the stream: {why}"),
+                    ));
                 }
                 Some(Some(Cmd::Finish)) => {
                     enc.finish(&mut out)?;

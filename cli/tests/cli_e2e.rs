@@ -1,0 +1,1166 @@
+//! End-to-end tests of the `httpipe` CLI: real `httpipe` processes against a real
+//! `httpipe-relay` (one per test, on a free port), asserting exit codes (PROTOCOL.md §11.4)
+//! and bytes. Every child has a timeout, so a hang fails instead of blocking CI.
+//!
+//! Run: `cargo test -p httpipe-cli --test cli_e2e` (the relay binary is found or built by
+//! `common::relay_bin`).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const MIB: usize = 1024 * 1024;
+
+fn write_cmd(relay: &Relay, path: &str) -> Command {
+    httpipe(["write", "-s", path, "-U", &relay.connect_url()])
+}
+
+fn read_cmd(relay: &Relay, path: &str) -> Command {
+    httpipe(["read", "-s", path, "-U", &relay.connect_url()])
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// `sh SCRIPT` as the argv after `--`.
+fn sh_args(script: &Path) -> [String; 3] {
+    ["--".into(), "sh".into(), script.display().to_string()]
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. stdin → stdout, both arrival orders, plain and with HTTPIPE_PASSPHRASE
+
+#[test]
+fn stdin_to_stdout_both_orders_plain_and_passphrase() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let input = dir.path().join("in");
+    let data = pseudo_random(3 * MIB, 1);
+    std::fs::write(&input, &data).expect("write input");
+
+    struct Pair {
+        name: String,
+        out: std::path::PathBuf,
+        first: Proc,
+        second: Option<Proc>,
+        producer_first: bool,
+    }
+    let mut pairs = Vec::new();
+    for producer_first in [true, false] {
+        for pass in [None, Some("correct horse battery staple")] {
+            let name = format!(
+                "{} first, {}",
+                if producer_first {
+                    "producer"
+                } else {
+                    "consumer"
+                },
+                if pass.is_some() {
+                    "passphrase"
+                } else {
+                    "plain"
+                }
+            );
+            let path = unique_path("order");
+            let out = dir.path().join(format!("out-{}", pairs.len()));
+            let mut w = write_cmd(&relay, &path);
+            let mut r = read_cmd(&relay, &path);
+            if let Some(p) = pass {
+                w.env("HTTPIPE_PASSPHRASE", p);
+                r.env("HTTPIPE_PASSPHRASE", p);
+            }
+            let (first, second) = if producer_first {
+                (
+                    Proc::spawn(
+                        &format!("write ({name})"),
+                        &mut w,
+                        In::File(&input),
+                        Out::Null,
+                    ),
+                    (r, "read"),
+                )
+            } else {
+                (
+                    Proc::spawn(&format!("read ({name})"), &mut r, In::Null, Out::File(&out)),
+                    (w, "write"),
+                )
+            };
+            pairs.push((
+                Pair {
+                    name,
+                    out,
+                    first,
+                    second: None,
+                    producer_first,
+                },
+                second,
+            ));
+        }
+    }
+    // The first side of each pair must be waiting for its peer, not done or failed.
+    pause(500);
+    let mut started = Vec::new();
+    for (mut p, (mut cmd, what)) in pairs {
+        assert!(
+            p.first.is_running(),
+            "{}: the first side exited before its peer came; stderr:\n{}",
+            p.name,
+            p.first.stderr_now()
+        );
+        let label = format!("{what} ({})", p.name);
+        p.second = Some(if p.producer_first {
+            Proc::spawn(&label, &mut cmd, In::Null, Out::File(&p.out))
+        } else {
+            Proc::spawn(&label, &mut cmd, In::File(&input), Out::Null)
+        });
+        started.push(p);
+    }
+    for mut p in started {
+        p.first.wait(CHILD_TIMEOUT).code(0);
+        p.second
+            .as_mut()
+            .expect("second")
+            .wait(CHILD_TIMEOUT)
+            .code(0);
+        assert_same_bytes(&read(&p.out), &data, &p.name);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. `-- command` on both sides, 50 MiB
+
+#[test]
+fn commands_on_both_sides_50_mib() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let d = dir.path();
+    let sent = d.join("sent");
+    let sum = d.join("received.sha256");
+    let producer = script(
+        d,
+        "producer.sh",
+        &format!("head -c 52428800 /dev/urandom | tee {}", sh_quote(&sent)),
+    );
+    let consumer = script(d, "consumer.sh", &format!("sha256sum > {}", sh_quote(&sum)));
+    let path = unique_path("cmds");
+    let mut w = Proc::spawn(
+        "write -- producer.sh",
+        write_cmd(&relay, &path).args(sh_args(&producer)),
+        In::Null,
+        Out::Null,
+    );
+    let mut r = Proc::spawn(
+        "read -- consumer.sh",
+        read_cmd(&relay, &path).args(sh_args(&consumer)),
+        In::Null,
+        Out::Null,
+    );
+    w.wait(CHILD_TIMEOUT).code(0);
+    r.wait(CHILD_TIMEOUT).code(0);
+    assert_eq!(
+        std::fs::metadata(&sent).expect("sent").len(),
+        52_428_800,
+        "the producer command's output"
+    );
+    assert_eq!(
+        first_word(&String::from_utf8_lossy(&read(&sum))),
+        sha256_file(&sent),
+        "sha256 of what the consumer command got vs what the producer command printed"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Producer command fails → producer 6, consumer 5 (never a clean end)
+
+#[test]
+fn producer_command_failure_is_6_and_consumer_sees_truncation() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let d = dir.path();
+    let fail_after_1mib = script(d, "producer.sh", "head -c 1048576 /dev/urandom\nexit 1");
+    let marker = d.join("marker");
+    let consumer = script(
+        d,
+        "consumer.sh",
+        &format!(
+            "cat > {}\necho done > {}",
+            sh_quote(d.join("consumer-out")),
+            sh_quote(&marker)
+        ),
+    );
+
+    // A: 1 MiB, then exit 1; the consumer runs a command (which must not see a clean EOF).
+    let pa = unique_path("pfail-a");
+    let mut wa = Proc::spawn(
+        "write -- producer.sh (A)",
+        write_cmd(&relay, &pa).args(sh_args(&fail_after_1mib)),
+        In::Null,
+        Out::Null,
+    );
+    let mut ra = Proc::spawn(
+        "read -- consumer.sh (A)",
+        read_cmd(&relay, &pa).args(sh_args(&consumer)),
+        In::Null,
+        Out::Null,
+    );
+    // B: the same with the consumer writing to stdout.
+    let pb = unique_path("pfail-b");
+    let out_b = d.join("out-b");
+    let mut wb = Proc::spawn(
+        "write -- producer.sh (B)",
+        write_cmd(&relay, &pb).args(sh_args(&fail_after_1mib)),
+        In::Null,
+        Out::Null,
+    );
+    let mut rb = Proc::spawn(
+        "read (B)",
+        &mut read_cmd(&relay, &pb),
+        In::Null,
+        Out::File(&out_b),
+    );
+    for w in [&mut wa, &mut wb] {
+        w.wait(CHILD_TIMEOUT)
+            .clean_error(6, &["producer command", "exited with status 1"]);
+    }
+    for r in [&mut ra, &mut rb] {
+        r.wait(CHILD_TIMEOUT).clean_error(5, &["producer"]);
+    }
+    // The consumer command was stopped before it could see a clean end of its input.
+    pause(500);
+    assert!(
+        !marker.exists(),
+        "the consumer command saw a clean EOF of a cut-short stream"
+    );
+    assert!(
+        std::fs::metadata(&out_b).map(|m| m.len()).unwrap_or(0) <= MIB as u64,
+        "(B) got more than the producer sent"
+    );
+}
+
+/// A producer command that fails before printing anything, right after the rendezvous: the
+/// consumer must see the stream cut (exit 5), not wait forever. Four pairs at once (the
+/// race shows up more often under load).
+#[test]
+fn producer_command_failing_before_any_output_still_cuts_the_stream() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let fail_at_once = script(dir.path(), "producer0.sh", "exit 1");
+    let mut c_pairs = Vec::new();
+    for i in 0..4 {
+        let pc = unique_path("pfail-c");
+        let w = Proc::spawn(
+            &format!("write -- sh -c 'exit 1' (C{i})"),
+            write_cmd(&relay, &pc).args(sh_args(&fail_at_once)),
+            In::Null,
+            Out::Null,
+        );
+        let r = Proc::spawn(
+            &format!("read (C{i})"),
+            &mut read_cmd(&relay, &pc),
+            In::Null,
+            Out::Capture,
+        );
+        c_pairs.push((pc, w, r));
+    }
+
+    for (pc, mut w, mut r) in c_pairs {
+        w.wait(CHILD_TIMEOUT)
+            .clean_error(6, &["producer command", "exited with status 1"]);
+        let t = Instant::now();
+        while r.is_running() && t.elapsed() < Duration::from_secs(15) {
+            pause(50);
+        }
+        if r.is_running() {
+            let seen: Vec<String> = relay
+                .log()
+                .lines()
+                .filter(|l| l.contains(pc.as_str()))
+                .map(str::to_string)
+                .collect();
+            panic!(
+                "{}: still waiting 15 s after the producer exited 6: the producer aborted after \
+                 the rendezvous, before its upload reached the relay, so the consumer waits for a \
+                 producer forever instead of seeing a cut stream. Relay log lines for {pc}: {seen:#?}",
+                r.name
+            );
+        }
+        let rd = r.wait(CHILD_TIMEOUT);
+        rd.clean_error(5, &["producer"]);
+        assert!(rd.stdout.is_empty());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Consumer command fails → consumer 7, producer 5
+
+#[test]
+fn consumer_command_failure_is_7_and_producer_sees_disconnect() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let d = dir.path();
+    let consumer = script(d, "consumer.sh", "head -c 100000 > /dev/null\nexit 1");
+    let big = d.join("big");
+    std::fs::write(&big, pseudo_random(32 * MIB, 4)).expect("write");
+
+    // A: an endless producer command (`yes`), which must be stopped; B: stdin, 32 MiB.
+    let (pa, pb) = (unique_path("cfail-a"), unique_path("cfail-b"));
+    let mut wa = Proc::spawn(
+        "write -- yes (A)",
+        write_cmd(&relay, &pa).args(["--", "yes"]),
+        In::Null,
+        Out::Null,
+    );
+    let mut wb = Proc::spawn(
+        "write < big (B)",
+        &mut write_cmd(&relay, &pb),
+        In::File(&big),
+        Out::Null,
+    );
+    let mut ra = Proc::spawn(
+        "read -- consumer.sh (A)",
+        read_cmd(&relay, &pa).args(sh_args(&consumer)),
+        In::Null,
+        Out::Null,
+    );
+    let mut rb = Proc::spawn(
+        "read -- consumer.sh (B)",
+        read_cmd(&relay, &pb).args(sh_args(&consumer)),
+        In::Null,
+        Out::Null,
+    );
+    for r in [&mut ra, &mut rb] {
+        r.wait(CHILD_TIMEOUT)
+            .clean_error(7, &["consumer command", "exited with status 1"]);
+    }
+    for w in [&mut wa, &mut wb] {
+        w.wait(CHILD_TIMEOUT).clean_error(5, &["consumer"]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. --serve: a fresh export per pull; SIGTERM stops it promptly
+
+#[cfg(unix)]
+#[test]
+fn serve_answers_three_pulls_with_fresh_exports_then_stops_on_sigterm() {
+    let relay = Relay::start();
+    let path = unique_path("serve");
+    let mut server = Proc::spawn(
+        "write --serve",
+        write_cmd(&relay, &path).args(["--serve", "--", "sh", "-c", "date +%s%N; echo export"]),
+        In::Null,
+        Out::Null,
+    );
+    let mut stamps = Vec::new();
+    for i in 0..3 {
+        let d = run(
+            &format!("read (pull {i})"),
+            &mut read_cmd(&relay, &path),
+            Duration::from_secs(30),
+        );
+        d.code(0);
+        let text = d.stdout_str();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "pull {i}: {text:?}");
+        assert_eq!(lines[1], "export", "pull {i}: {text:?}");
+        assert!(
+            lines[0].len() >= 19 && lines[0].bytes().all(|b| b.is_ascii_digit()),
+            "pull {i}: {text:?}"
+        );
+        stamps.push(lines[0].to_string());
+        assert!(
+            server.is_running(),
+            "the server exited after pull {i}; stderr:\n{}",
+            server.stderr_now()
+        );
+    }
+    let mut unique = stamps.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        3,
+        "each pull ran the command again: {stamps:?}"
+    );
+    assert!(
+        stamps.windows(2).all(|w| w[0] < w[1]),
+        "in order: {stamps:?}"
+    );
+
+    pause(300); // the server is waiting for the next consumer
+    let t = Instant::now();
+    server.signal(libc::SIGTERM);
+    let done = server.wait(Duration::from_secs(5));
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+    done.code(0);
+    assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. Config files: -f, -n, CLI > env > file
+
+#[test]
+fn config_files_and_precedence() {
+    let relay = Relay::start_auth();
+    let dir = tempdir();
+    let d = dir.path();
+    let base = unique_path("cfg");
+    let wt = relay.token(&base, "write", true);
+    let rt = relay.token(&base, "read", true);
+    let p = |s: &str| format!("{base}/{s}");
+    let url = relay.connect_url();
+
+    let supplier = format!(
+        "mode: write\nstream_path: {}\nconnect_url: {url}\naccess_token: {wt}\n\
+         passphrase: config pass phrase\nconnect_timeout: 20\n\
+         command: \"sh -c 'printf from-supplier-config'\"\n",
+        p("a")
+    );
+    let supplier_file = d.join("supplier.yaml");
+    std::fs::write(&supplier_file, &supplier).expect("write");
+    // The same file as a named config (-n supplier) under HTTPIPE_CONFIG_DIR.
+    let conf_dir = d.join("conf");
+    std::fs::create_dir_all(conf_dir.join("streams")).expect("mkdir");
+    std::fs::write(conf_dir.join("streams/supplier.yaml"), &supplier).expect("write");
+
+    let buyer = |stream: &str, out: &str| -> std::path::PathBuf {
+        let sc = script(
+            d,
+            &format!("{out}.sh"),
+            &format!("cat > {}", sh_quote(d.join(out))),
+        );
+        let f = d.join(format!("buyer-{out}.yaml"));
+        std::fs::write(
+            &f,
+            format!(
+                "mode: read\nstream_path: {stream}\nconnect_url: {url}\naccess_token: {rt}\n\
+                 passphrase: config pass phrase\nconnect_timeout: 20\ncommand: sh {}\n",
+                sc.display()
+            ),
+        )
+        .expect("write");
+        f
+    };
+    let buyer_a = buyer(&p("a"), "out-a");
+    let buyer_b = buyer(&p("b"), "out-b");
+    let buyer_c = buyer(&p("file-path-not-used"), "out-c");
+    let f = |path: &Path| path.display().to_string();
+
+    // A: everything from the files.
+    let mut wa = Proc::spawn(
+        "write -f supplier.yaml (A)",
+        &mut httpipe(["write", "-f", &f(&supplier_file)]),
+        In::Null,
+        Out::Null,
+    );
+    // B: CLI -s and -- command win over the file (the buyer's file names P/b: if the writer
+    // used the file's P/a instead, both sides would time out).
+    let mut wb = Proc::spawn(
+        "write -f supplier.yaml -s P/b -- printf from-cli (B)",
+        &mut httpipe([
+            "write",
+            "-f",
+            &f(&supplier_file),
+            "-s",
+            &p("b"),
+            "--",
+            "printf",
+            "from-cli",
+        ]),
+        In::Null,
+        Out::Null,
+    );
+    // C: env HTTPIPE_STREAM_PATH beats the (named) file and loses to the CLI.
+    let mut wc_cmd = httpipe(["-n", "supplier", "write"]);
+    wc_cmd
+        .env("HTTPIPE_CONFIG_DIR", &conf_dir)
+        .env("HTTPIPE_STREAM_PATH", p("c"));
+    let mut wc = Proc::spawn(
+        "write -n supplier, env path (C)",
+        &mut wc_cmd,
+        In::Null,
+        Out::Null,
+    );
+    let mut rc_cmd = httpipe(["read", "-f", &f(&buyer_c), "-s", &p("c")]);
+    rc_cmd.env("HTTPIPE_STREAM_PATH", p("env-path-not-used"));
+
+    let mut ra = Proc::spawn(
+        "read -f buyer.yaml (A)",
+        &mut httpipe(["read", "-f", &f(&buyer_a)]),
+        In::Null,
+        Out::Null,
+    );
+    let mut rb = Proc::spawn(
+        "read -f buyer-b.yaml (B)",
+        &mut httpipe(["read", "-f", &f(&buyer_b)]),
+        In::Null,
+        Out::Null,
+    );
+    let mut rc = Proc::spawn(
+        "read -f buyer.yaml -s P/c, env path (C)",
+        &mut rc_cmd,
+        In::Null,
+        Out::Null,
+    );
+    // D: the file's token and passphrase really are used: the raw stream (curl with a read
+    // token) is ciphertext.
+    let mut wd = Proc::spawn(
+        "write -f supplier.yaml -s P/d (D)",
+        &mut httpipe(["write", "-f", &f(&supplier_file), "-s", &p("d")]),
+        In::Null,
+        Out::Null,
+    );
+    let mut curl_cmd = Command::new("curl");
+    curl_cmd
+        .args(["-sS", "--fail", "-H"])
+        .arg(format!("Authorization: Bearer {rt}"))
+        .arg(format!("{}{}", relay.base(), p("d")));
+    let mut curl = Proc::spawn("curl (D)", &mut curl_cmd, In::Null, Out::Capture);
+
+    for (w, r, out, want) in [
+        (&mut wa, &mut ra, "out-a", &b"from-supplier-config"[..]),
+        (&mut wb, &mut rb, "out-b", &b"from-cli"[..]),
+        (&mut wc, &mut rc, "out-c", &b"from-supplier-config"[..]),
+    ] {
+        w.wait(CHILD_TIMEOUT).code(0);
+        r.wait(CHILD_TIMEOUT).code(0);
+        assert_same_bytes(&read(&d.join(out)), want, out);
+    }
+    wd.wait(CHILD_TIMEOUT).code(0);
+    let raw = curl.wait(CHILD_TIMEOUT);
+    raw.code(0);
+    assert!(
+        raw.stdout.len() > "from-supplier-config".len()
+            && !String::from_utf8_lossy(&raw.stdout).contains("from-supplier-config"),
+        "the relay saw plaintext: {:?}",
+        raw.stdout_str()
+    );
+}
+
+/// The README's recipe with the files in `examples/cli/` (connect URL and path overridden
+/// on the command line, which wins over the files).
+#[test]
+fn readme_supplier_and_buyer_examples() {
+    let relay = Relay::start();
+    let ex = workspace_root().join("examples/cli");
+    let dir = tempdir();
+    let path = unique_path("inventory");
+    let url = relay.connect_url();
+    let f = |n: &str| ex.join(n).display().to_string();
+    let mut w = Proc::spawn(
+        "write -f examples/cli/supplier.yaml -- export_inventory.sh",
+        &mut httpipe([
+            "write",
+            "-f",
+            &f("supplier.yaml"),
+            "-U",
+            &url,
+            "-s",
+            &path,
+            "--",
+            "sh",
+            &f("export_inventory.sh"),
+        ]),
+        In::Null,
+        Out::Null,
+    );
+    let mut rcmd = httpipe([
+        "read",
+        "-f",
+        &f("buyer.yaml"),
+        "-U",
+        &url,
+        "-s",
+        &path,
+        "--",
+        "sh",
+        &f("import_inventory.sh"),
+    ]);
+    rcmd.current_dir(dir.path());
+    let mut r = Proc::spawn(
+        "read -f examples/cli/buyer.yaml -- import_inventory.sh",
+        &mut rcmd,
+        In::Null,
+        Out::Null,
+    );
+    w.wait(CHILD_TIMEOUT).code(0);
+    let rd = r.wait(CHILD_TIMEOUT);
+    rd.code(0);
+    assert!(rd.stderr.contains("imported 1000 rows"), "{}", rd.stderr);
+    let csv = String::from_utf8_lossy(&read(&dir.path().join("inventory.csv"))).into_owned();
+    assert_eq!(csv.lines().count(), 1001, "{csv:.200}");
+    assert!(
+        csv.starts_with("sku,warehouse,quantity,updated\nSKU-1,ams-1,7,"),
+        "{csv:.200}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Live streams (-u, -d) and `receive -o`
+
+/// `-d 0` / `-d 1` (with `-u` for stdin): a line reaches the consumer while the producer is
+/// still running, plain and age-rt. The producer prints its second line only once the test
+/// saw the first one at the consumer (it waits for a "go" file), so no timing is assumed.
+#[test]
+fn live_lines_arrive_before_the_producer_ends() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let url = relay.connect_url();
+    let bin = sh_quote(httpipe_bin());
+    let mut cases = Vec::new();
+    for (name, pass, stdin_pipe, d) in [
+        ("-d 0, command", None, false, "0"),
+        ("-d 1, command", None, false, "1"),
+        ("-u -d 0, stdin, age-rt", Some("live pass"), true, "0"),
+        ("-u -d 1, stdin", None, true, "1"),
+    ] {
+        let path = unique_path("live");
+        let go = dir.path().join(format!("go-{}", cases.len()));
+        let body = format!(
+            "echo first; while [ ! -e {} ]; do sleep 0.05; done; echo second",
+            sh_quote(&go)
+        );
+        let mut w = if stdin_pipe {
+            let mut c = Command::new("sh");
+            clean_env(&mut c);
+            c.arg("-c").arg(format!(
+                "({body}) | {bin} write -u -d {d} -s {} -U {}",
+                sh_quote(&path),
+                sh_quote(&url)
+            ));
+            c
+        } else {
+            let mut c = write_cmd(&relay, &path);
+            c.args(["-d", d, "--", "sh", "-c", &body]);
+            c
+        };
+        let mut r = read_cmd(&relay, &path);
+        r.arg("-u");
+        if let Some(p) = pass {
+            w.env("HTTPIPE_PASSPHRASE", p);
+            r.env("HTTPIPE_PASSPHRASE", p);
+        }
+        let w = Proc::spawn(&format!("write ({name})"), &mut w, In::Null, Out::Null);
+        let r = Proc::spawn(&format!("read -u ({name})"), &mut r, In::Null, Out::Capture);
+        cases.push((name, w, r, go));
+    }
+    let t = Instant::now();
+    let mut pending: Vec<usize> = (0..cases.len()).collect();
+    while !pending.is_empty() {
+        pending.retain(|&i| {
+            let (name, w, r, go) = &mut cases[i];
+            let out = r.stdout_now();
+            if out != b"first\n" {
+                assert!(
+                    out.is_empty()
+                        && t.elapsed() < Duration::from_secs(30)
+                        && r.is_running()
+                        && w.is_running(),
+                    "{name}: no first line alone; reader stdout {:?}, reader stderr {:?}, \
+                     writer stderr {:?}",
+                    String::from_utf8_lossy(&out),
+                    r.stderr_now(),
+                    w.stderr_now()
+                );
+                return true;
+            }
+            std::fs::write(go, b"").expect("go file");
+            false
+        });
+        pause(20);
+    }
+    for (name, mut w, mut r, _) in cases {
+        w.wait(CHILD_TIMEOUT).code(0);
+        let rd = r.wait(CHILD_TIMEOUT);
+        rd.code(0);
+        assert_eq!(rd.stdout_str(), "first\nsecond\n", "{name}");
+    }
+}
+
+/// `receive -o FILE`: the file appears only after a complete transfer; a cut one leaves
+/// neither FILE nor FILE.httpipe-part; an existing FILE is never overwritten.
+#[cfg(unix)]
+#[test]
+fn receive_saves_only_complete_transfers() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let d = dir.path();
+    let url = relay.connect_url();
+
+    // Complete.
+    let input = d.join("in");
+    let data = pseudo_random(2 * MIB, 11);
+    std::fs::write(&input, &data).expect("write");
+    let path = unique_path("recv-ok");
+    let out = d.join("complete.bin");
+    let mut w = Proc::spawn(
+        "write < in",
+        &mut write_cmd(&relay, &path),
+        In::File(&input),
+        Out::Null,
+    );
+    let rd = run(
+        "receive -o complete.bin",
+        httpipe(["receive", "-s", &path, "-U", &url, "-o"]).arg(&out),
+        CHILD_TIMEOUT,
+    );
+    rd.code(0);
+    w.wait(CHILD_TIMEOUT).code(0);
+    assert_same_bytes(&read(&out), &data, "receive -o");
+
+    // Existing file: refused before anything is received.
+    run(
+        "receive -o existing",
+        httpipe(["receive", "-s", &path, "-U", &url, "-t", "2", "-o"]).arg(&out),
+        Duration::from_secs(20),
+    )
+    .clean_error(1, &["already exists"]);
+    assert_same_bytes(&read(&out), &data, "the existing file");
+
+    // Cut: the producer is killed mid-stream.
+    let path = unique_path("recv-cut");
+    let cut = d.join("cut.bin");
+    let part = d.join("cut.bin.httpipe-part");
+    let mut w = Proc::spawn(
+        "write -- 1 MiB then sleep",
+        write_cmd(&relay, &path).args(["--", "sh", "-c", "head -c 1048576 /dev/urandom; sleep 10"]),
+        In::Null,
+        Out::Null,
+    );
+    let mut r = Proc::spawn(
+        "receive -o cut.bin",
+        httpipe(["receive", "-s", &path, "-U", &url, "-o"]).arg(&cut),
+        In::Null,
+        Out::Null,
+    );
+    let t = Instant::now();
+    // (the receiver buffers up to 64 KiB, so wait for half of what was sent)
+    while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) < (MIB / 2) as u64 {
+        assert!(
+            t.elapsed() < Duration::from_secs(20) && r.is_running(),
+            "no 512 KiB in {}; stderr {}",
+            part.display(),
+            r.stderr_now()
+        );
+        pause(20);
+    }
+    assert!(!cut.exists(), "the file appeared before the end");
+    w.signal(libc::SIGKILL);
+    w.wait(CHILD_TIMEOUT);
+    r.wait(CHILD_TIMEOUT).clean_error(5, &["incomplete"]);
+    assert!(!cut.exists(), "a cut transfer was saved");
+    assert!(!part.exists(), "the partial file was left behind");
+}
+
+// ---------------------------------------------------------------------------------------
+// 7 + 8. Every exit code, and clean one-line errors for bad input
+
+#[test]
+fn exit_0_help_version_and_no_subcommand() {
+    for args in [&["--help"][..], &["--version"], &[], &["write", "--help"]] {
+        let d = run(
+            &format!("httpipe {args:?}"),
+            &mut httpipe(args),
+            Duration::from_secs(10),
+        );
+        d.code(0);
+        assert!(!d.stdout.is_empty(), "{args:?} printed nothing");
+    }
+}
+
+#[test]
+fn exit_1_relay_down() {
+    let port = dead_port();
+    let url = format!("http://127.0.0.1:{port}/connect/v0/");
+    let where_ = format!("127.0.0.1:{port}");
+    for mode in ["write", "read"] {
+        run(
+            &format!("{mode} against a closed port"),
+            &mut httpipe([mode, "-s", "/down", "-U", &url]),
+            Duration::from_secs(20),
+        )
+        .clean_error(1, &[&where_, "relay url"]);
+    }
+}
+
+#[test]
+fn exit_1_wrong_passphrase_writes_nothing() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let input = dir.path().join("in");
+    std::fs::write(&input, pseudo_random(256 * 1024, 7)).expect("write");
+    let path = unique_path("wrongkey");
+    let mut w = write_cmd(&relay, &path);
+    w.env("HTTPIPE_PASSPHRASE", "the right one");
+    let mut w = Proc::spawn(
+        "write (right passphrase)",
+        &mut w,
+        In::File(&input),
+        Out::Null,
+    );
+    let mut r = read_cmd(&relay, &path);
+    r.env("HTTPIPE_PASSPHRASE", "the wrong one");
+    let d =
+        Proc::spawn("read (wrong passphrase)", &mut r, In::Null, Out::Capture).wait(CHILD_TIMEOUT);
+    d.clean_error(1, &["passphrase"]);
+    assert!(d.stdout.is_empty(), "{} bytes on stdout", d.stdout.len());
+    // The producer either finished (everything was handed over) or saw the consumer leave.
+    let wd = w.wait(CHILD_TIMEOUT);
+    assert!(
+        matches!(wd.code, Some(0 | 5)),
+        "producer exit {:?}: {}",
+        wd.code,
+        wd.stderr
+    );
+}
+
+#[test]
+fn exit_1_unreadable_identity_file_and_2_for_a_bad_one() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let path = unique_path("idfile");
+    run(
+        "read -i /nonexistent",
+        read_cmd(&relay, &path).args(["-t", "3", "-i", "/nonexistent/key.txt"]),
+        Duration::from_secs(20),
+    )
+    .clean_error(1, &["/nonexistent/key.txt", "identity"]);
+    let bad = dir.path().join("bad-key.txt");
+    std::fs::write(&bad, "# a comment\nnot-a-key\n").expect("write");
+    run(
+        "read -i bad-key.txt",
+        read_cmd(&relay, &path).args(["-t", "3", "-i"]).arg(&bad),
+        Duration::from_secs(20),
+    )
+    .clean_error(2, &["bad-key.txt", "line 2"]);
+}
+
+#[test]
+fn exit_2_usage_errors() {
+    let dir = tempdir();
+    let d = dir.path();
+    let url = format!("http://127.0.0.1:{}/connect/v0/", dead_port());
+    let t = Duration::from_secs(10);
+
+    run("unknown flag", &mut httpipe(["write", "--bogus"]), t).clean_error(2, &["--bogus"]);
+    run("unknown subcommand", &mut httpipe(["frobnicate"]), t).clean_error(2, &["frobnicate"]);
+    run(
+        "write-only option on read",
+        &mut httpipe(["read", "-c", "text/plain", "-s", "/x"]),
+        t,
+    )
+    .clean_error(2, &["-c"]);
+
+    let unknown = d.join("unknown-key.yaml");
+    std::fs::write(
+        &unknown,
+        format!("mode: write\nstreampath: /x\nconnect_url: {url}\n"),
+    )
+    .expect("write");
+    run(
+        "config with an unknown key",
+        &mut httpipe(["write", "-f", &unknown.display().to_string()]),
+        t,
+    )
+    .clean_error(2, &["streampath", "unknown-key.yaml"]);
+
+    let read_cfg = d.join("read-mode.yaml");
+    std::fs::write(
+        &read_cfg,
+        format!("mode: read\nstream_path: /x\nconnect_url: {url}\n"),
+    )
+    .expect("write");
+    run(
+        "config mode: read used with write",
+        &mut httpipe(["write", "-f", &read_cfg.display().to_string()]),
+        t,
+    )
+    .clean_error(2, &["mode", "read", "write"]);
+
+    let no_mode = d.join("no-mode.yaml");
+    std::fs::write(&no_mode, format!("stream_path: /x\nconnect_url: {url}\n")).expect("write");
+    run(
+        "config without mode",
+        &mut httpipe(["read", "-f", &no_mode.display().to_string()]),
+        t,
+    )
+    .clean_error(2, &["mode: read"]);
+
+    let bad_yaml = d.join("bad.yaml");
+    std::fs::write(&bad_yaml, "mode: [write\n").expect("write");
+    run(
+        "config that is not YAML",
+        &mut httpipe(["write", "-f", &bad_yaml.display().to_string()]),
+        t,
+    )
+    .clean_error(2, &["bad.yaml", "yaml"]);
+
+    run("no stream path", &mut httpipe(["read", "-U", &url]), t)
+        .clean_error(2, &["stream path", "-s"]);
+    run(
+        "connect URL without a scheme",
+        &mut httpipe(["read", "-s", "/x", "-U", "relay.example"]),
+        t,
+    )
+    .clean_error(2, &["relay.example"]);
+    run(
+        "bad encryption mode",
+        &mut httpipe([
+            "write",
+            "-s",
+            "/x",
+            "-U",
+            &url,
+            "-p",
+            "pw",
+            "--encryption-mode",
+            "rot13",
+        ]),
+        t,
+    )
+    .clean_error(2, &["rot13", "encryption-mode"]);
+    run(
+        "--serve without a command",
+        &mut httpipe(["write", "--serve", "-s", "/x", "-U", &url]),
+        t,
+    )
+    .clean_error(2, &["--serve", "command"]);
+    let mut bad_env = httpipe(["read", "-s", "/x", "-U", &url]);
+    bad_env.env("HTTPIPE_CONNECT_TIMEOUT", "soon");
+    run("bad HTTPIPE_CONNECT_TIMEOUT", &mut bad_env, t)
+        .clean_error(2, &["HTTPIPE_CONNECT_TIMEOUT"]);
+    // A missing -f file is exit 1 (as in zebrastream), with the path in the message.
+    run(
+        "missing config file",
+        &mut httpipe(["write", "-f", "/nonexistent/supplier.yaml"]),
+        t,
+    )
+    .clean_error(1, &["/nonexistent/supplier.yaml"]);
+}
+
+#[test]
+fn exit_3_auth() {
+    let relay = Relay::start_auth();
+    let path = unique_path("auth");
+    let rt = relay.token(&path, "read", false);
+    let wt = relay.token(&path, "write", false);
+    let t = Duration::from_secs(20);
+    let with_token = |mut c: Command, tok: &str| {
+        c.env("HTTPIPE_ACCESS_TOKEN", tok);
+        c
+    };
+    let timeout = ["-t", "5"];
+
+    let mut c = write_cmd(&relay, &path);
+    run("write, no token", c.args(timeout), t).clean_error(3, &["access token"]);
+    let mut c = read_cmd(&relay, &path);
+    run("read, no token", c.args(timeout), t).clean_error(3, &["access token"]);
+    let mut c = with_token(write_cmd(&relay, &path), &rt);
+    run("write with a read token", c.args(timeout), t).clean_error(3, &["write"]);
+    let mut c = with_token(read_cmd(&relay, &path), &wt);
+    run("read with a write token", c.args(timeout), t).clean_error(3, &["read"]);
+    let mut c = with_token(read_cmd(&relay, &path), "hp1.garbage.token");
+    run("read with a garbage token", c.args(timeout), t).clean_error(3, &["token"]);
+    let other = unique_path("auth-other");
+    let mut c = with_token(write_cmd(&relay, &other), &wt);
+    run("write token for another path", c.args(timeout), t).clean_error(3, &["token"]);
+    // -a works too (with the command-line warning as an extra stderr line).
+    let d = run(
+        "read -a garbage",
+        read_cmd(&relay, &path).args(["-a", "garbage", "-t", "5"]),
+        t,
+    );
+    d.clean_error(3, &["token"]);
+}
+
+#[test]
+fn exit_4_connect_timeout() {
+    let relay = Relay::start();
+    for mode in ["write", "read"] {
+        let path = unique_path("timeout");
+        let t = Instant::now();
+        let d = run(
+            &format!("{mode} -t 1, no peer"),
+            &mut httpipe([mode, "-s", &path, "-U", &relay.connect_url(), "-t", "1"]),
+            Duration::from_secs(20),
+        );
+        d.clean_error(4, &["connect-timeout"]);
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            "{mode}: {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 9. keygen + age recipients; send → the printed receive command
+
+#[test]
+fn keygen_then_age_recipient_round_trip() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let d = dir.path();
+    let key = d.join("key.txt");
+    let kd = run(
+        "keygen -o key.txt",
+        httpipe(["keygen", "-o"]).arg(&key),
+        Duration::from_secs(10),
+    );
+    kd.code(0);
+    let text = String::from_utf8_lossy(&read(&key)).into_owned();
+    let public = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: "))
+        .expect("a '# public key:' line")
+        .to_string();
+    assert!(public.starts_with("age1"), "{public}");
+    assert!(
+        text.lines().any(|l| l.starts_with("AGE-SECRET-KEY-1")),
+        "{text}"
+    );
+    assert!(kd.stderr.contains(&public), "keygen stderr: {}", kd.stderr);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "key file mode {mode:o}");
+    }
+    run(
+        "keygen -o existing",
+        httpipe(["keygen", "-o"]).arg(&key),
+        Duration::from_secs(10),
+    )
+    .clean_error(1, &["key.txt", "never overwritten"]);
+    let other_key = d.join("other.txt");
+    run(
+        "keygen (other)",
+        httpipe(["keygen", "-o"]).arg(&other_key),
+        Duration::from_secs(10),
+    )
+    .code(0);
+
+    let input = d.join("in");
+    let data = pseudo_random(3 * MIB, 9);
+    std::fs::write(&input, &data).expect("write");
+    let key_s = key.display().to_string();
+    let other_s = other_key.display().to_string();
+    // age v1 and age-rt (the default) to the recipient; the wrong identity fails cleanly.
+    let cases: [(&str, &[&str], &str); 3] = [
+        ("age", &["--encryption-mode", "age"], key_s.as_str()),
+        ("age-rt", &[], key_s.as_str()),
+        (
+            "wrong identity",
+            &["--encryption-mode", "age"],
+            other_s.as_str(),
+        ),
+    ];
+    let mut running = Vec::new();
+    for (name, extra, id) in cases {
+        let path = unique_path("age");
+        let out = d.join(format!("out-{}", running.len()));
+        let w = Proc::spawn(
+            &format!("write -r ({name})"),
+            write_cmd(&relay, &path).args(["-r", &public]).args(extra),
+            In::File(&input),
+            Out::Null,
+        );
+        let r = Proc::spawn(
+            &format!("read -i ({name})"),
+            read_cmd(&relay, &path).args(["-i", id]),
+            In::Null,
+            Out::File(&out),
+        );
+        running.push((name, w, r, out));
+    }
+    for (name, mut w, mut r, out) in running {
+        if name == "wrong identity" {
+            r.wait(CHILD_TIMEOUT).clean_error(1, &["identity"]);
+            assert_eq!(read(&out).len(), 0, "plaintext written with the wrong key");
+            let wd = w.wait(CHILD_TIMEOUT);
+            assert!(matches!(wd.code, Some(0 | 5)), "{name}: {wd:?}");
+        } else {
+            w.wait(CHILD_TIMEOUT).code(0);
+            r.wait(CHILD_TIMEOUT).code(0);
+            assert_same_bytes(&read(&out), &data, name);
+        }
+    }
+}
+
+#[test]
+fn send_prints_a_receive_command_that_works() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let send_dir = dir.path().join("send");
+    let recv_dir = dir.path().join("recv");
+    std::fs::create_dir_all(&send_dir).expect("mkdir");
+    std::fs::create_dir_all(&recv_dir).expect("mkdir");
+    let data = pseudo_random(3 * MIB + 17, 10);
+    std::fs::write(send_dir.join("report.bin"), &data).expect("write");
+
+    let mut cmd = httpipe(["send", "-U", &relay.connect_url(), "report.bin"]);
+    cmd.current_dir(&send_dir);
+    let mut sender = Proc::spawn("send report.bin", &mut cmd, In::Null, Out::Null);
+    let err = sender.wait_for_stderr("httpipe receive", Duration::from_secs(20));
+    let hint = err
+        .lines()
+        .skip_while(|l| !l.contains("On the other side, run:"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no receive command in:\n{err}"))
+        .trim()
+        .to_string();
+    assert!(hint.contains("httpipe receive"), "{hint}");
+    assert!(
+        hint.contains("HTTPIPE_PASSPHRASE="),
+        "a generated passphrase: {hint}"
+    );
+
+    // Run it as printed, through sh, with our binary first on PATH.
+    let bin_dir = httpipe_bin().parent().expect("bin dir").to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
+    let mut sh = Command::new("sh");
+    clean_env(&mut sh);
+    sh.arg("-c")
+        .arg(&hint)
+        .env("PATH", path)
+        .env("RUST_BACKTRACE", "1")
+        .current_dir(&recv_dir);
+    let stdout = dir.path().join("receive-stdout");
+    let rd = Proc::spawn(
+        "the printed receive command",
+        &mut sh,
+        In::Null,
+        Out::File(&stdout),
+    )
+    .wait(CHILD_TIMEOUT);
+    rd.code(0);
+    sender.wait(CHILD_TIMEOUT).code(0);
+    // Encrypted streams carry no file name (PROTOCOL.md §11.1), so the receiver saves to
+    // ./report.bin only if the name arrived; otherwise it writes to stdout.
+    let saved = recv_dir.join("report.bin");
+    let got = if saved.exists() {
+        read(&saved)
+    } else {
+        read(&stdout)
+    };
+    assert_same_bytes(&got, &data, "received via the printed command");
+    let leftovers: Vec<_> = std::fs::read_dir(&recv_dir)
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".httpipe-part"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
