@@ -8,7 +8,7 @@
 
 use super::disposition;
 use super::error::{classify_response, Error, ErrorCode, Failure, StopReason};
-use super::rendezvous::{auth_headers, Rendezvous};
+use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
 use super::urls::{ConnectMode, RelayBase};
 use crate::protocol::headers::{
@@ -92,26 +92,17 @@ impl Consumer {
         loop {
             match &mut self.state {
                 State::Start => {
-                    if self.cfg.rendezvous {
-                        match Rendezvous::new(
-                            &self.cfg.relay,
-                            &self.cfg.path,
-                            ConnectMode::AwaitWriter,
-                            self.cfg.timeout_s,
-                            self.cfg.token.as_deref(),
-                        ) {
-                            Ok(r) => {
-                                let req = r.request().clone();
-                                self.state = State::AwaitRendezvous(r);
-                                return Step::Rendezvous(req);
-                            }
-                            Err(e) => self.state = State::Failed(Some(e)),
+                    let c = &self.cfg;
+                    let mode = ConnectMode::AwaitWriter;
+                    let token = c.token.as_deref();
+                    match Begin::new(&c.relay, &c.path, mode, c.rendezvous, c.timeout_s, token) {
+                        Ok(Begin::Rendezvous(r)) => {
+                            let req = r.request().clone();
+                            self.state = State::AwaitRendezvous(r);
+                            return Step::Rendezvous(req);
                         }
-                    } else {
-                        match self.cfg.relay.data_url(&self.cfg.path) {
-                            Ok(u) => self.state = State::Get(u),
-                            Err(e) => self.state = State::Failed(Some(e)),
-                        }
+                        Ok(Begin::Data(url)) => self.state = State::Get(url),
+                        Err(e) => self.state = State::Failed(Some(e)),
                     }
                 }
                 State::Get(url) => {

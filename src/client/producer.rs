@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use super::disposition;
 use super::error::{classify_response, Error, ErrorCode, Failure, Source, StopReason};
 use super::parts::{ByteChunk, PartCutter};
-use super::rendezvous::{auth_headers, Rendezvous};
+use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
 use super::status::{StatusLog, Verdict};
 use super::transport::{OriginMemory, Plan, Transport, UploadMode};
@@ -395,29 +395,15 @@ impl<T: ByteChunk> Producer<T> {
                 memory.remember(&o, works);
             }
             match &mut self.state {
-                State::Start => {
-                    if self.cfg.rendezvous {
-                        match Rendezvous::new(
-                            &self.cfg.relay,
-                            &self.cfg.path,
-                            ConnectMode::AwaitReader,
-                            self.cfg.timeout_s,
-                            self.cfg.token.as_deref(),
-                        ) {
-                            Ok(r) => {
-                                let req = r.request().clone();
-                                self.state = State::AwaitRendezvous(r);
-                                return Step::Rendezvous(req);
-                            }
-                            Err(e) => self.fail(e),
-                        }
-                    } else {
-                        match self.cfg.relay.data_url(&self.cfg.path) {
-                            Ok(u) => self.state = State::Plan(u),
-                            Err(e) => self.fail(e),
-                        }
+                State::Start => match self.begin() {
+                    Ok(Begin::Rendezvous(r)) => {
+                        let req = r.request().clone();
+                        self.state = State::AwaitRendezvous(r);
+                        return Step::Rendezvous(req);
                     }
-                }
+                    Ok(Begin::Data(url)) => self.state = State::Plan(url),
+                    Err(e) => self.fail(e),
+                },
                 State::AwaitRendezvous(_) => {
                     return Step::Failed(misuse("poll before the rendezvous answer"))
                 }
@@ -494,6 +480,19 @@ impl<T: ByteChunk> Producer<T> {
                 }
             }
         }
+    }
+
+    fn begin(&self) -> Result<Begin, Error> {
+        let c = &self.cfg;
+        let mode = ConnectMode::AwaitReader;
+        Begin::new(
+            &c.relay,
+            &c.path,
+            mode,
+            c.rendezvous,
+            c.timeout_s,
+            c.token.as_deref(),
+        )
     }
 
     fn fail(&mut self, e: Error) {

@@ -53,6 +53,31 @@ impl Rendezvous {
     }
 }
 
+/// How an operation begins (§11.2, §11.3): a wait on the Connect API, or straight at the
+/// data URL.
+#[derive(Debug)]
+pub enum Begin {
+    Rendezvous(Rendezvous),
+    Data(String),
+}
+
+impl Begin {
+    pub fn new(
+        base: &RelayBase,
+        path: &str,
+        mode: ConnectMode,
+        rendezvous: bool,
+        timeout_s: Option<f64>,
+        token: Option<&str>,
+    ) -> Result<Self, Error> {
+        if rendezvous {
+            Rendezvous::new(base, path, mode, timeout_s, token).map(Begin::Rendezvous)
+        } else {
+            base.data_url(path).map(Begin::Data)
+        }
+    }
+}
+
 /// The token header of every request of an operation (§6).
 pub fn auth_headers(token: Option<&str>) -> Vec<(&'static str, String)> {
     token
