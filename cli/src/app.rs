@@ -401,7 +401,10 @@ fn receive_hint(
     }
     parts.push("httpipe receive".to_string());
     match &target.endpoint.relay {
-        Some(r) if target.endpoint.connect_base == format!("{r}/connect/v0/") => {
+        Some(r)
+            if target.endpoint.connect_base
+                == format!("{r}{}", httpipe::protocol::paths::CONNECT_PREFIX) =>
+        {
             parts.push(format!("--relay {}", shell_word(r)));
         }
         _ => parts.push(format!("-U {}", shell_word(&target.endpoint.connect_base))),

@@ -2,6 +2,7 @@
 //! (`HTTPIPE_<KEY>`, then `ZEBRASTREAM_<KEY>`), and a YAML config file (`-f PATH` or
 //! `-n NAME`), as in `zebrastream` 0.5.4. The file has the same keys as the long options.
 
+use httpipe::protocol::paths::CONNECT_PREFIX;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -393,7 +394,7 @@ impl Endpoint {
             (Some(c), relay) => {
                 let derived = c
                     .trim_end_matches('/')
-                    .strip_suffix("/connect/v0")
+                    .strip_suffix(CONNECT_PREFIX.trim_end_matches('/'))
                     .map(str::to_string);
                 Ok(Endpoint {
                     connect_base: c.to_string(),
@@ -401,7 +402,7 @@ impl Endpoint {
                 })
             }
             (None, Some(r)) => Ok(Endpoint {
-                connect_base: format!("{r}/connect/v0/"),
+                connect_base: format!("{r}{CONNECT_PREFIX}"),
                 relay: Some(r),
             }),
             (None, None) => Ok(Endpoint {
