@@ -51,6 +51,7 @@ fn bech32_decode(s: &str, hrp: &str, upper: bool) -> Result<[u8; 32], Error> {
 fn bech32_encode(hrp: &str, data: &[u8; 32], upper: bool) -> String {
     // ok: both HRPs are valid constants and 32 bytes fit well within Bech32's length limit
     let hrp = Hrp::parse(hrp).expect("valid hrp");
+    // ok: 32 bytes of data fit well within Bech32's length limit
     let s = bech32::encode::<Bech32>(hrp, data).expect("bech32 length");
     if upper {
         s.to_ascii_uppercase()
