@@ -30,8 +30,14 @@ async fn healthy(r: &Relay) {
     }
     let mut c = r.get(T::H1, "/ok-check").await;
     let mut p = r.post(T::H1, "/ok-check", full("still works")).await;
-    assert_eq!(text(c.response().await).await, "still works");
-    p.response().await;
+    assert_eq!(
+        within(5.0, "ok-check body", async {
+            text(c.response().await).await
+        })
+        .await,
+        "still works"
+    );
+    within(5.0, "ok-check producer", p.response()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,24 +112,33 @@ async fn broken_uploads_truncate_and_free_the_path() {
     let r = relay().await;
     // declared length 100, 10 bytes sent, then the client hangs up
     let mut c = r.get(T::H1, "/broken").await;
+    // The consumer must be waiting first: a producer whose upload breaks while it waits just
+    // leaves (§3.6), and a consumer arriving after that waits for the next producer.
+    r.until_gauge("httpipe_waiting_consumers", 1).await;
     let mut s = TcpStream::connect(r.http).await.unwrap();
     s.write_all(b"POST /broken HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n0123456789")
         .await
         .unwrap();
-    let mut body = c.response().await.into_body();
-    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    let mut body = within(5.0, "consumer head", c.response()).await.into_body();
+    let first = within(5.0, "first frame", body.frame())
+        .await
+        .unwrap()
+        .unwrap()
+        .into_data()
+        .unwrap();
     assert_eq!(&first[..], b"0123456789");
     drop(s);
     let end = within(5.0, "truncation", body.frame()).await;
     assert!(matches!(end, Some(Err(_))), "{end:?}");
     // bad chunked framing mid-transfer
     let mut c = r.get(T::H1, "/broken").await;
+    r.until_gauge("httpipe_waiting_consumers", 1).await;
     let mut s = TcpStream::connect(r.http).await.unwrap();
     s.write_all(b"POST /broken HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nXYZ\r\n").await.unwrap();
     // The relay may abort the consumer before its response head went out (the request
     // fails) or after (the body errors); either way the consumer sees no clean end. (The
     // first form raced this test into a spurious "request failed" once.)
-    if let Ok(resp) = c.try_response().await {
+    if let Ok(resp) = within(5.0, "second consumer head", c.try_response()).await {
         let mut body = resp.into_body();
         let mut end = None;
         for _ in 0..3 {
@@ -138,7 +153,7 @@ async fn broken_uploads_truncate_and_free_the_path() {
         assert!(matches!(end, Some(Some(Err(_)))), "{end:?}");
     }
     healthy(&r).await;
-    r.shutdown().await;
+    within(5.0, "shutdown", r.shutdown()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

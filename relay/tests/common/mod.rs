@@ -211,6 +211,24 @@ impl Relay {
         self.call(t, Method::POST, path, &[], body).await
     }
 
+    /// Waits (up to 10 s) until the gauge `name` in `/metrics` reads `value`: e.g. until a
+    /// consumer is registered, so a test doesn't race its own requests.
+    pub async fn until_gauge(&self, name: &str, value: u64) {
+        let want = format!("{name} {value}\n");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut c = self.get(T::H1, "/metrics").await;
+            if text(c.response().await).await.contains(&want) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name} never reached {value}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub async fn shutdown(mut self) {
         if let Some(r) = self.running.take() {
             r.shutdown().await;
