@@ -10,6 +10,7 @@ use httpipe::protocol::query;
 use httpipe::protocol::token::Mode;
 
 use crate::auth::request_token;
+use crate::data::Phase;
 use crate::pairing::Await;
 use crate::respond::{rejection, text, Resp};
 use crate::state::{ConnInfo, Shared};
@@ -57,13 +58,19 @@ pub async fn handle(
         }
     }
 
-    let mut wait = state.hub.await_peer(&path, want);
-    let ready = match timeout {
-        None => {
-            wait.ready().await;
-            true
+    let mut wait = state.data.hub.await_peer(&path, want);
+    let waited = async {
+        match timeout {
+            None => {
+                wait.ready().await;
+                true
+            }
+            Some(t) => tokio::time::timeout(t, wait.ready()).await.is_ok(),
         }
-        Some(t) => tokio::time::timeout(t, wait.ready()).await.is_ok(),
+    };
+    let ready = tokio::select! {
+        r = waited => r,
+        _ = state.data.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),
     };
     drop(wait);
     if !ready {

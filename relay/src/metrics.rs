@@ -12,14 +12,17 @@ pub enum FailReason {
     ReceiverDisconnected,
     UploadGapTimeout,
     BadUpload,
+    /// The relay's shutdown grace period ended first (§9).
+    Shutdown,
 }
 
 impl FailReason {
-    pub const ALL: [FailReason; 4] = [
+    pub const ALL: [FailReason; 5] = [
         FailReason::ProducerAborted,
         FailReason::ReceiverDisconnected,
         FailReason::UploadGapTimeout,
         FailReason::BadUpload,
+        FailReason::Shutdown,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -28,6 +31,7 @@ impl FailReason {
             FailReason::ReceiverDisconnected => "receiver_disconnected",
             FailReason::UploadGapTimeout => "upload_gap_timeout",
             FailReason::BadUpload => "bad_upload",
+            FailReason::Shutdown => "shutdown",
         }
     }
 }
@@ -38,7 +42,7 @@ pub struct Metrics {
     bytes: AtomicU64,
     started: AtomicU64,
     completed: AtomicU64,
-    failed: [AtomicU64; 4],
+    failed: [AtomicU64; FailReason::ALL.len()],
     requests: AtomicU64,
     segmented_active: AtomicU64,
 }

@@ -22,7 +22,10 @@ pub fn healthz() -> Resp {
 
 /// Prometheus text format.
 pub fn metrics(state: &Shared) -> Resp {
-    let mut r = text(StatusCode::OK, state.metrics.render(state.hub.counts()));
+    let mut r = text(
+        StatusCode::OK,
+        state.metrics.render(state.data.hub.counts()),
+    );
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),

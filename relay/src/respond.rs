@@ -6,6 +6,7 @@ use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full};
 use httpipe::protocol::control::Rejection;
+use httpipe::protocol::headers::ERROR_CODE;
 
 /// Every response body the relay sends. A body error aborts the response (HTTP/1.1: the
 /// connection closes without a terminating chunk; HTTP/2: the stream is reset).
@@ -41,10 +42,17 @@ pub fn text(status: StatusCode, body: impl Into<Bytes>) -> Resp {
     r
 }
 
-/// The §3.5 answer to a rejection (405 carries `Allow`).
+/// The §3.5 answer to a rejection: its status, body and code (`X-Httpipe-Error`, readable by
+/// browsers); 405 carries `Allow`.
 pub fn rejection(r: &Rejection) -> Resp {
     let status = StatusCode::from_u16(r.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let mut resp = text(status, r.body());
+    let h = resp.headers_mut();
+    h.insert(ERROR_CODE, HeaderValue::from_static(r.code().as_str()));
+    h.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static(ERROR_CODE),
+    );
     if status == StatusCode::METHOD_NOT_ALLOWED {
         resp.headers_mut().insert(
             header::ALLOW,

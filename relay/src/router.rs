@@ -1,15 +1,17 @@
 //! Request routing (`docs/PROTOCOL.md` §2): the relay's own paths, then the Data API.
 
-use http::{Method, Request, StatusCode};
+use http::{Method, Request};
 use httpipe::protocol::control::Rejection;
 use httpipe::protocol::paths::{self, MAX_PATH_BYTES};
 use httpipe::protocol::token::Mode;
 use httpipe::protocol::{query, upload};
 use hyper::body::Incoming;
 
-use crate::respond::{preflight, rejection, text, Resp};
+use crate::data::segmented::Part;
+use crate::params::Params;
+use crate::respond::{preflight, rejection, Resp};
 use crate::state::{ConnInfo, Shared};
-use crate::{connect, data, ops, segmented, static_files};
+use crate::{connect, data, ops, static_files};
 
 /// Answers one request. Never panics on client input.
 pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
@@ -41,10 +43,11 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
     }
 
     // Data API (§3)
-    let params = Params::from_query(req.uri().query());
-    let n = match query::parse_n(params.get(query::N)) {
-        Some(n) => n,
-        None => return rejection(&Rejection::InvalidN),
+    let params = Params::parse(req.uri().query());
+    let n = match params.get(query::N).map(query::parse_n) {
+        Ok(Some(n)) => n,
+        Ok(None) => return rejection(&Rejection::InvalidN),
+        Err(r) => return rejection(&r),
     };
     if method == Method::GET {
         if req
@@ -59,7 +62,7 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
                 return r.response();
             }
         }
-        return data::consumer::handle(state, path, n).await;
+        return data::consumer::handle(state.data.clone(), path, n).await;
     }
     if producing {
         if req.headers().contains_key(http::header::CONTENT_RANGE) {
@@ -70,13 +73,43 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
                 return r.response();
             }
         }
-        if params.get(upload::PART).is_some() {
-            return Box::pin(segmented::handle(state, req, path, n, params)).await;
-        }
+        let part = match part_of(&params) {
+            Ok(p) => p,
+            Err(r) => return rejection(&r),
+        };
+        let plane = state.data.clone();
         let (parts, body) = req.into_parts();
-        return Box::pin(data::producer::handle(state, parts.headers, body, path, n)).await;
+        return match part {
+            Some(part) => {
+                Box::pin(data::segmented::handle(
+                    plane,
+                    parts.headers,
+                    body,
+                    path,
+                    n,
+                    part,
+                ))
+                .await
+            }
+            None => Box::pin(data::stream::handle(plane, parts.headers, body, path, n)).await,
+        };
     }
     rejection(&Rejection::UnsupportedMethod(method.to_string()))
+}
+
+/// The segmented-upload parameters of a producer's request (§4), if it is a part.
+fn part_of(params: &Params) -> Result<Option<Part>, Rejection> {
+    let Some(k) = params.get(upload::PART)? else {
+        return Ok(None);
+    };
+    let k = k
+        .parse::<u64>()
+        .map_err(|_| Rejection::InvalidParameter(upload::PART))?;
+    Ok(Some(Part {
+        k,
+        is_final: params.flag(upload::FINAL)?,
+        upload: params.get(upload::UPLOAD)?.map(str::to_string),
+    }))
 }
 
 /// The relay's own paths (GET/HEAD; `/connect` and `/api` have their own methods).
@@ -93,10 +126,7 @@ async fn reserved(
             return rejection(&Rejection::UnsupportedMethod(method.to_string()));
         }
         if rest.is_empty() {
-            return text(
-                StatusCode::BAD_REQUEST,
-                "[ERROR] The Connect API needs a stream path: /connect/v0/{path}\n",
-            );
+            return rejection(&Rejection::ConnectNeedsPath);
         }
         let stream_path = format!("/{rest}");
         let (parts, _) = req.into_parts();
@@ -115,7 +145,7 @@ async fn reserved(
         "/healthz" => ops::healthz(),
         "/metrics" => ops::metrics(&state),
         "/favicon.ico" => ops::no_content(),
-        "/robots.txt" => text(StatusCode::NOT_FOUND, "[ERROR] Not found.\n"),
+        "/robots.txt" => rejection(&Rejection::NotFound),
         _ => return static_files::serve(&state, path, head).await,
     };
     if head {
@@ -123,24 +153,4 @@ async fn reserved(
         return http::Response::from_parts(parts, crate::respond::empty());
     }
     resp
-}
-
-/// Decoded query parameters (first occurrence wins).
-pub struct Params(Vec<(String, String)>);
-
-impl Params {
-    pub fn from_query(q: Option<&str>) -> Params {
-        Params(
-            form_urlencoded::parse(q.unwrap_or("").as_bytes())
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect(),
-        )
-    }
-
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
 }

@@ -18,9 +18,8 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::auth::Auth;
 use crate::config::Config;
+use crate::data::{Limits, Phase, Plane};
 use crate::metrics::Metrics;
-use crate::pairing::Hub;
-use crate::segmented::Uploads;
 use crate::state::{ConnInfo, Shared, State};
 use crate::{router, tls};
 
@@ -28,6 +27,8 @@ use crate::{router, tls};
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a client may take to send a request head (HTTP/1.1; not a transfer timeout).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// After the grace period: how long aborted producers get to receive their `[ERROR]` line.
+const ABORT_LINES_FLUSH: Duration = Duration::from_millis(250);
 /// Largest HTTP/2 frame we accept (bigger frames cost fewer headers per byte).
 const H2_MAX_FRAME: u32 = 256 * 1024;
 
@@ -79,11 +80,16 @@ pub async fn start(config: Config) -> io::Result<Running> {
         Some(l) => Some(l.local_addr()?),
         None => None,
     };
+    let auth = Auth::new(keys);
+    let metrics = Arc::new(Metrics::default());
+    let limits = Limits {
+        max_part_bytes: config.max_part_bytes,
+        upload_gap_timeout: config.upload_gap_timeout,
+    };
     let state: Shared = Arc::new(State {
-        hub: Hub::new(),
-        metrics: Metrics::default(),
-        auth: Auth::new(keys),
-        uploads: Uploads::default(),
+        data: Plane::new(metrics.clone(), limits, auth.is_some()),
+        metrics,
+        auth,
         config,
     });
     let builder = Arc::new(http_builder(&state.config));
@@ -168,11 +174,15 @@ async fn accept_loop(
         grace_s = grace.as_secs_f64(),
         "shutting down: no new connections, finishing transfers"
     );
-    if tokio::time::timeout(grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("grace period over: aborting the remaining connections");
+    // Waiting peers are sent away at once (503, or an `[ERROR]` line for a waiting
+    // producer); transfers may finish within the grace period (§9).
+    state.data.enter(Phase::Draining);
+    let mut drained = std::pin::pin!(graceful.shutdown());
+    if tokio::time::timeout(grace, &mut drained).await.is_err() {
+        tracing::warn!("grace period over: aborting the remaining transfers");
+        // Producers get their `[ERROR]` line before their connections close.
+        state.data.enter(Phase::Aborting);
+        let _ = tokio::time::timeout(ABORT_LINES_FLUSH, &mut drained).await;
     }
     conns.abort_all();
     while conns.join_next().await.is_some() {}

@@ -5,19 +5,18 @@ use std::sync::Arc;
 
 use crate::auth::Auth;
 use crate::config::Config;
-use crate::data::Handoff;
+use crate::data::Plane;
 use crate::metrics::Metrics;
-use crate::pairing::Hub;
-use crate::segmented::Uploads;
 
-/// Everything a request handler needs; one per relay, shared by `Arc`.
+/// The relay's state, one per relay, shared by `Arc`. The router hands each handler only the
+/// part it uses (the Data API gets the [`Plane`]).
 pub struct State {
     pub config: Config,
-    pub hub: Hub<Handoff>,
-    pub metrics: Metrics,
+    /// The Data API: pairing table, segmented uploads, limits, shutdown phase.
+    pub data: Arc<Plane>,
+    pub metrics: Arc<Metrics>,
     /// `Some` in auth mode (§6).
     pub auth: Option<Auth>,
-    pub uploads: Uploads,
 }
 
 /// Shared handle to [`State`].
@@ -34,24 +33,6 @@ pub struct ConnInfo {
 }
 
 impl State {
-    /// A stream path as it may appear in logs (§9): truncated in open mode, hashed in auth
-    /// mode (paths may be secrets there).
-    pub fn log_path(&self, path: &str) -> String {
-        if self.auth.is_some() {
-            use sha2::{Digest, Sha256};
-            let h = Sha256::digest(path.as_bytes());
-            format!("sha256:{}", hex::encode(&h[..8]))
-        } else if path.len() > 64 {
-            let mut end = 64;
-            while !path.is_char_boundary(end) {
-                end -= 1;
-            }
-            format!("{}...", &path[..end])
-        } else {
-            path.to_string()
-        }
-    }
-
     /// `scheme://host` for URLs shown to this request's client (§5): `--public-url`, or the
     /// request's Host (`:authority`) and scheme, or (with `--trust-proxy`) `X-Forwarded-*`.
     pub fn base_url(

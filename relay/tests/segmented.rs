@@ -211,3 +211,114 @@ async fn part_size_cap() {
     assert_eq!(read_all(c.response().await).await.unwrap().len(), 1000);
     r.shutdown().await;
 }
+
+/// Issue #10 fault 1: with `?n=2` and one slow consumer, a part request abandoned while the
+/// relay waits on the slow consumer had already reached the fast one; its retry was delivered
+/// again and the fast consumer ended cleanly with the part twice. A part reaches every consumer
+/// exactly once (§4).
+async fn abandoned_part_is_delivered_once_on(t: T) {
+    let r = relay_with(|c| c.max_part_bytes = 32 << 20).await;
+    let mut fast = r.get(t, "/fan?n=2").await;
+    let mut slow = r.get(t, "/fan?n=2").await;
+    let p0 = r
+        .call(t, Method::POST, "/fan?n=2&part=0", &[], full("p0."))
+        .await;
+    let mut p0 = p0;
+    let p0 = within(5.0, "part 0", p0.response()).await;
+    let id = header(p0.headers(), "x-httpipe-upload")
+        .expect("upload id")
+        .to_string();
+    let fast = within(5.0, "fast head", fast.response()).await;
+    let fast = tokio::spawn(read_all(fast));
+    let slow = within(5.0, "slow head", slow.response()).await;
+    // Parts are bigger than every buffer between the relay and the slow consumer, which reads
+    // nothing yet: part 1 fills its socket, part 2 its queue; part 3 reaches the fast one, then
+    // the relay waits on the slow one. The client gives up on part 3.
+    let big: Bytes = random_bytes(16 << 20).into();
+    let mut want = b"p0.".to_vec();
+    // Send parts until one waits (how many fit in the buffers depends on the transport).
+    let mut k = 1;
+    let (abandoned, q1) = loop {
+        assert!(k <= 8, "no part ever waited for the slow consumer");
+        let q = format!("/fan?n=2&part={k}&upload={id}");
+        let mut p = r.call(t, Method::POST, &q, &[], full(big.clone())).await;
+        if p.still_waiting(Duration::from_millis(1500)).await {
+            break (p, q);
+        }
+        let p = within(5.0, "a part that didn't wait", p.response()).await;
+        assert_eq!(p.status(), StatusCode::OK);
+        want.extend_from_slice(&big);
+        k += 1;
+    };
+    abandoned.cancel();
+    // The retry of the same part, then the slow consumer starts reading.
+    let mut retry = r.call(t, Method::POST, &q1, &[], full(big.clone())).await;
+    let slow = tokio::spawn(read_all(slow));
+    let retried = within(30.0, "retry of part 1", retry.response()).await;
+    assert_eq!(retried.status(), StatusCode::OK);
+    let q2 = format!("/fan?n=2&part={}&final=1&upload={id}", k + 1);
+    let mut last = r.call(t, Method::POST, &q2, &[], full(".end")).await;
+    let last = within(30.0, "final part", last.response()).await;
+    assert_eq!(last.status(), StatusCode::OK);
+    want.extend_from_slice(&big);
+    want.extend_from_slice(b".end");
+    for (who, got) in [("fast", fast), ("slow", slow)] {
+        let got = within(30.0, "consumer body", got)
+            .await
+            .unwrap()
+            .expect("clean end");
+        assert_eq!(got.len(), want.len(), "{who} consumer: byte count");
+        assert!(got[..] == want[..], "{who} consumer: bytes differ");
+    }
+    assert!(text(last).await.ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"));
+    r.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_part_is_delivered_once_h1() {
+    abandoned_part_is_delivered_once_on(T::H1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_part_is_delivered_once_h2c() {
+    abandoned_part_is_delivered_once_on(T::H2c).await;
+}
+
+/// Issue #10 fault 2: the final part's request is abandoned while a slow consumer drains; the
+/// transfer still completes, its retry gets the verdict (not 404), and the upload is gone from
+/// `httpipe_segmented_uploads` and counted as completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_final_part_still_ends_the_upload() {
+    let t = T::H1;
+    let r = relay_with(|c| c.max_part_bytes = 32 << 20).await;
+    let mut consumer = r.get(t, "/fin").await;
+    let mut p0 = r.call(t, Method::POST, "/fin?part=0", &[], full("a")).await;
+    let p0 = within(5.0, "part 0", p0.response()).await;
+    let id = header(p0.headers(), "x-httpipe-upload")
+        .expect("upload id")
+        .to_string();
+    let resp = within(5.0, "consumer head", consumer.response()).await;
+    let big: Bytes = random_bytes(16 << 20).into();
+    let q = format!("/fin?part=1&final=1&upload={id}");
+    let abandoned = r.call(t, Method::POST, &q, &[], full(big.clone())).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    abandoned.cancel();
+    let got = tokio::spawn(read_all(resp));
+    let mut retry = r.call(t, Method::POST, &q, &[], full(big.clone())).await;
+    let retried = within(30.0, "retry of the final part", retry.response()).await;
+    assert_eq!(retried.status(), StatusCode::OK);
+    assert!(
+        text(retried)
+            .await
+            .ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"),
+        "the retry of a final part reports the transfer's verdict"
+    );
+    let got = within(30.0, "consumer body", got)
+        .await
+        .unwrap()
+        .expect("clean end");
+    assert_eq!(got.len(), 1 + big.len());
+    r.until_gauge("httpipe_segmented_uploads", 0).await;
+    r.until_gauge("httpipe_transfers_completed_total", 1).await;
+    r.shutdown().await;
+}

@@ -45,7 +45,10 @@ impl LogLine {
     }
 }
 
-/// A request the relay refuses, with the exact status and body of §3.5.
+/// A request the relay refuses, with the exact status, code and body of §3.5. Every refusal
+/// the relay sends is one of these (401/403 come from the token check, §6); the code travels
+/// in [`crate::protocol::headers::ERROR_CODE`] so clients read it instead of guessing from the
+/// status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rejection {
     /// 400: a producer on a reserved path (§2).
@@ -68,6 +71,26 @@ pub enum Rejection {
     PathTooLong,
     /// 400: a malformed query parameter (name given).
     InvalidParameter(&'static str),
+    /// 400: `/connect/v0/` without a stream path (§5).
+    ConnectNeedsPath,
+    /// 404: none of the relay's own paths (§2).
+    NotFound,
+    /// 404: a segmented part names an upload the relay doesn't know or already ended (§4).
+    UnknownUpload,
+    /// 409: a part number other than the next one (§4).
+    PartOutOfOrder { expected: u64, got: u64 },
+    /// 409: a retry of an accepted part with another length (§4).
+    PartLengthMismatch { part: u64 },
+    /// 413: a part longer than the relay's `--max-part-bytes` (§4).
+    PartTooLarge { max: usize },
+    /// 400: a part's request body failed before its end (§4).
+    PartBodyFailed,
+    /// 503: the relay is shutting down; waiting peers are sent away (§9).
+    ShuttingDown,
+    /// 404: the token endpoint on a relay in open mode (§6).
+    TokensNotNeeded,
+    /// 400: the token endpoint's form is invalid (the field's rule given) (§6).
+    InvalidTokenRequest(&'static str),
 }
 
 impl Rejection {
@@ -76,7 +99,37 @@ impl Rejection {
         match self {
             Rejection::UnsupportedMethod(_) => 405,
             Rejection::PathTooLong => 414,
+            Rejection::NotFound | Rejection::UnknownUpload | Rejection::TokensNotNeeded => 404,
+            Rejection::PartOutOfOrder { .. } | Rejection::PartLengthMismatch { .. } => 409,
+            Rejection::PartTooLarge { .. } => 413,
+            Rejection::ShuttingDown => 503,
             _ => 400,
+        }
+    }
+
+    /// The machine-readable code (§3.5), sent in `X-Httpipe-Error`.
+    pub fn code(&self) -> Code {
+        match self {
+            Rejection::ReservedPath(_) => Code::ReservedPath,
+            Rejection::AnotherSender(_) => Code::AnotherSender,
+            Rejection::TooManyReceivers => Code::TooManyReceivers,
+            Rejection::ReceiverCountMismatch { .. } => Code::ReceiverCountMismatch,
+            Rejection::InvalidN => Code::InvalidN,
+            Rejection::ServiceWorker => Code::ServiceWorker,
+            Rejection::ContentRange => Code::ContentRange,
+            Rejection::UnsupportedMethod(_) => Code::UnsupportedMethod,
+            Rejection::PathTooLong => Code::PathTooLong,
+            Rejection::InvalidParameter(_) => Code::InvalidParameter,
+            Rejection::ConnectNeedsPath => Code::ConnectNeedsPath,
+            Rejection::NotFound => Code::NotFound,
+            Rejection::UnknownUpload => Code::UnknownUpload,
+            Rejection::PartOutOfOrder { .. } => Code::PartOutOfOrder,
+            Rejection::PartLengthMismatch { .. } => Code::PartLengthMismatch,
+            Rejection::PartTooLarge { .. } => Code::PartTooLarge,
+            Rejection::PartBodyFailed => Code::PartBodyFailed,
+            Rejection::ShuttingDown => Code::ShuttingDown,
+            Rejection::TokensNotNeeded => Code::TokensNotNeeded,
+            Rejection::InvalidTokenRequest(_) => Code::InvalidTokenRequest,
         }
     }
 
@@ -108,10 +161,110 @@ impl Rejection {
             Rejection::InvalidParameter(name) => {
                 format!("[ERROR] Invalid \"{name}\" query parameter\n")
             }
+            Rejection::ConnectNeedsPath => format!(
+                "[ERROR] The Connect API needs a stream path: {}{{path}}\n",
+                super::paths::CONNECT_PREFIX
+            ),
+            Rejection::NotFound => "[ERROR] Not found.\n".to_string(),
+            Rejection::UnknownUpload => "[ERROR] Unknown or expired upload id.\n".to_string(),
+            Rejection::PartOutOfOrder { expected, got } => {
+                format!("[ERROR] Expected part {expected}, got part {got}.\n")
+            }
+            Rejection::PartLengthMismatch { part } => {
+                format!("[ERROR] Part {part} was already accepted with another length.\n")
+            }
+            Rejection::PartTooLarge { max } => {
+                format!("[ERROR] A part may have at most {max} bytes.\n")
+            }
+            Rejection::PartBodyFailed => "[ERROR] The part's body failed.\n".to_string(),
+            Rejection::ShuttingDown => {
+                "[ERROR] The relay is shutting down; try again in a moment.\n".to_string()
+            }
+            Rejection::TokensNotNeeded => {
+                "[ERROR] This relay runs in open mode (no auth key): no tokens are needed.\n"
+                    .to_string()
+            }
+            Rejection::InvalidTokenRequest(rule) => format!("[ERROR] {rule}\n"),
         }
     }
 }
 
+/// The machine-readable refusal codes of §3.5 (header `X-Httpipe-Error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    ReservedPath,
+    AnotherSender,
+    TooManyReceivers,
+    ReceiverCountMismatch,
+    InvalidN,
+    ServiceWorker,
+    ContentRange,
+    UnsupportedMethod,
+    PathTooLong,
+    InvalidParameter,
+    ConnectNeedsPath,
+    NotFound,
+    UnknownUpload,
+    PartOutOfOrder,
+    PartLengthMismatch,
+    PartTooLarge,
+    PartBodyFailed,
+    ShuttingDown,
+    TokensNotNeeded,
+    InvalidTokenRequest,
+}
+
+/// Each code and its wire spelling (the only place the spellings live).
+const CODES: [(Code, &str); 20] = [
+    (Code::ReservedPath, "reserved-path"),
+    (Code::AnotherSender, "another-sender"),
+    (Code::TooManyReceivers, "too-many-receivers"),
+    (Code::ReceiverCountMismatch, "receiver-count-mismatch"),
+    (Code::InvalidN, "invalid-n"),
+    (Code::ServiceWorker, "service-worker"),
+    (Code::ContentRange, "content-range"),
+    (Code::UnsupportedMethod, "unsupported-method"),
+    (Code::PathTooLong, "path-too-long"),
+    (Code::InvalidParameter, "invalid-parameter"),
+    (Code::ConnectNeedsPath, "connect-needs-path"),
+    (Code::NotFound, "not-found"),
+    (Code::UnknownUpload, "unknown-upload"),
+    (Code::PartOutOfOrder, "part-out-of-order"),
+    (Code::PartLengthMismatch, "part-length-mismatch"),
+    (Code::PartTooLarge, "part-too-large"),
+    (Code::PartBodyFailed, "part-body-failed"),
+    (Code::ShuttingDown, "shutting-down"),
+    (Code::TokensNotNeeded, "tokens-not-needed"),
+    (Code::InvalidTokenRequest, "invalid-token-request"),
+];
+
+impl Code {
+    /// The wire spelling, e.g. `unknown-upload`.
+    pub fn as_str(self) -> &'static str {
+        CODES
+            .iter()
+            .find(|(c, _)| *c == self)
+            .map(|(_, s)| *s)
+            .unwrap_or("unknown")
+    }
+
+    /// A code read from `X-Httpipe-Error`; `None` for one this version doesn't know.
+    pub fn parse(s: &str) -> Option<Code> {
+        let s = s.trim();
+        CODES.iter().find(|(_, name)| *name == s).map(|(c, _)| *c)
+    }
+}
+
+/// `[ERROR]` lines of the producer's status log when a transfer fails (§3.2); the consumer
+/// sees the truncation (§3.3).
+pub mod failure_line {
+    /// The producer's upload broke before its end.
+    pub const UPLOAD_FAILED: &str = "[ERROR] The sender's upload failed.";
+    /// A segmented upload got no part for the gap timeout (§4).
+    pub const UPLOAD_GAP_TIMEOUT: &str = "[ERROR] No part arrived in time: the upload was dropped.";
+    /// The relay shut down while the producer waited or the transfer ran (§9).
+    pub const SHUTTING_DOWN: &str = "[ERROR] The relay is shutting down: the transfer was aborted.";
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +287,44 @@ mod tests {
     }
 
     #[test]
+    fn every_code_is_known_to_clients() {
+        let all = [
+            Rejection::ReservedPath("/p".into()),
+            Rejection::AnotherSender("/p".into()),
+            Rejection::TooManyReceivers,
+            Rejection::ReceiverCountMismatch {
+                expected: 1,
+                got: 2,
+            },
+            Rejection::InvalidN,
+            Rejection::ServiceWorker,
+            Rejection::ContentRange,
+            Rejection::UnsupportedMethod("X".into()),
+            Rejection::PathTooLong,
+            Rejection::InvalidParameter("n"),
+            Rejection::ConnectNeedsPath,
+            Rejection::NotFound,
+            Rejection::UnknownUpload,
+            Rejection::PartOutOfOrder {
+                expected: 1,
+                got: 2,
+            },
+            Rejection::PartLengthMismatch { part: 1 },
+            Rejection::PartTooLarge { max: 1 },
+            Rejection::PartBodyFailed,
+            Rejection::ShuttingDown,
+            Rejection::TokensNotNeeded,
+            Rejection::InvalidTokenRequest("x"),
+        ];
+        assert_eq!(all.len(), CODES.len());
+        for r in &all {
+            assert_eq!(Code::parse(r.code().as_str()), Some(r.code()));
+            assert!(r.body().starts_with("[ERROR] ") && r.body().ends_with('\n'));
+        }
+        assert_eq!(Code::parse("nope"), None);
+    }
+
+    #[test]
     fn rejection_bodies_match_the_table() {
         assert_eq!(
             Rejection::ReservedPath("/help".into()).body(),
@@ -148,6 +339,9 @@ mod tests {
             "[ERROR] The number of receivers should be 2 but 3.\n"
         );
         assert_eq!(Rejection::UnsupportedMethod("DELETE".into()).status(), 405);
+        assert_eq!(Rejection::UnknownUpload.status(), 404);
+        assert_eq!(Rejection::PartTooLarge { max: 9 }.status(), 413);
+        assert_eq!(Rejection::ShuttingDown.status(), 503);
         assert_eq!(
             Rejection::InvalidN.body(),
             "[ERROR] Invalid \"n\" query parameter\n"

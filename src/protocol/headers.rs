@@ -11,6 +11,9 @@ pub const CONTENT_DISPOSITION: &str = "Content-Disposition";
 pub const CONTENT_LENGTH: &str = "Content-Length";
 /// Forwarded from producer to consumer, every value in order (§3.3).
 pub const X_PIPING: &str = "X-Piping";
+/// The machine-readable code of a relay refusal (§3.5), e.g. `unknown-upload`; exposed to
+/// browsers with `Access-Control-Expose-Headers`.
+pub const ERROR_CODE: &str = "X-Httpipe-Error";
 /// The content type an encrypting producer sends: nothing about the plaintext (§11.1).
 pub const OCTET_STREAM: &str = "application/octet-stream";
 /// `X-Piping` value prefix carrying the producer's declared plaintext size in bytes:

@@ -1,22 +1,30 @@
 //! The consumer side of a transfer (`docs/PROTOCOL.md` §3.1, §3.3, §3.6).
 
+use std::sync::Arc;
+
 use http::Response;
 use http_body_util::BodyExt;
+use httpipe::protocol::control::Rejection;
 use tokio::sync::oneshot;
 
+use super::{Phase, Plane};
 use crate::respond::{rejection, Resp};
-use crate::state::Shared;
 
 /// Registers a consumer and waits (no response yet) until the transfer starts. If the request
-/// goes away meanwhile, this future is dropped and the registration with it (§3.6).
-pub async fn handle(state: Shared, path: String, n: usize) -> Resp {
+/// goes away meanwhile, this future is dropped and the registration with it (§3.6); when the
+/// relay starts shutting down, a waiting consumer gets 503 at once (§9).
+pub async fn handle(plane: Arc<Plane>, path: String, n: usize) -> Resp {
     loop {
         let (tx, rx) = oneshot::channel();
-        let _registered = match state.hub.consumer(&path, n, tx) {
+        let _registered = match plane.hub.consumer(&path, n, tx) {
             Ok(w) => w,
             Err(r) => return rejection(&r),
         };
-        match rx.await {
+        let started = tokio::select! {
+            s = rx => s,
+            _ = plane.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),
+        };
+        match started {
             Ok(start) => {
                 let mut resp = Response::new(start.body.boxed());
                 *resp.headers_mut() = start.headers;

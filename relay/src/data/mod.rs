@@ -1,20 +1,33 @@
-//! Data API (`docs/PROTOCOL.md` §3): `POST`/`PUT /{path}` produce, `GET /{path}` consumes.
+//! Data API (`docs/PROTOCOL.md` §3, §4): `POST`/`PUT /{path}` produce, `GET /{path}` consumes.
 //!
-//! - [`producer`]: registers, answers with the live status log, and pumps the upload into
-//!   every matched consumer with backpressure (the slowest consumer throttles all).
+//! - [`stream`]: a producer with one streaming body: registers, answers with the live status
+//!   log, and feeds its upload to the transfer.
+//! - [`segmented`]: a producer sending numbered parts (§4).
+//! - [`transfer`]: the one transfer lifecycle both feed: consumers' responses, backpressure
+//!   (the slowest consumer throttles all), status lines, metrics, tracing.
 //! - [`consumer`]: registers and waits; its response starts when the transfer starts.
 //! - [`body`]: the two streaming response bodies (status log, relayed bytes).
-//! - [`source`]: the producer's upload: the raw body (read ahead a little while waiting,
-//!   which is how a waiting producer that hangs up is noticed) or a multipart first part.
+//! - [`source`]: the streaming producer's upload: the raw body (read ahead a little while
+//!   waiting) or a multipart first part.
 //! - [`headers`]: which request headers the consumers get (§3.3).
+//!
+//! Handlers take the [`Plane`]: what the Data API uses of the relay, nothing else.
 
 pub mod body;
 pub mod consumer;
 pub mod headers;
-pub mod producer;
+pub mod segmented;
 pub mod source;
+pub mod stream;
+pub(crate) mod transfer;
 
-use tokio::sync::oneshot;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch};
+
+use crate::metrics::Metrics;
+use crate::pairing::Hub;
 
 /// What a consumer hands to the pairing table: the producer sends the consumer its response
 /// through it when the transfer starts.
@@ -24,4 +37,82 @@ pub type Handoff = oneshot::Sender<Start>;
 pub struct Start {
     pub headers: http::HeaderMap,
     pub body: body::ConsumerBody,
+}
+
+/// Limits of the Data API (from the relay's configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest segmented part (§4), bytes.
+    pub max_part_bytes: usize,
+    /// A segmented upload without a part for this long is dropped (§4).
+    pub upload_gap_timeout: Duration,
+}
+
+/// Where the relay is in its life (§9 shutdown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    Serving,
+    /// No new connections; waiting peers are sent away with 503, transfers may finish.
+    Draining,
+    /// The grace period is over: transfers still running are aborted with an `[ERROR]` line.
+    Aborting,
+}
+
+/// The Data API's share of the relay: the pairing table, segmented uploads, metrics, limits.
+pub struct Plane {
+    pub hub: Hub<Handoff>,
+    pub(crate) uploads: segmented::Uploads,
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+    /// Paths may be secrets (auth mode): logs show a hash (§9).
+    hashed_paths: bool,
+    phase: watch::Sender<Phase>,
+}
+
+impl Plane {
+    pub fn new(metrics: Arc<Metrics>, limits: Limits, hashed_paths: bool) -> Arc<Plane> {
+        Arc::new(Plane {
+            hub: Hub::new(),
+            uploads: segmented::Uploads::default(),
+            metrics,
+            limits,
+            hashed_paths,
+            phase: watch::Sender::new(Phase::Serving),
+        })
+    }
+
+    /// Moves the relay to `phase` (forward only).
+    pub fn enter(&self, phase: Phase) {
+        self.phase.send_if_modified(|p| {
+            let later = phase > *p;
+            if later {
+                *p = phase;
+            }
+            later
+        });
+    }
+
+    /// Resolves once the relay is at `phase` or later.
+    pub async fn reached(&self, phase: Phase) {
+        let mut rx = self.phase.subscribe();
+        let _ = rx.wait_for(|p| *p >= phase).await;
+    }
+
+    /// A stream path as it may appear in logs (§9): truncated in open mode, hashed in auth
+    /// mode (paths may be secrets there).
+    pub fn log_path(&self, path: &str) -> String {
+        if self.hashed_paths {
+            use sha2::{Digest, Sha256};
+            let h = Sha256::digest(path.as_bytes());
+            format!("sha256:{}", hex::encode(&h[..8]))
+        } else if path.len() > 64 {
+            let mut end = 64;
+            while !path.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}...", &path[..end])
+        } else {
+            path.to_string()
+        }
+    }
 }

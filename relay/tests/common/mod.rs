@@ -229,6 +229,13 @@ impl Relay {
         }
     }
 
+    /// Starts the relay's graceful shutdown (as SIGTERM does); the handle resolves when it
+    /// stopped. The relay's address stays usable for checks (new connections are refused).
+    pub fn begin_shutdown(&mut self) -> JoinHandle<()> {
+        let running = self.running.take().expect("relay already stopped");
+        tokio::spawn(running.shutdown())
+    }
+
     pub async fn shutdown(mut self) {
         if let Some(r) = self.running.take() {
             r.shutdown().await;

@@ -1,0 +1,162 @@
+//! The streaming producer (`docs/PROTOCOL.md` §3.1–§3.6): one request body, fed to the
+//! transfer ([`super::transfer`]) as it arrives.
+
+use std::sync::Arc;
+
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, Response};
+use http_body_util::BodyExt;
+use httpipe::protocol::control::failure_line;
+use hyper::body::Incoming;
+
+use super::body::Log;
+use super::source::{first_part, Source, Upload};
+use super::transfer::{Kind, Transfer};
+use super::{headers, Handoff, Phase, Plane};
+use crate::metrics::FailReason;
+use crate::pairing::ProducerWait;
+use crate::respond::{rejection, Resp};
+
+/// Registers a producer and answers at once with the status log; a task pumps the upload.
+pub async fn handle(
+    plane: Arc<Plane>,
+    headers: HeaderMap,
+    body: Incoming,
+    path: String,
+    n: usize,
+) -> Resp {
+    let wait = match plane.hub.producer(&path, n) {
+        Ok(w) => w,
+        Err(r) => return rejection(&r),
+    };
+    let mut upload = Upload::new(body);
+    let expects_continue = headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if expects_continue {
+        // Let hyper write `100 Continue` before our `200` (see `Upload::prime`).
+        upload.prime().await;
+        tokio::task::yield_now().await;
+    }
+    let (log, log_body) = Log::new();
+    log.line(format!("[INFO] Waiting for {n} receiver(s)..."));
+    tokio::spawn(run(plane, wait, headers, upload, log, path));
+    let mut resp = Response::new(log_body.boxed());
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    h.insert("x-robots-tag", HeaderValue::from_static("none"));
+    resp
+}
+
+async fn run(
+    plane: Arc<Plane>,
+    mut wait: ProducerWait<Handoff>,
+    req_headers: HeaderMap,
+    mut upload: Upload,
+    log: Log,
+    path: String,
+) {
+    // Wait for the consumers; leave (unregistering) as soon as the producer is gone.
+    let matched = tokio::select! {
+        m = wait.matched() => m,
+        _ = log.closed() => return,
+        e = upload.read_ahead() => {
+            // §3.6: the path is free at once; say why, in case the producer still reads.
+            tracing::debug!(error = %e, "waiting producer's upload failed");
+            log.line(failure_line::UPLOAD_FAILED);
+            return;
+        }
+        _ = plane.reached(Phase::Draining) => {
+            log.line(failure_line::SHUTTING_DOWN);
+            return;
+        }
+    };
+    drop(wait);
+
+    let content_type = req_headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let boundary = content_type
+        .and_then(|ct| multer::parse_boundary(ct).ok())
+        .filter(|_| {
+            content_type.is_some_and(|ct| {
+                ct.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("multipart/form-data")
+            })
+        });
+    let (source, forwarded) = match boundary {
+        None => (Source::Raw(upload), headers::forwarded(&req_headers, true)),
+        Some(b) => match first_part(upload, b).await {
+            Ok((field, part_headers)) => {
+                let mut fwd = headers::forwarded(&part_headers, false);
+                for v in req_headers.get_all("x-piping") {
+                    fwd.append("x-piping", v.clone());
+                }
+                (Source::Multipart(field), fwd)
+            }
+            Err(e) => {
+                log.line(format!("[ERROR] Invalid multipart upload: {e}"));
+                plane.metrics.failed(FailReason::BadUpload);
+                return; // the consumers' hand-offs drop: they wait for the next producer
+            }
+        },
+    };
+    let mut forwarded = forwarded;
+    headers::add_consumer_defaults(&mut forwarded);
+    let transfer = Transfer::start(&plane, matched, forwarded, log, Kind::Stream, &path);
+    pump(plane, transfer, source).await;
+}
+
+/// How long the upload is still read (and discarded) after every consumer left.
+const DRAIN_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Feeds the upload to the transfer until its end, a failure, every consumer leaving, or the
+/// relay's grace period ending.
+async fn pump(plane: Arc<Plane>, mut transfer: Transfer, mut source: Source) {
+    let outcome: Result<(), FailReason> = loop {
+        let chunk = tokio::select! {
+            biased;
+            _ = transfer.consumer_left() => {
+                if transfer.alive() == 0 { break Err(FailReason::ReceiverDisconnected) }
+                continue;
+            }
+            _ = plane.reached(Phase::Aborting) => break Err(FailReason::Shutdown),
+            c = source.next() => c,
+        };
+        match chunk {
+            Ok(Some(bytes)) => {
+                if let Err(reason) = transfer.send(bytes).await {
+                    break Err(reason);
+                }
+            }
+            Ok(None) => break Ok(()),
+            Err(e) => {
+                tracing::debug!(error = %e, "upload failed");
+                break Err(FailReason::ProducerAborted);
+            }
+        }
+    };
+    let outcome = match outcome {
+        Ok(()) => transfer.finish().await,
+        Err(reason) => {
+            transfer.fail(reason);
+            Err(reason)
+        }
+    };
+    if outcome == Err(FailReason::ReceiverDisconnected) {
+        // Keep reading (and discarding) the upload for a moment: closing a connection with
+        // unread request bytes makes the kernel send a TCP reset, which can destroy the
+        // `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line before a full-duplex client (the
+        // ZebraStream client) reads it. The client stops uploading once it has read it.
+        let drain = async { while let Ok(Some(_)) = source.next().await {} };
+        let _ = tokio::time::timeout(DRAIN_AFTER_DISCONNECT, drain).await;
+    }
+}

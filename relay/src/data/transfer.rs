@@ -1,0 +1,263 @@
+//! One transfer's lifecycle, shared by both producer kinds (`docs/PROTOCOL.md` §3.2, §3.3,
+//! §4, §9): the streaming upload ([`super::stream`]) and the segmented one
+//! ([`super::segmented`]) feed bytes in; this owns everything else: the consumers' responses,
+//! backpressure, the producer's status lines, the metrics and the tracing lines, and keeping
+//! the path busy until the end.
+//!
+//! A `Transfer` always ends exactly once: [`Transfer::finish`] (clean end), [`Transfer::fail`]
+//! or, if it is dropped without either (its task was cancelled), as failed with
+//! [`FailReason::ProducerAborted`]. So every started transfer is counted completed or failed,
+//! and the segmented-uploads gauge can't leak.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header;
+use http::HeaderMap;
+use httpipe::protocol::control::{self, failure_line};
+use tokio::sync::{mpsc, oneshot};
+
+use super::body::{ConsumerBody, Log, Msg};
+use super::{Handoff, Plane, Start};
+use crate::metrics::FailReason;
+use crate::pairing::{self, Match};
+
+/// Which producer kind feeds the transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// One streaming request body (§3).
+    Stream,
+    /// Numbered parts (§4).
+    Segmented,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Stream => "stream",
+            Kind::Segmented => "segmented",
+        }
+    }
+}
+
+/// One consumer's channel as seen by the transfer.
+struct Sink {
+    tx: mpsc::Sender<Msg>,
+    done: oneshot::Receiver<()>,
+    /// `done` already fired (observed with `try_recv`).
+    finished: bool,
+}
+
+/// A transfer in progress: from the match of producer and consumers to its one end.
+pub(crate) struct Transfer {
+    plane: Arc<Plane>,
+    kind: Kind,
+    log: Log,
+    /// Holds the path busy (§3.6); dropped at the end, before the last line is logged.
+    busy: Option<pairing::Transfer<Handoff>>,
+    sinks: Vec<Option<Sink>>,
+    gone: mpsc::UnboundedReceiver<usize>,
+    left_early: usize,
+    log_path: String,
+    started: Instant,
+    bytes: u64,
+    ended: bool,
+}
+
+impl Transfer {
+    /// Starts every consumer's response (forwarded headers now, bytes as they come) and logs
+    /// the start (§3.2).
+    pub(crate) fn start(
+        plane: &Arc<Plane>,
+        matched: Match<Handoff>,
+        forwarded: HeaderMap,
+        log: Log,
+        kind: Kind,
+        path: &str,
+    ) -> Transfer {
+        let Match {
+            consumers,
+            transfer,
+        } = matched;
+        let (gone_tx, gone) = mpsc::unbounded_channel();
+        let length = forwarded
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let n = consumers.len();
+        let mut sinks = Vec::with_capacity(n);
+        for (i, handoff) in consumers.into_iter().enumerate() {
+            let (tx, rx) = mpsc::channel(1);
+            let (done_tx, done) = oneshot::channel();
+            let body = ConsumerBody::new(rx, done_tx, gone_tx.clone(), i, length);
+            // If the consumer left this instant, the body drops inside and reports `gone`.
+            let _ = handoff.send(Start {
+                headers: forwarded.clone(),
+                body,
+            });
+            sinks.push(Some(Sink {
+                tx,
+                done,
+                finished: false,
+            }));
+            log.line("[INFO] A receiver was connected.");
+        }
+        log.line(format!("[INFO] Start sending to {n} receiver(s)!"));
+        plane.metrics.transfer_started();
+        if kind == Kind::Segmented {
+            plane.metrics.segmented_started();
+        }
+        let log_path = plane.log_path(path);
+        tracing::info!(path = %log_path, receivers = n, kind = kind.as_str(), "transfer start");
+        Transfer {
+            plane: plane.clone(),
+            kind,
+            log,
+            busy: Some(transfer),
+            sinks,
+            gone,
+            left_early: 0,
+            log_path,
+            started: Instant::now(),
+            bytes: 0,
+            ended: false,
+        }
+    }
+
+    /// Consumers still connected.
+    pub(crate) fn alive(&self) -> usize {
+        self.sinks.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// Notes every consumer that hung up since the last call.
+    pub(crate) fn reap_gone(&mut self) {
+        while let Ok(i) = self.gone.try_recv() {
+            self.drop_sink(i);
+        }
+    }
+
+    /// Resolves when a consumer hangs up (noted, with its status line). Cancel-safe.
+    pub(crate) async fn consumer_left(&mut self) {
+        if let Some(i) = self.gone.recv().await {
+            self.drop_sink(i);
+        } else {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    fn drop_sink(&mut self, i: usize) {
+        if let Some(slot) = self.sinks.get_mut(i) {
+            if slot.take().is_some() {
+                self.left_early += 1;
+                self.log.line(control::RECEIVER_PREMATURE_DISCONNECT);
+            }
+        }
+    }
+
+    /// Hands `bytes` to every consumer still there, waiting for room in each (backpressure:
+    /// the slowest consumer throttles all). `Err` when no consumer is left. Not cancel-safe
+    /// (a cancelled call may have reached some consumers only): callers that can be cancelled
+    /// run it in a task of its own (see [`super::segmented`]).
+    pub(crate) async fn send(&mut self, bytes: Bytes) -> Result<(), FailReason> {
+        let len = bytes.len() as u64;
+        self.bytes += len;
+        for i in 0..self.sinks.len() {
+            let Some(sink) = &self.sinks[i] else { continue };
+            if sink.tx.send(Msg::Data(bytes.clone())).await.is_err() {
+                self.drop_sink(i);
+            } else {
+                self.plane.metrics.relayed(len);
+            }
+        }
+        if self.alive() == 0 {
+            Err(FailReason::ReceiverDisconnected)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Clean end of the upload: end every response, free the path, wait until every consumer
+    /// has received the end, then log the verdict (§3.2).
+    pub(crate) async fn finish(mut self) -> Result<(), FailReason> {
+        for i in 0..self.sinks.len() {
+            let Some(sink) = &mut self.sinks[i] else {
+                continue;
+            };
+            // A body that reached its Content-Length may be gone already, having finished.
+            if sink.tx.send(Msg::End).await.is_err() {
+                if sink.done.try_recv().is_ok() {
+                    sink.finished = true;
+                } else {
+                    self.drop_sink(i);
+                }
+            }
+        }
+        self.busy.take(); // the path is free again
+        let sinks = std::mem::take(&mut self.sinks);
+        for sink in sinks.into_iter().flatten() {
+            if !sink.finished && sink.done.await.is_err() {
+                self.left_early += 1;
+                self.log.line(control::RECEIVER_PREMATURE_DISCONNECT);
+            }
+        }
+        if self.left_early > 0 {
+            self.end(Err(FailReason::ReceiverDisconnected));
+            return Err(FailReason::ReceiverDisconnected);
+        }
+        self.end(Ok(()));
+        Ok(())
+    }
+
+    /// Ends the transfer as failed: the consumers' responses are aborted (truncation, §3.3),
+    /// the path is free, the producer gets the reason's `[ERROR]` line.
+    pub(crate) fn fail(mut self, reason: FailReason) {
+        self.end(Err(reason));
+    }
+
+    fn end(&mut self, outcome: Result<(), FailReason>) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        // No `Msg::End`: closing the channels aborts the responses still running.
+        self.sinks.clear();
+        self.busy.take();
+        let m = &self.plane.metrics;
+        if self.kind == Kind::Segmented {
+            m.segmented_ended();
+        }
+        let ms = self.started.elapsed().as_millis() as u64;
+        let (path, bytes) = (&self.log_path, self.bytes);
+        match outcome {
+            Ok(()) => {
+                self.log.line("[INFO] Sent successfully!");
+                self.log
+                    .line("[INFO] All receiver(s) was/were received successfully.");
+                self.log.line(control::TRANSFER_SUCCESSFUL);
+                m.completed();
+                tracing::info!(%path, bytes, ms, kind = self.kind.as_str(), "transfer end: ok");
+            }
+            Err(reason) => {
+                match reason {
+                    // one line per consumer that left was logged already
+                    FailReason::ReceiverDisconnected => {}
+                    FailReason::ProducerAborted | FailReason::BadUpload => {
+                        self.log.line(failure_line::UPLOAD_FAILED)
+                    }
+                    FailReason::UploadGapTimeout => self.log.line(failure_line::UPLOAD_GAP_TIMEOUT),
+                    FailReason::Shutdown => self.log.line(failure_line::SHUTTING_DOWN),
+                }
+                m.failed(reason);
+                tracing::info!(%path, bytes, ms, kind = self.kind.as_str(), reason = reason.as_str(), "transfer end: failed");
+            }
+        }
+    }
+}
+
+impl Drop for Transfer {
+    fn drop(&mut self) {
+        // Dropped without an end (its task was cancelled): the upload is gone.
+        self.end(Err(FailReason::ProducerAborted));
+    }
+}

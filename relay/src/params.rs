@@ -1,0 +1,66 @@
+//! The one query-string parser of the relay (`docs/PROTOCOL.md` §3.1, §4, §5, §6): decoded
+//! `name=value` pairs, where a parameter the relay reads may appear at most once (a second
+//! value is refused, not silently preferred, so no two checks can read different values).
+
+use httpipe::protocol::control::Rejection;
+
+/// Decoded query parameters (and, for the token endpoint, form fields).
+#[derive(Debug, Default)]
+pub struct Params(Vec<(String, String)>);
+
+impl Params {
+    /// Parses a query string (`None`: no query).
+    pub fn parse(query: Option<&str>) -> Params {
+        let mut p = Params::default();
+        p.extend(query.unwrap_or("").as_bytes());
+        p
+    }
+
+    /// Adds the pairs of an `application/x-www-form-urlencoded` body.
+    pub fn extend(&mut self, form: &[u8]) {
+        self.0
+            .extend(form_urlencoded::parse(form).map(|(k, v)| (k.into_owned(), v.into_owned())));
+    }
+
+    /// The value of `name`, if given; given twice is [`Rejection::InvalidParameter`].
+    pub fn get(&self, name: &'static str) -> Result<Option<&str>, Rejection> {
+        let mut found = self.0.iter().filter(|(k, _)| k == name);
+        let first = found.next().map(|(_, v)| v.as_str());
+        if found.next().is_some() {
+            return Err(Rejection::InvalidParameter(name));
+        }
+        Ok(first)
+    }
+
+    /// `name=true|1` → true, `false|0` or absent → false, anything else refused.
+    pub fn flag(&self, name: &'static str) -> Result<bool, Rejection> {
+        match self.get(name)? {
+            None | Some("false") | Some("0") => Ok(false),
+            Some("true") | Some("1") => Ok(true),
+            Some(_) => Err(Rejection::InvalidParameter(name)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_value_per_name() {
+        let p = Params::parse(Some("n=2&part=0&x=1&x=2&final=true&a=%2Fb"));
+        assert_eq!(p.get("n"), Ok(Some("2")));
+        assert_eq!(p.get("missing"), Ok(None));
+        assert_eq!(p.get("x"), Err(Rejection::InvalidParameter("x")));
+        assert_eq!(p.flag("final"), Ok(true));
+        assert_eq!(p.flag("none"), Ok(false));
+        assert_eq!(p.get("a"), Ok(Some("/b")));
+        assert_eq!(
+            Params::parse(Some("final=yes")).flag("final"),
+            Err(Rejection::InvalidParameter("final"))
+        );
+        let mut form = Params::parse(Some("path=/a"));
+        form.extend(b"path=/b");
+        assert!(form.get("path").is_err());
+    }
+}
