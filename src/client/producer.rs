@@ -23,8 +23,10 @@ use super::request::{Headers, Request};
 use super::status::{StatusLog, Verdict};
 use super::transport::{OriginMemory, Plan, Transport, UploadMode};
 use super::urls::{origin, part_url, ConnectMode, RelayBase};
+use crate::protocol::control::Code;
 use crate::protocol::headers::{
-    size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, OCTET_STREAM, X_PIPING,
+    size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE, OCTET_STREAM,
+    X_PIPING,
 };
 use crate::protocol::upload::HEADER as UPLOAD_HEADER;
 
@@ -247,15 +249,24 @@ impl<T: ByteChunk> Segmented<T> {
         if !(200..300).contains(&status) {
             let mut err = classify_response(status, body, &what);
             if err.code == ErrorCode::RelayError {
-                match status {
-                    404 if cur.k > 0 => {
+                // The relay's refusal code (§3.5); a relay without codes: its status (§4).
+                let code = headers.get(ERROR_CODE).and_then(|c| Code::parse(&c));
+                let refusal = match (code, status) {
+                    (Some(c), _) => Some(c),
+                    (None, 404) if cur.k > 0 => Some(Code::UnknownUpload),
+                    (None, 409) => Some(Code::PartOutOfOrder),
+                    (None, 413) => Some(Code::PartTooLarge),
+                    _ => None,
+                };
+                match refusal {
+                    Some(Code::UnknownUpload) if cur.k > 0 => {
                         err.code = ErrorCode::PeerDisconnected;
                         err.message.push_str(" — the relay dropped the upload (the consumer may have left or the gap timeout passed)");
                     }
-                    409 => err.message.push_str(
+                    Some(Code::PartOutOfOrder | Code::PartLengthMismatch) => err.message.push_str(
                         " — the relay expected another part number (another producer on this upload?)",
                     ),
-                    413 => {
+                    Some(Code::PartTooLarge) => {
                         err.code = ErrorCode::Unsupported;
                         err.message
                             .push_str(" — the part is larger than the relay accepts; use a smaller part size");
@@ -1153,6 +1164,41 @@ mod tests {
             };
             assert_eq!(e.code, code, "{status}: {e}");
             assert!(e.message.contains(words), "{status}: {e}");
+        }
+    }
+
+    #[test]
+    fn part_refusals_are_read_from_the_relay_code_first() {
+        // The code decides (§3.5), whatever the status says.
+        for (status, relay_code, code, words) in [
+            (
+                400,
+                "unknown-upload",
+                ErrorCode::PeerDisconnected,
+                "dropped the upload",
+            ),
+            (
+                400,
+                "part-length-mismatch",
+                ErrorCode::RelayError,
+                "another part number",
+            ),
+            (
+                400,
+                "part-too-large",
+                ErrorCode::Unsupported,
+                "smaller part size",
+            ),
+            (404, "not-found", ErrorCode::RelayError, "HTTP 404"),
+        ] {
+            let (mut p, mut mem) = segmented_at_part_one();
+            let headers = vec![("X-Httpipe-Error", relay_code)];
+            p.on_response(status, &headers, "[ERROR] nope\n");
+            let Step::Failed(e) = p.poll(&mut mem) else {
+                panic!()
+            };
+            assert_eq!(e.code, code, "{relay_code}: {e}");
+            assert!(e.message.contains(words), "{relay_code}: {e}");
         }
     }
 
