@@ -132,7 +132,7 @@ pub fn request_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
 /// seconds (default: in one hour). Answers JSON `{"path", "token", "token_id"}`.
 pub async fn create_endpoint(
     state: crate::state::Shared,
-    req: http::Request<hyper::body::Incoming>,
+    req: http::Request<crate::request_body::RequestBody>,
 ) -> Resp {
     use http_body_util::{BodyExt, Limited};
     if req.method() != http::Method::POST {

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod ops;
 pub mod pairing;
 pub mod params;
+pub mod request_body;
 pub mod respond;
 pub mod router;
 pub mod server;

@@ -1,11 +1,11 @@
 //! Request routing (`docs/PROTOCOL.md` §2): the relay's own paths, then the Data API.
 
+use crate::request_body::RequestBody;
 use http::{Method, Request};
 use httpipe::protocol::control::Rejection;
 use httpipe::protocol::paths::{self, MAX_PATH_BYTES};
 use httpipe::protocol::token::Mode;
 use httpipe::protocol::{query, upload};
-use hyper::body::Incoming;
 
 use crate::data::segmented::Part;
 use crate::params::Params;
@@ -14,7 +14,7 @@ use crate::state::{ConnInfo, Shared};
 use crate::{connect, data, ops, static_files};
 
 /// Answers one request. Never panics on client input.
-pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
+pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
     state.metrics.request();
     let conn = req.extensions().get::<ConnInfo>().copied();
     let method = req.method().clone();
@@ -91,7 +91,11 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
                 ))
                 .await
             }
-            None => Box::pin(data::stream::handle(plane, parts.headers, body, path, n)).await,
+            None => {
+                let stream =
+                    data::stream::handle(plane, parts.version, parts.headers, body, path, n);
+                Box::pin(stream).await
+            }
         };
     }
     rejection(&Rejection::UnsupportedMethod(method.to_string()))
@@ -115,7 +119,7 @@ fn part_of(params: &Params) -> Result<Option<Part>, Rejection> {
 /// The relay's own paths (GET/HEAD; `/connect` and `/api` have their own methods).
 async fn reserved(
     state: Shared,
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     conn: Option<ConnInfo>,
     path: &str,
     get_or_head: bool,

@@ -214,9 +214,10 @@ async fn serve(
         peer,
         local,
     };
-    let svc = service_fn(move |mut req| {
+    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let state = state.clone();
         req.extensions_mut().insert(info);
+        let req = req.map(crate::request_body::RequestBody::new);
         async move { Ok::<_, Infallible>(router::handle(state, req).await) }
     });
     let result = match tls {

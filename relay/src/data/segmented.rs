@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::request_body::RequestBody;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use bytes::Bytes;
@@ -21,7 +22,6 @@ use http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use httpipe::protocol::control::Rejection;
 use httpipe::protocol::upload;
-use hyper::body::Incoming;
 
 use super::body::{Log, LogBody};
 use super::transfer::{Kind, Transfer};
@@ -119,7 +119,7 @@ impl Drop for Inflight {
 }
 
 /// Reads a part's whole body, at most `max` bytes.
-async fn read_part(body: Incoming, max: usize) -> Result<Bytes, Rejection> {
+async fn read_part(body: RequestBody, max: usize) -> Result<Bytes, Rejection> {
     match Limited::new(body, max).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e)
@@ -150,7 +150,7 @@ pub struct Part {
 pub async fn handle(
     plane: Arc<Plane>,
     headers: HeaderMap,
-    body: Incoming,
+    body: RequestBody,
     path: String,
     n: usize,
     part: Part,
@@ -207,7 +207,7 @@ async fn accept_detached(
 async fn start(
     plane: Arc<Plane>,
     req_headers: HeaderMap,
-    body: Incoming,
+    body: RequestBody,
     path: String,
     n: usize,
     is_final: bool,

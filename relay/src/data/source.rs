@@ -3,9 +3,9 @@
 use std::collections::VecDeque;
 use std::io;
 
+use crate::request_body::RequestBody;
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 /// How much of the upload is read ahead while the producer waits. Reading is how hyper notices
 /// a closed HTTP/1.1 connection, so a waiting producer that hangs up frees its path at once
@@ -14,7 +14,7 @@ pub const READ_AHEAD_BYTES: usize = 64 * 1024;
 
 /// The raw request body with a small read-ahead queue.
 pub struct Upload {
-    body: Incoming,
+    body: RequestBody,
     queue: VecDeque<Bytes>,
     queued: usize,
     ended: bool,
@@ -23,7 +23,7 @@ pub struct Upload {
 }
 
 impl Upload {
-    pub fn new(body: Incoming) -> Self {
+    pub fn new(body: RequestBody) -> Self {
         Upload {
             body,
             queue: VecDeque::new(),
@@ -118,6 +118,13 @@ pub enum Source {
 }
 
 impl Source {
+    /// Stops reading the upload now (no background drain, see [`RequestBody::cut`]).
+    pub fn abandon(&mut self) {
+        if let Source::Raw(u) = self {
+            u.body.cut();
+        }
+    }
+
     /// The next chunk; `Ok(None)` at the clean end, `Err` if the upload failed. Cancel-safe.
     pub async fn next(&mut self) -> io::Result<Option<Bytes>> {
         match self {

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
+use crate::request_body::RequestBody;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
 use httpipe::protocol::control::failure_line;
-use hyper::body::Incoming;
 
 use super::body::Log;
 use super::source::{first_part, Source, Upload};
@@ -20,8 +20,9 @@ use crate::respond::{rejection, Resp};
 /// Registers a producer and answers at once with the status log; a task pumps the upload.
 pub async fn handle(
     plane: Arc<Plane>,
+    version: http::Version,
     headers: HeaderMap,
-    body: Incoming,
+    body: RequestBody,
     path: String,
     n: usize,
 ) -> Resp {
@@ -40,7 +41,7 @@ pub async fn handle(
     }
     let (log, log_body) = Log::new();
     log.line(format!("[INFO] Waiting for {n} receiver(s)..."));
-    tokio::spawn(run(plane, wait, headers, upload, log, path));
+    tokio::spawn(run(plane, wait, version, headers, upload, log, path));
     let mut resp = Response::new(log_body.boxed());
     let h = resp.headers_mut();
     h.insert(
@@ -58,6 +59,7 @@ pub async fn handle(
 async fn run(
     plane: Arc<Plane>,
     mut wait: ProducerWait<Handoff>,
+    version: http::Version,
     req_headers: HeaderMap,
     mut upload: Upload,
     log: Log,
@@ -112,15 +114,22 @@ async fn run(
     let mut forwarded = forwarded;
     headers::add_consumer_defaults(&mut forwarded);
     let transfer = Transfer::start(&plane, matched, forwarded, log, Kind::Stream, &path);
-    pump(plane, transfer, source).await;
+    pump(plane, transfer, source, version).await;
 }
 
 /// How long the upload is still read (and discarded) after every consumer left.
 const DRAIN_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_secs(5);
+/// The same on HTTP/2, where the reset only has to come after the last status line.
+const H2_DRAIN_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Feeds the upload to the transfer until its end, a failure, every consumer leaving, or the
 /// relay's grace period ending.
-async fn pump(plane: Arc<Plane>, mut transfer: Transfer, mut source: Source) {
+async fn pump(
+    plane: Arc<Plane>,
+    mut transfer: Transfer,
+    mut source: Source,
+    version: http::Version,
+) {
     let outcome: Result<(), FailReason> = loop {
         let chunk = tokio::select! {
             biased;
@@ -152,11 +161,19 @@ async fn pump(plane: Arc<Plane>, mut transfer: Transfer, mut source: Source) {
         }
     };
     if outcome == Err(FailReason::ReceiverDisconnected) {
-        // Keep reading (and discarding) the upload for a moment: closing a connection with
-        // unread request bytes makes the kernel send a TCP reset, which can destroy the
-        // `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line before a full-duplex client (the
-        // ZebraStream client) reads it. The client stops uploading once it has read it.
+        // Keep reading (and discarding) the upload for a moment. HTTP/1.1: closing a
+        // connection with unread request bytes makes the kernel send a TCP reset, which can
+        // destroy the `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line before a full-duplex
+        // client (the ZebraStream client) reads it; the client stops uploading once it has
+        // read it. HTTP/2: the stream's reset can't destroy what was sent before it, and it
+        // is what makes an uploading client (curl) stop, so it comes soon after the line.
+        let drain_for = if version == http::Version::HTTP_2 {
+            H2_DRAIN_AFTER_DISCONNECT
+        } else {
+            DRAIN_AFTER_DISCONNECT
+        };
         let drain = async { while let Ok(Some(_)) = source.next().await {} };
-        let _ = tokio::time::timeout(DRAIN_AFTER_DISCONNECT, drain).await;
+        let _ = tokio::time::timeout(drain_for, drain).await;
+        source.abandon();
     }
 }
