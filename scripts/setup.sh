@@ -2,7 +2,7 @@
 # Installs everything the README's commands need, skipping what is already there.
 # Usage: scripts/setup.sh [core|full]
 #   core: Rust wasm target, wasm-bindgen-cli (the version in Cargo.lock), npm packages.
-#   full: core + Debian packages (chromium, chromium-driver, age, firefox-esr) + Python venv
+#   full: core + Debian packages (chromium, chromium-driver, age, curl, firefox-esr) + Python venv
 #         with the reference clients (zebrastream-io, age-rt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +37,7 @@ need=()
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
 command -v age >/dev/null || need+=(age)
+command -v curl >/dev/null || need+=(curl)
 command -v firefox-esr >/dev/null || need+=(firefox-esr)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing Debian packages: ${need[*]}"
