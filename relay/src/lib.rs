@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod conn;
 pub mod connect;
 pub mod data;
 pub mod metrics;

@@ -7,6 +7,9 @@ use httpipe::protocol::paths::{self, MAX_PATH_BYTES};
 use httpipe::protocol::token::Mode;
 use httpipe::protocol::{query, upload};
 
+use std::sync::Arc;
+
+use crate::conn::ConnFd;
 use crate::data::segmented::Part;
 use crate::params::Params;
 use crate::respond::{preflight, rejection, Resp};
@@ -62,7 +65,8 @@ pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
                 return r.response();
             }
         }
-        return data::consumer::handle(state.data.clone(), path, n).await;
+        let conn = req.extensions().get::<Arc<ConnFd>>().cloned();
+        return data::consumer::handle(state.data.clone(), conn, path, n).await;
     }
     if producing {
         if req.headers().contains_key(http::header::CONTENT_RANGE) {

@@ -214,9 +214,11 @@ async fn serve(
         peer,
         local,
     };
+    let (tcp, conn_fd) = crate::conn::Tracked::new(tcp);
     let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let state = state.clone();
         req.extensions_mut().insert(info);
+        req.extensions_mut().insert(conn_fd.clone());
         let req = req.map(crate::request_body::RequestBody::new);
         async move { Ok::<_, Infallible>(router::handle(state, req).await) }
     });

@@ -581,3 +581,69 @@ async fn rejections_per_table(t: T) {
     );
     r.shutdown().await;
 }
+
+/// Issue #10 fault 9: `[STATE:TRANSFER_SUCCESSFUL]` reached the producer while megabytes were
+/// still in the relay's socket buffer. Now it waits until the consumer's TCP stack has
+/// acknowledged every byte: a consumer with a 64 KiB receive buffer that reads slowly has read
+/// all but that buffer when the producer hears of success (§3.2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn success_waits_until_the_consumer_acknowledged_every_byte() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const TOTAL: usize = 8 << 20;
+    const RCVBUF: u32 = 64 << 10;
+    let r = relay().await;
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.set_recv_buffer_size(RCVBUF).unwrap();
+    let mut consumer = sock.connect(r.http).await.unwrap();
+    consumer
+        .write_all(b"GET /acked HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    r.until_gauge("httpipe_waiting_consumers", 1).await;
+    let read = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let read = read.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 32 << 10];
+            loop {
+                match consumer.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => {
+                        read.fetch_add(k as u64, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        })
+    };
+    let mut producer = r.post(T::H1, "/acked", full(vec![7u8; TOTAL])).await;
+    let mut log = within(10.0, "producer head", producer.response())
+        .await
+        .into_body();
+    let mut lines = String::new();
+    let at_success = loop {
+        let frame = within(60.0, "producer log", log.frame())
+            .await
+            .expect("log ended before success")
+            .unwrap();
+        if let Ok(d) = frame.into_data() {
+            lines.push_str(&String::from_utf8_lossy(&d));
+        }
+        if lines.contains("[STATE:TRANSFER_SUCCESSFUL]") {
+            break read.load(Ordering::SeqCst);
+        }
+        assert!(!lines.contains("[ERROR"), "{lines}");
+    };
+    // What the consumer hasn't read yet fits in its receive buffer (the kernel may double
+    // SO_RCVBUF) plus one read.
+    let unread = TOTAL as u64 + 200 - at_success; // ~200 bytes of response head
+    assert!(
+        unread <= 2 * RCVBUF as u64 + (64 << 10),
+        "success with {unread} bytes not yet read by the consumer"
+    );
+    reader.abort();
+    r.shutdown().await;
+}

@@ -7,16 +7,21 @@ use http_body_util::BodyExt;
 use httpipe::protocol::control::Rejection;
 use tokio::sync::oneshot;
 
-use super::{Phase, Plane};
+use super::{Handoff, Phase, Plane};
+use crate::conn::ConnFd;
 use crate::respond::{rejection, Resp};
 
 /// Registers a consumer and waits (no response yet) until the transfer starts. If the request
 /// goes away meanwhile, this future is dropped and the registration with it (§3.6); when the
 /// relay starts shutting down, a waiting consumer gets 503 at once (§9).
-pub async fn handle(plane: Arc<Plane>, path: String, n: usize) -> Resp {
+pub async fn handle(plane: Arc<Plane>, conn: Option<Arc<ConnFd>>, path: String, n: usize) -> Resp {
     loop {
         let (tx, rx) = oneshot::channel();
-        let _registered = match plane.hub.consumer(&path, n, tx) {
+        let handoff = Handoff {
+            tx,
+            conn: conn.clone(),
+        };
+        let _registered = match plane.hub.consumer(&path, n, handoff) {
             Ok(w) => w,
             Err(r) => return rejection(&r),
         };

@@ -30,8 +30,12 @@ use crate::metrics::Metrics;
 use crate::pairing::Hub;
 
 /// What a consumer hands to the pairing table: the producer sends the consumer its response
-/// through it when the transfer starts.
-pub type Handoff = oneshot::Sender<Start>;
+/// through `tx` when the transfer starts; `conn` is the consumer's connection, watched at the
+/// end until it has acknowledged the bytes (§3.2).
+pub struct Handoff {
+    pub tx: oneshot::Sender<Start>,
+    pub conn: Option<Arc<crate::conn::ConnFd>>,
+}
 
 /// The start of a consumer's response: forwarded headers and the relayed bytes.
 pub struct Start {

@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::body::{ConsumerBody, Log, Msg};
 use super::{Handoff, Plane, Start};
+use crate::conn::{self, ConnFd};
 use crate::metrics::FailReason;
 use crate::pairing::{self, Match};
 
@@ -45,6 +46,8 @@ impl Kind {
 struct Sink {
     tx: mpsc::Sender<Msg>,
     done: oneshot::Receiver<()>,
+    /// The consumer's connection (checked for acknowledgement at the end, §3.2).
+    conn: Option<Arc<ConnFd>>,
     /// `done` already fired (observed with `try_recv`).
     finished: bool,
 }
@@ -92,13 +95,14 @@ impl Transfer {
             let (done_tx, done) = oneshot::channel();
             let body = ConsumerBody::new(rx, done_tx, gone_tx.clone(), i, length);
             // If the consumer left this instant, the body drops inside and reports `gone`.
-            let _ = handoff.send(Start {
+            let _ = handoff.tx.send(Start {
                 headers: forwarded.clone(),
                 body,
             });
             sinks.push(Some(Sink {
                 tx,
                 done,
+                conn: handoff.conn,
                 finished: false,
             }));
             log.line("[INFO] A receiver was connected.");
@@ -195,8 +199,19 @@ impl Transfer {
         }
         self.busy.take(); // the path is free again
         let sinks = std::mem::take(&mut self.sinks);
-        for sink in sinks.into_iter().flatten() {
+        // Every consumer's response ended (hyper has the last byte), then its connection
+        // acknowledged every byte (§3.2: the bytes reached the consumer's TCP stack).
+        let received = sinks.into_iter().flatten().map(|sink| async move {
             if !sink.finished && sink.done.await.is_err() {
+                return false;
+            }
+            match &sink.conn {
+                Some(conn) => conn::delivered(conn).await,
+                None => true,
+            }
+        });
+        for ok in futures_util::future::join_all(received).await {
+            if !ok {
                 self.left_early += 1;
                 self.log.line(control::RECEIVER_PREMATURE_DISCONNECT);
             }
