@@ -59,7 +59,8 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
                 return r.response();
             }
         }
-        return data::consumer::handle(state, path, n).await;
+        let hangup = crate::hangup::Hangup::of(req.extensions());
+        return data::consumer::handle(state, path, n, hangup).await;
     }
     if producing {
         if req.headers().contains_key(http::header::CONTENT_RANGE) {
@@ -74,7 +75,16 @@ pub async fn handle(state: Shared, req: Request<Incoming>) -> Resp {
             return Box::pin(segmented::handle(state, req, path, n, params)).await;
         }
         let (parts, body) = req.into_parts();
-        return Box::pin(data::producer::handle(state, parts.headers, body, path, n)).await;
+        let hangup = crate::hangup::Hangup::of(&parts.extensions);
+        return Box::pin(data::producer::handle(
+            state,
+            parts.headers,
+            body,
+            path,
+            n,
+            hangup,
+        ))
+        .await;
     }
     rejection(&Rejection::UnsupportedMethod(method.to_string()))
 }

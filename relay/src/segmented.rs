@@ -179,7 +179,8 @@ pub async fn handle(
     // `part=0` starts an upload, unless it names the current upload of this path: then it is
     // a retry of the accepted part 0, answered like any other retry.
     if part == 0 && up.is_none() {
-        return start(state, parts.headers, body, path, n, is_final).await;
+        let hangup = crate::hangup::Hangup::of(&parts.extensions);
+        return start(state, parts.headers, body, path, n, is_final, hangup).await;
     }
     let Some(up) = up else {
         return text(
@@ -228,6 +229,7 @@ async fn start(
     path: String,
     n: usize,
     is_final: bool,
+    hangup: crate::hangup::Hangup,
 ) -> Resp {
     let mut wait = match state.hub.producer(&path, n) {
         Ok(w) => w,
@@ -239,7 +241,11 @@ async fn start(
     };
     let (log, log_body) = Log::new();
     log.line(format!("[INFO] Waiting for {n} receiver(s)..."));
-    let m = wait.matched().await; // the request going away drops `wait`: unregistered
+    // The request going away drops `wait` (unregistered); so does a hang-up (§3.6).
+    let m = tokio::select! {
+        m = wait.matched() => m,
+        _ = hangup.hung_up() => return http::Response::new(crate::respond::empty()), // never sent: the peer is gone
+    };
     drop(wait);
     let mut fwd = headers::forwarded(&req_headers, false);
     headers::add_consumer_defaults(&mut fwd);

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::body::{ConsumerBody, Log, Msg};
 use super::source::{first_part, Source, Upload};
 use super::{headers, Handoff, Start};
+use crate::hangup::Hangup;
 use crate::metrics::FailReason;
 use crate::pairing::{Match, ProducerWait};
 use crate::respond::{rejection, Resp};
@@ -25,6 +26,7 @@ pub async fn handle(
     body: Incoming,
     path: String,
     n: usize,
+    hangup: Hangup,
 ) -> Resp {
     let wait = match state.hub.producer(&path, n) {
         Ok(w) => w,
@@ -41,7 +43,7 @@ pub async fn handle(
     }
     let (log, log_body) = Log::new();
     log.line(format!("[INFO] Waiting for {n} receiver(s)..."));
-    tokio::spawn(run(state, wait, headers, upload, log, path));
+    tokio::spawn(run(state, wait, headers, upload, log, path, hangup));
     let mut resp = Response::new(log_body.boxed());
     let h = resp.headers_mut();
     h.insert(
@@ -63,12 +65,16 @@ async fn run(
     mut upload: Upload,
     log: Log,
     path: String,
+    hangup: Hangup,
 ) {
-    // Wait for the consumers; leave (unregistering) as soon as the producer is gone.
+    // Wait for the consumers; leave (unregistering) as soon as the producer is gone: hyper
+    // notices it by the read-ahead or by dropping the response; the hang-up watcher also when
+    // hyper doesn't read (read-ahead full, bytes pipelined behind a complete body; §3.6).
     let matched = tokio::select! {
         m = wait.matched() => m,
         _ = log.closed() => return,
         _ = upload.read_ahead() => return,
+        _ = hangup.hung_up() => return,
     };
     drop(wait);
     let Match {
