@@ -40,9 +40,9 @@ impl Auth {
         (!keys.is_empty()).then_some(Auth { keys })
     }
 
-    /// Mints a token with the first key.
-    pub fn mint(&self, claims: &Claims) -> String {
-        token::sign(&self.keys[0], claims)
+    /// The keys, the signing key first.
+    pub fn keys(&self) -> &[Vec<u8>] {
+        &self.keys
     }
 
     /// True if `candidate` equals one of the keys (the admin credential of the management
@@ -72,6 +72,48 @@ impl Auth {
             Ok(_) => Err(Denied::Forbidden(mode)),
         }
     }
+}
+
+/// Why [`mint_token`] refused: the caller words it for its surface (flag or form field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MintError {
+    /// No key to sign with (open mode).
+    NoKey,
+    /// The path doesn't start with '/'.
+    Path,
+    /// The mode isn't `read` or `write`.
+    Mode,
+    /// The token would be valid for less than a second (ttl < 1 s, or expiry not in the future).
+    Expiry,
+}
+
+/// Checks a token request and mints the token with the first of `keys` (§6): the one minting
+/// function of the relay, used by the `token` subcommand and `POST /api/v0/accesstoken.create`.
+/// `mode` is `read` or `write`; `expires` (unix seconds) must be at least 1 s after `now`.
+pub fn mint_token(
+    keys: &[Vec<u8>],
+    path: &str,
+    mode: &str,
+    recursive: bool,
+    expires: u64,
+    now: u64,
+) -> Result<(Claims, String), MintError> {
+    let key = keys.first().ok_or(MintError::NoKey)?;
+    if !path.starts_with('/') {
+        return Err(MintError::Path);
+    }
+    let mode = Mode::parse(mode).ok_or(MintError::Mode)?;
+    if expires < now.saturating_add(1) {
+        return Err(MintError::Expiry);
+    }
+    let claims = Claims {
+        path: path.to_string(),
+        mode,
+        recursive,
+        expires,
+    };
+    let token = token::sign(key, &claims);
+    Ok((claims, token))
 }
 
 /// A refused request (§6): no or bad token (401), or a token for another mode/path (403).
@@ -171,18 +213,6 @@ pub async fn create_endpoint(
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     };
-    let Some(path) = field("path").filter(|p| p.starts_with('/')) else {
-        return text(
-            StatusCode::BAD_REQUEST,
-            "[ERROR] Field \"path\" must be a path starting with '/'.\n",
-        );
-    };
-    let Some(mode) = field("access_mode").and_then(Mode::parse) else {
-        return text(
-            StatusCode::BAD_REQUEST,
-            "[ERROR] Field \"access_mode\" must be read or write.\n",
-        );
-    };
     let recursive = match field("recursive") {
         None | Some("false") | Some("0") => false,
         Some("true") | Some("1") => true,
@@ -193,8 +223,9 @@ pub async fn create_endpoint(
             )
         }
     };
+    let now = now();
     let expires = match field("expires").map(|e| e.parse::<u64>()) {
-        None => now() + 3600,
+        None => now + 3600,
         Some(Ok(e)) => e,
         Some(Err(_)) => {
             return text(
@@ -203,13 +234,22 @@ pub async fn create_endpoint(
             )
         }
     };
-    let claims = Claims {
-        path: path.to_string(),
-        mode,
-        recursive,
-        expires,
+    let path = field("path").unwrap_or("");
+    let mode = field("access_mode").unwrap_or("");
+    let (claims, token) = match mint_token(auth.keys(), path, mode, recursive, expires, now) {
+        Ok(t) => t,
+        Err(e) => {
+            let why = match e {
+                MintError::NoKey => "[ERROR] No key to sign with.\n",
+                MintError::Path => "[ERROR] Field \"path\" must be a path starting with '/'.\n",
+                MintError::Mode => "[ERROR] Field \"access_mode\" must be read or write.\n",
+                MintError::Expiry => {
+                    "[ERROR] Field \"expires\" must be at least 1 s in the future.\n"
+                }
+            };
+            return text(StatusCode::BAD_REQUEST, why);
+        }
     };
-    let token = auth.mint(&claims);
     let token_id = {
         use sha2::{Digest, Sha256};
         hex::encode(&Sha256::digest(token.as_bytes())[..8])

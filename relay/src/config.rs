@@ -1,9 +1,86 @@
-//! Command line and environment (`HTTPIPE_...`) configuration.
+//! Configuration: [`Config`], a plain struct with defaults in code (what the library and the
+//! tests use), and [`Cli`]/[`ServeArgs`], the command line and `HTTPIPE_...` environment that
+//! the binary turns into a `Config` (so tests never pick up `HTTPIPE_*` from their environment).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+
+/// Relay settings. `Config::default()` is what the binary runs with when given no flags.
+#[derive(Clone)]
+pub struct Config {
+    /// Address to bind both ports to.
+    pub host: String,
+    /// Plain port: HTTP/1.1 and h2c (0 = pick a free port).
+    pub http_port: u16,
+    /// TLS port: h2 and http/1.1 by ALPN (0 = pick a free port).
+    pub https_port: u16,
+    /// Don't open the TLS port.
+    pub no_tls: bool,
+    /// TLS certificate chain and private key (PEM). `None`: a self-signed localhost certificate.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Auth keys (§6): the first signs, all verify. Empty: open mode.
+    pub auth_keys: Vec<Vec<u8>>,
+    /// Public base URL for Connect API answers and /help (default: from Host and scheme).
+    pub public_url: Option<String>,
+    /// Honour X-Forwarded-Proto / X-Forwarded-Host (only behind a trusted proxy).
+    pub trust_proxy: bool,
+    /// Directory served at / and /assets/ (the demo). `None`: looked for at start-up
+    /// ([`crate::static_files::find_demo`]).
+    pub www: Option<PathBuf>,
+    /// Directory served at /assets/pkg/ (the built npm package of the SDK); `None` as `www`.
+    pub sdk_dir: Option<PathBuf>,
+    /// Largest segmented-upload part in bytes (larger → 413).
+    pub max_part_bytes: usize,
+    /// Segmented upload: time without a next part before the consumer is truncated.
+    pub upload_gap_timeout: Duration,
+    /// On SIGTERM/SIGINT: how long running transfers may continue before they are aborted.
+    pub shutdown_grace: Duration,
+    /// HTTP/2 per-stream and per-connection flow-control windows in bytes (§3.8).
+    pub h2_stream_window: u32,
+    pub h2_connection_window: u32,
+    /// Connection limits (§9): from accept (TLS handshake included) to a complete first
+    /// request head, and on HTTP/1.1 from the end of a request to the next complete head.
+    pub header_timeout: Duration,
+    /// Connection limits (§9): a connection with no request in progress is closed after this.
+    pub idle_timeout: Duration,
+    /// Connection limits (§9): largest request head (request line and headers) in bytes;
+    /// larger → 431. At least 8192 (HTTP/1.1 buffers can't be smaller).
+    pub max_header_bytes: usize,
+}
+
+/// Defaults of the connection limits (§9).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            host: "127.0.0.1".into(),
+            http_port: 8080,
+            https_port: 8443,
+            no_tls: false,
+            tls_cert: None,
+            tls_key: None,
+            auth_keys: Vec::new(),
+            public_url: None,
+            trust_proxy: false,
+            www: None,
+            sdk_dir: None,
+            max_part_bytes: httpipe::protocol::upload::DEFAULT_MAX_PART_BYTES,
+            upload_gap_timeout: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(30),
+            h2_stream_window: 4 * 1024 * 1024,
+            h2_connection_window: 16 * 1024 * 1024,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+        }
+    }
+}
 
 /// `httpipe-relay [serve flags]` or `httpipe-relay token ...`.
 #[derive(Parser, Debug, Clone)]
@@ -18,7 +95,7 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
     #[command(flatten)]
-    pub serve: Config,
+    pub serve: ServeArgs,
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -58,7 +135,7 @@ pub struct KeyArgs {
 }
 
 impl KeyArgs {
-    /// The configured keys (empty: open mode).
+    /// The configured keys (empty: open mode). The error names the key file.
     pub fn load(&self) -> std::io::Result<Vec<Vec<u8>>> {
         let mut keys = Vec::new();
         if let Some(k) = &self.auth_key {
@@ -70,15 +147,21 @@ impl KeyArgs {
             );
         }
         if let Some(f) = &self.auth_key_file {
-            keys.extend(crate::auth::parse_keys(&std::fs::read_to_string(f)?));
+            let text = std::fs::read_to_string(f).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("reading the key file {}: {e}", f.display()),
+                )
+            })?;
+            keys.extend(crate::auth::parse_keys(&text));
         }
         Ok(keys)
     }
 }
 
-/// Relay settings (every flag also from its `HTTPIPE_...` environment variable).
+/// The relay's flags (each also from its `HTTPIPE_...` environment variable); see [`Config`].
 #[derive(clap::Args, Debug, Clone)]
-pub struct Config {
+pub struct ServeArgs {
     /// Address to bind both ports to.
     #[arg(long, env = "HTTPIPE_HOST", default_value = "127.0.0.1")]
     pub host: String,
@@ -105,12 +188,14 @@ pub struct Config {
     /// Honour X-Forwarded-Proto / X-Forwarded-Host (only behind a trusted proxy).
     #[arg(long, env = "HTTPIPE_TRUST_PROXY")]
     pub trust_proxy: bool,
-    /// Directory served at / and /assets/ (the demo).
-    #[arg(long, env = "HTTPIPE_WWW", default_value = "www")]
-    pub www: PathBuf,
-    /// Directory served at /assets/pkg/ (the built npm package of the SDK).
-    #[arg(long, env = "HTTPIPE_SDK_DIR", default_value = "pkg")]
-    pub sdk_dir: PathBuf,
+    /// Directory served at / and /assets/ (the demo). Default: ./www, else the www directory
+    /// of the project the binary was built in (next to target/).
+    #[arg(long, env = "HTTPIPE_WWW")]
+    pub www: Option<PathBuf>,
+    /// Directory served at /assets/pkg/ (the built npm package of the SDK). Default: ./pkg,
+    /// else the project's pkg directory (as for --www).
+    #[arg(long, env = "HTTPIPE_SDK_DIR")]
+    pub sdk_dir: Option<PathBuf>,
     /// Largest segmented-upload part in bytes (larger → 413).
     #[arg(long, env = "HTTPIPE_MAX_PART_BYTES", default_value_t = httpipe::protocol::upload::DEFAULT_MAX_PART_BYTES)]
     pub max_part_bytes: usize,
@@ -126,14 +211,81 @@ pub struct Config {
     /// HTTP/2 per-connection flow-control window in bytes (§3.8).
     #[arg(long, env = "HTTPIPE_H2_CONNECTION_WINDOW", default_value_t = 16 * 1024 * 1024)]
     pub h2_connection_window: u32,
+    /// Time from connecting (TLS handshake included) to a complete request head, and on
+    /// HTTP/1.1 between requests (PROTOCOL.md §9). Not a transfer timeout.
+    #[arg(long, env = "HTTPIPE_HEADER_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub header_timeout: Duration,
+    /// A connection with no request in progress is closed after this (§9).
+    #[arg(long, env = "HTTPIPE_IDLE_TIMEOUT", default_value = "120s", value_parser = humantime::parse_duration)]
+    pub idle_timeout: Duration,
+    /// Largest request head in bytes, at least 8192 (larger → 431; §9).
+    #[arg(long, env = "HTTPIPE_MAX_HEADER_BYTES", default_value_t = DEFAULT_MAX_HEADER_BYTES)]
+    pub max_header_bytes: usize,
     /// Log format on stderr: text or json (level via RUST_LOG, default info).
     #[arg(long, env = "HTTPIPE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
 }
 
-impl Default for Config {
-    /// The defaults of the command line (used by tests, which then change ports etc.).
-    fn default() -> Self {
-        Cli::parse_from(["httpipe-relay"]).serve
+impl ServeArgs {
+    /// The relay configuration (reads the key file). The error says what is wrong.
+    pub fn into_config(self) -> std::io::Result<Config> {
+        Ok(Config {
+            auth_keys: self.keys.load()?,
+            host: self.host,
+            http_port: self.http_port,
+            https_port: self.https_port,
+            no_tls: self.no_tls,
+            tls_cert: self.tls_cert,
+            tls_key: self.tls_key,
+            public_url: self.public_url,
+            trust_proxy: self.trust_proxy,
+            www: self.www,
+            sdk_dir: self.sdk_dir,
+            max_part_bytes: self.max_part_bytes,
+            upload_gap_timeout: self.upload_gap_timeout,
+            shutdown_grace: self.shutdown_grace,
+            h2_stream_window: self.h2_stream_window,
+            h2_connection_window: self.h2_connection_window,
+            header_timeout: self.header_timeout,
+            idle_timeout: self.idle_timeout,
+            max_header_bytes: self.max_header_bytes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command line's defaults are `Config::default()` (two lists of defaults must agree).
+    #[test]
+    fn cli_defaults_match_config_defaults() {
+        let args = Cli::try_parse_from(["httpipe-relay"]).map(|c| c.serve);
+        let Ok(args) = args else {
+            panic!("no flags must parse")
+        };
+        // The environment of `cargo test` may set HTTPIPE_*: compare only what it doesn't.
+        if std::env::vars().any(|(k, _)| k.starts_with("HTTPIPE_")) {
+            return;
+        }
+        let (c, d) = (args.into_config().unwrap(), Config::default());
+        assert_eq!(
+            (c.host, c.http_port, c.https_port),
+            (d.host, d.http_port, d.https_port)
+        );
+        assert_eq!((c.no_tls, c.trust_proxy), (d.no_tls, d.trust_proxy));
+        assert_eq!(
+            (c.www, c.sdk_dir, c.public_url),
+            (d.www, d.sdk_dir, d.public_url)
+        );
+        assert_eq!(c.max_part_bytes, d.max_part_bytes);
+        assert_eq!(c.upload_gap_timeout, d.upload_gap_timeout);
+        assert_eq!(c.shutdown_grace, d.shutdown_grace);
+        assert_eq!(c.h2_stream_window, d.h2_stream_window);
+        assert_eq!(c.h2_connection_window, d.h2_connection_window);
+        assert_eq!(c.header_timeout, d.header_timeout);
+        assert_eq!(c.idle_timeout, d.idle_timeout);
+        assert_eq!(c.max_header_bytes, d.max_header_bytes);
+        assert!(c.auth_keys.is_empty());
     }
 }

@@ -10,6 +10,7 @@ pub mod config;
 pub mod conn;
 pub mod connect;
 pub mod data;
+pub mod hangup;
 pub mod metrics;
 pub mod ops;
 pub mod pairing;

@@ -4,9 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use httpipe::protocol::token::{Claims, Mode};
-use httpipe_relay::config::{Cli, Command, TokenArgs};
-use httpipe_relay::Config;
+use httpipe_relay::auth::{mint_token, MintError};
+use httpipe_relay::config::{Cli, Command, ServeArgs, TokenArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -18,50 +17,55 @@ fn main() -> ExitCode {
 
 fn token(args: TokenArgs) -> ExitCode {
     let keys = match args.keys.load() {
-        Ok(k) if !k.is_empty() => k,
-        Ok(_) => {
-            eprintln!("error: no key: pass --auth-key-file FILE or set HTTPIPE_AUTH_KEY");
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: {e}");
             return ExitCode::from(2);
+        }
+    };
+    let now = httpipe_relay::auth::now();
+    let expires = now.saturating_add(args.ttl.as_secs());
+    match mint_token(&keys, &args.path, &args.mode, args.recursive, expires, now) {
+        Ok((_, token)) => {
+            println!("{token}");
+            ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: reading the key file: {e}");
+            let why = match e {
+                MintError::NoKey => {
+                    "no key: pass --auth-key-file FILE or --auth-key KEY (or set HTTPIPE_AUTH_KEY)"
+                        .to_string()
+                }
+                MintError::Path => format!(
+                    "--path must be a path starting with '/' (got {:?})",
+                    args.path
+                ),
+                MintError::Mode => "--mode must be read or write".to_string(),
+                MintError::Expiry => "--ttl must be at least 1s".to_string(),
+            };
+            eprintln!("error: {why}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    // Kept until exit: flushes the log lines still queued (for at most a second).
+    let _logs = init_logs(&args.log_format);
+    let config = match args.into_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln_quiet(&format!("error: {e}"));
             return ExitCode::from(2);
         }
     };
-    if !args.path.starts_with('/') {
-        eprintln!(
-            "error: --path must be a path starting with '/' (got {:?})",
-            args.path
-        );
-        return ExitCode::from(2);
-    }
-    if args.ttl.as_secs() == 0 {
-        eprintln!("error: --ttl must be at least 1s");
-        return ExitCode::from(2);
-    }
-    let Some(mode) = Mode::parse(&args.mode) else {
-        eprintln!("error: --mode must be read or write");
-        return ExitCode::from(2);
-    };
-    let claims = Claims {
-        path: args.path,
-        mode,
-        recursive: args.recursive,
-        expires: httpipe_relay::auth::now().saturating_add(args.ttl.as_secs()),
-    };
-    println!("{}", httpipe::protocol::token::sign(&keys[0], &claims));
-    ExitCode::SUCCESS
-}
-
-fn serve(config: Config) -> ExitCode {
-    init_logs(&config.log_format);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: starting the runtime: {e}");
+            eprintln_quiet(&format!("error: starting the runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -70,10 +74,11 @@ fn serve(config: Config) -> ExitCode {
         let running = match httpipe_relay::start(config).await {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln_quiet(&format!("error: {e}"));
                 return ExitCode::FAILURE;
             }
         };
+        // Write errors are ignored: a closed stdout must not stop the relay.
         let mut out = std::io::stdout().lock();
         let show = |a: std::net::SocketAddr| {
             if a.is_ipv6() {
@@ -105,12 +110,18 @@ fn serve(config: Config) -> ExitCode {
         let stopper = running.stopper();
         tokio::spawn(async move {
             wait_for_signal().await;
-            tracing::info!("signal received");
+            // Stop first, log after: nothing about logging may keep the relay running.
             let _ = stopper.send(true);
+            tracing::info!("signal received");
         });
         running.wait().await;
         ExitCode::SUCCESS
     })
+}
+
+/// Like `eprintln!`, without its panic when stderr is closed.
+fn eprintln_quiet(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
 async fn wait_for_signal() {
@@ -131,15 +142,24 @@ async fn wait_for_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-fn init_logs(format: &str) {
+/// Logs to stderr through a lossy background writer: a closed stderr (EPIPE) or one nobody
+/// reads (a full pipe) drops log lines but never blocks or panics a relay task. (The default
+/// writer panics: tracing-subscriber reports a failed write with `eprintln!`, which panics on a
+/// closed stderr; in the signal task that left SIGTERM without effect.)
+fn init_logs(format: &str) -> tracing_appender::non_blocking::WorkerGuard {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .finish(std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer)
+        .log_internal_errors(false);
     if format == "json" {
         builder.json().init();
     } else {
         builder.init();
     }
+    guard
 }

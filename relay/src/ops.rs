@@ -45,7 +45,9 @@ pub fn help(state: &Shared, headers: &HeaderMap, uri: &Uri, conn: Option<&ConnIn
     let base = state.base_url(headers, uri, conn);
     let auth = if state.auth.is_some() {
         "\nThis relay requires access tokens: add  -H \"Authorization: Bearer $TOKEN\"  (or\n\
-         ?accesstoken=$TOKEN) to every command. Mint one: httpipe-relay token --path /mypath --mode write\n"
+         ?accesstoken=$TOKEN) to every command. Mint one where the relay's key file is (the same\n\
+         file as the relay's --auth-key-file, or HTTPIPE_AUTH_KEY set):\n\
+         \x20 httpipe-relay token --auth-key-file FILE --path /mypath --mode write --ttl 1h\n"
     } else {
         ""
     };

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::conn::ConnFd;
 use crate::data::segmented::Part;
+use crate::hangup::Hangup;
 use crate::params::Params;
 use crate::respond::{preflight, rejection, Resp};
 use crate::state::{ConnInfo, Shared};
@@ -66,7 +67,8 @@ pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
             }
         }
         let conn = req.extensions().get::<Arc<ConnFd>>().cloned();
-        return data::consumer::handle(state.data.clone(), conn, path, n).await;
+        let hangup = Hangup::of(req.extensions());
+        return data::consumer::handle(state.data.clone(), conn, hangup, path, n).await;
     }
     if producing {
         if req.headers().contains_key(http::header::CONTENT_RANGE) {
@@ -83,12 +85,14 @@ pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
         };
         let plane = state.data.clone();
         let (parts, body) = req.into_parts();
+        let hangup = Hangup::of(&parts.extensions);
         return match part {
             Some(part) => {
                 Box::pin(data::segmented::handle(
                     plane,
                     parts.headers,
                     body,
+                    hangup,
                     path,
                     n,
                     part,
@@ -96,8 +100,15 @@ pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
                 .await
             }
             None => {
-                let stream =
-                    data::stream::handle(plane, parts.version, parts.headers, body, path, n);
+                let stream = data::stream::handle(
+                    plane,
+                    parts.version,
+                    parts.headers,
+                    body,
+                    hangup,
+                    path,
+                    n,
+                );
                 Box::pin(stream).await
             }
         };

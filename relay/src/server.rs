@@ -1,11 +1,18 @@
 //! Listeners and connections (`docs/PROTOCOL.md` §3.8, §9): the plain port speaks HTTP/1.1
-//! and h2c (prior knowledge), the TLS port h2 and http/1.1 by ALPN; graceful shutdown.
+//! and h2c (prior knowledge), the TLS port h2 and http/1.1 by ALPN; connection limits (§9:
+//! header timeout, idle timeout, header size); hang-up watching (§3.6); graceful shutdown.
 
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -21,12 +28,8 @@ use crate::config::Config;
 use crate::data::{Limits, Phase, Plane};
 use crate::metrics::Metrics;
 use crate::state::{ConnInfo, Shared, State};
-use crate::{router, tls};
+use crate::{hangup, router, static_files, tls};
 
-/// How long a TLS handshake may take.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long a client may take to send a request head (HTTP/1.1; not a transfer timeout).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// After the grace period: how long aborted producers get to receive their `[ERROR]` line.
 const ABORT_LINES_FLUSH: Duration = Duration::from_millis(250);
 /// Largest HTTP/2 frame we accept (bigger frames cost fewer headers per byte).
@@ -65,7 +68,9 @@ impl Running {
 
 /// Binds both ports and starts serving.
 pub async fn start(config: Config) -> io::Result<Running> {
-    let keys = config.keys.load()?;
+    let mut config = config;
+    let keys = config.auth_keys.clone();
+    find_static_dirs(&mut config);
     let plain = TcpListener::bind((config.host.as_str(), config.http_port)).await?;
     let http_addr = plain.local_addr()?;
     let (tls_listener, tls) = if config.no_tls {
@@ -97,11 +102,13 @@ pub async fn start(config: Config) -> io::Result<Running> {
     let tls_fingerprint = tls.as_ref().map(|t| t.fingerprint.clone());
     let tls_self_signed = tls.as_ref().is_some_and(|t| t.self_signed);
     let acceptor = tls.map(|t| TlsAcceptor::from(t.config));
+    let hangups = hangup::Watcher::new();
     let task = tokio::spawn(accept_loop(
         plain,
         tls_listener.zip(acceptor),
         state.clone(),
         builder,
+        hangups,
         stop_rx,
     ));
     Ok(Running {
@@ -115,16 +122,41 @@ pub async fn start(config: Config) -> io::Result<Running> {
     })
 }
 
-/// HTTP/1.1 + HTTP/2 settings, including the HTTP/2 windows of §3.8.
+/// `--www` and `--sdk-dir` when not given: the demo next to the binary or in the project
+/// (§2); says at start-up where it is, or that there is none.
+fn find_static_dirs(config: &mut Config) {
+    if config.www.is_none() {
+        config.www = static_files::find_demo("www");
+        match &config.www {
+            Some(d) => tracing::info!(dir = %d.display(), "serving the demo"),
+            None => tracing::warn!(
+                "no demo found (a www directory with index.html in the working directory, next \
+                 to the binary or in its project): / answers 404; pass --www DIR"
+            ),
+        }
+    }
+    if config.sdk_dir.is_none() {
+        config.sdk_dir = static_files::find_demo("pkg");
+        if let Some(d) = &config.sdk_dir {
+            tracing::info!(dir = %d.display(), "serving the SDK package at /assets/pkg/");
+        }
+    }
+}
+
+/// HTTP/1.1 + HTTP/2 settings: the HTTP/2 windows of §3.8, the header limits of §9.
 fn http_builder(config: &Config) -> auto::Builder<TokioExecutor> {
     let mut b = auto::Builder::new(TokioExecutor::new());
+    // hyper-util's HTTP/1.1 builder has no header size limit of its own: the read buffer's
+    // (at least 8192) is it; a head that doesn't fit is answered 431.
     b.http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .header_read_timeout(config.header_timeout)
+        .max_buf_size(config.max_header_bytes.max(8192))
         .keep_alive(true)
         .half_close(false);
     b.http2()
         .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
         .initial_stream_window_size(config.h2_stream_window)
         .initial_connection_window_size(config.h2_connection_window)
         .max_frame_size(H2_MAX_FRAME)
@@ -138,8 +170,10 @@ async fn accept_loop(
     tls: Option<(TcpListener, TlsAcceptor)>,
     state: Shared,
     builder: Arc<auto::Builder<TokioExecutor>>,
+    hangups: hangup::Watcher,
     mut stop: watch::Receiver<bool>,
 ) {
+    let hangup_task = tokio::spawn(hangups.clone().run());
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
     let accept_tls = async |tls: &Option<(TcpListener, TlsAcceptor)>| match tls {
@@ -150,14 +184,14 @@ async fn accept_loop(
         tokio::select! {
             r = plain.accept() => match r {
                 Ok((tcp, peer)) => {
-                    let conn = serve(tcp, peer, None, state.clone(), builder.clone(), graceful.watcher());
+                    let conn = serve(tcp, peer, None, state.clone(), builder.clone(), graceful.watcher(), &hangups);
                     conns.spawn(conn);
                 }
                 Err(e) => accept_error(e).await,
             },
             r = accept_tls(&tls) => match (r, &tls) {
                 (Ok((tcp, peer)), Some((_, acceptor))) => {
-                    let conn = serve(tcp, peer, Some(acceptor.clone()), state.clone(), builder.clone(), graceful.watcher());
+                    let conn = serve(tcp, peer, Some(acceptor.clone()), state.clone(), builder.clone(), graceful.watcher(), &hangups);
                     conns.spawn(conn);
                 }
                 (Err(e), _) => accept_error(e).await,
@@ -186,6 +220,7 @@ async fn accept_loop(
     }
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+    hangup_task.abort();
 }
 
 /// Too many open files etc.: log, back off a little, keep accepting.
@@ -196,65 +231,184 @@ async fn accept_error(e: io::Error) {
 
 /// Serves one connection (TLS handshake first on the TLS port). The TLS path lives in its
 /// own boxed future so plain connections don't carry its size (idle memory per waiting peer).
-async fn serve(
+fn serve(
     tcp: TcpStream,
     peer: SocketAddr,
     tls: Option<TlsAcceptor>,
     state: Shared,
     builder: Arc<auto::Builder<TokioExecutor>>,
     watcher: hyper_util::server::graceful::Watcher,
-) {
-    let _ = tcp.set_nodelay(true);
-    let local = match tcp.local_addr() {
-        Ok(a) => a,
-        Err(_) => return,
-    };
-    let info = ConnInfo {
-        tls: tls.is_some(),
-        peer,
-        local,
-    };
-    let (tcp, conn_fd) = crate::conn::Tracked::new(tcp);
-    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-        let state = state.clone();
-        req.extensions_mut().insert(info);
-        req.extensions_mut().insert(conn_fd.clone());
-        let req = req.map(crate::request_body::RequestBody::new);
-        async move { Ok::<_, Infallible>(router::handle(state, req).await) }
-    });
-    let result = match tls {
-        None => {
-            watcher
-                .watch(
+    hangups: &hangup::Watcher,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    // Registered here, at accept, where the socket is at hand (§3.6).
+    let (hangup, registration) = hangups.watch(&tcp);
+    async move {
+        let _registration = registration;
+        let _ = tcp.set_nodelay(true);
+        let local = match tcp.local_addr() {
+            Ok(a) => a,
+            Err(_) => return,
+        };
+        let info = ConnInfo {
+            tls: tls.is_some(),
+            peer,
+            local,
+        };
+        let (tcp, conn_fd) = crate::conn::Tracked::new(tcp);
+        let limits = (state.config.header_timeout, state.config.idle_timeout);
+        let activity = Arc::new(Activity::new());
+        let act = activity.clone();
+        let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            let state = state.clone();
+            req.extensions_mut().insert(info);
+            req.extensions_mut().insert(hangup.clone());
+            req.extensions_mut().insert(conn_fd.clone());
+            let req = req.map(crate::request_body::RequestBody::new);
+            let busy = Busy::start(&act);
+            async move {
+                let resp = router::handle(state, req).await;
+                Ok::<_, Infallible>(resp.map(|inner| Tracked { inner, _busy: busy }))
+            }
+        });
+        let result = match tls {
+            None => {
+                let conn = watcher.watch(
                     builder
                         .serve_connection(TokioIo::new(tcp), svc)
                         .into_owned(),
-                )
-                .await
-        }
-        Some(acceptor) => {
-            let tls_conn = async move {
-                let stream =
-                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
+                );
+                within_limits(conn, &activity, limits).await
+            }
+            Some(acceptor) => {
+                let tls_conn = async move {
+                    let stream = match acceptor.accept(tcp).await {
+                        Ok(s) => s,
+                        Err(e) => {
                             tracing::debug!(%peer, error = %e, "TLS handshake failed");
                             return Ok(());
                         }
-                        Err(_) => return Ok(()),
                     };
-                watcher
-                    .watch(
-                        builder
-                            .serve_connection(TokioIo::new(stream), svc)
-                            .into_owned(),
-                    )
-                    .await
-            };
-            Box::pin(tls_conn).await
+                    watcher
+                        .watch(
+                            builder
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .into_owned(),
+                        )
+                        .await
+                };
+                // The handshake counts towards the header timeout.
+                Box::pin(within_limits(tls_conn, &activity, limits)).await
+            }
+        };
+        match result {
+            Some(Err(e)) => tracing::debug!(%peer, error = %e, "connection ended with an error"),
+            None => tracing::debug!(%peer, "connection closed: header or idle timeout (§9)"),
+            Some(Ok(())) => {}
         }
-    };
-    if let Err(e) = result {
-        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
+
+/// Runs a connection within the limits of §9: closed (dropped) if no complete request head
+/// arrived within `header_timeout` of accepting it, or when no request has been in progress
+/// for `idle_timeout`. (Later request heads on HTTP/1.1 are bounded by hyper's
+/// `header_read_timeout`.) `None` if it was closed for that.
+async fn within_limits<F: std::future::Future>(
+    conn: F,
+    activity: &Activity,
+    (header_timeout, idle_timeout): (Duration, Duration),
+) -> Option<F::Output> {
+    tokio::pin!(conn);
+    let timer = tokio::time::sleep(header_timeout);
+    tokio::pin!(timer);
+    loop {
+        tokio::select! {
+            r = &mut conn => return Some(r),
+            _ = &mut timer => {
+                if activity.requests.load(Ordering::Acquire) == 0 {
+                    return None;
+                }
+                let next = if activity.inflight.load(Ordering::Acquire) > 0 {
+                    Instant::now() + idle_timeout
+                } else {
+                    let idle_since = activity.last_change();
+                    if idle_since.elapsed() >= idle_timeout {
+                        return None;
+                    }
+                    idle_since + idle_timeout
+                };
+                timer.as_mut().reset(next.into());
+            }
+        }
+    }
+}
+
+/// What a connection is doing, for the idle timeout.
+struct Activity {
+    start: Instant,
+    /// Requests received (heads complete).
+    requests: AtomicU64,
+    /// Requests whose response hasn't ended yet.
+    inflight: AtomicUsize,
+    /// Milliseconds after `start` when the last request ended.
+    last_end_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            start: Instant::now(),
+            requests: AtomicU64::new(0),
+            inflight: AtomicUsize::new(0),
+            last_end_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn last_change(&self) -> Instant {
+        self.start + Duration::from_millis(self.last_end_ms.load(Ordering::Acquire))
+    }
+}
+
+/// One request in progress (from its head to the end of its response).
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn start(a: &Arc<Activity>) -> Busy {
+        a.requests.fetch_add(1, Ordering::AcqRel);
+        a.inflight.fetch_add(1, Ordering::AcqRel);
+        Busy(a.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let ms = u64::try_from(self.0.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.0.last_end_ms.store(ms, Ordering::Release);
+        self.0.inflight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that keeps its request counted as in progress until it is dropped.
+struct Tracked {
+    inner: crate::respond::Body,
+    _busy: Busy,
+}
+
+impl Body for Tracked {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -36,15 +36,39 @@ pub fn mime(path: &Path) -> &'static str {
     }
 }
 
+/// Where the demo (`name` = `www`) or the built SDK (`name` = `pkg`) is when no flag says:
+/// `./name` in the working directory, else `name` in the project the binary runs from
+/// (`target/release/httpipe-relay` → `../../name`; test binaries sit one level deeper), else the
+/// project the relay was compiled in. For `www` the directory must hold an `index.html`.
+pub fn find_demo(name: &str) -> Option<PathBuf> {
+    let usable = |d: &Path| {
+        if name == "www" {
+            d.join("index.html").is_file()
+        } else {
+            d.is_dir()
+        }
+    };
+    let mut candidates = vec![PathBuf::from(name)];
+    if let Ok(exe) = std::env::current_exe() {
+        // the binary's directory and up to three levels above it
+        candidates.extend(exe.ancestors().skip(1).take(4).map(|d| d.join(name)));
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name));
+    candidates.into_iter().find(|d| usable(d))
+}
+
 /// Maps a URL path to a file, or `None` if it isn't a static path or tries to escape.
 pub fn resolve(state: &Shared, url_path: &str) -> Option<PathBuf> {
     if url_path == "/" {
-        return Some(state.config.www.join("index.html"));
+        return Some(state.config.www.as_ref()?.join("index.html"));
     }
     let (root, rest) = if let Some(rest) = url_path.strip_prefix("/assets/pkg/") {
-        (&state.config.sdk_dir, rest)
+        (state.config.sdk_dir.as_ref()?, rest)
     } else {
-        (&state.config.www, url_path.strip_prefix("/assets/")?)
+        (
+            state.config.www.as_ref()?,
+            url_path.strip_prefix("/assets/")?,
+        )
     };
     let decoded = percent_decode_str(rest).decode_utf8().ok()?;
     let mut path = root.clone();

@@ -21,18 +21,20 @@ pub struct Tls {
 /// Loads `cert` + `key` (PEM) or, if `None`, makes a self-signed certificate for `localhost`,
 /// `127.0.0.1` and `::1`.
 pub fn load(files: Option<(&Path, &Path)>) -> io::Result<Tls> {
-    let (chain, key, self_signed) = match files {
+    let (chain, key, _) = match files {
         Some((cert, key)) => {
             let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-                .map_err(|e| bad(format!("{}: {e}", cert.display())))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| bad(format!("{}: {e}", cert.display())))?;
+                .and_then(|items| items.collect::<Result<_, _>>())
+                .map_err(|e| pem_error("certificate", cert, e))?;
             if chain.is_empty() {
-                return Err(bad(format!("{}: no certificate", cert.display())));
+                return Err(bad(format!(
+                    "TLS certificate {}: no certificate in it (expected PEM: -----BEGIN CERTIFICATE-----)",
+                    cert.display()
+                )));
             }
-            let key = PrivateKeyDer::from_pem_file(key)
-                .map_err(|e| bad(format!("{}: {e}", key.display())))?;
-            (chain, key, false)
+            let key_der =
+                PrivateKeyDer::from_pem_file(key).map_err(|e| pem_error("private key", key, e))?;
+            (chain, key_der, Some((cert, key)))
         }
         None => {
             let names = vec![
@@ -43,9 +45,10 @@ pub fn load(files: Option<(&Path, &Path)>) -> io::Result<Tls> {
             let ck = rcgen::generate_simple_self_signed(names).map_err(|e| bad(e.to_string()))?;
             let key =
                 PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
-            (vec![ck.cert.der().clone()], key, true)
+            (vec![ck.cert.der().clone()], key, None)
         }
     };
+    let self_signed = files.is_none();
     let fingerprint = fingerprint(&chain[0]);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
@@ -53,7 +56,19 @@ pub fn load(files: Option<(&Path, &Path)>) -> io::Result<Tls> {
         .map_err(|e| bad(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(chain, key)
-        .map_err(|e| bad(e.to_string()))?;
+        .map_err(|e| match (e, files) {
+            (rustls::Error::InconsistentKeys(_), Some((cert, key))) => bad(format!(
+                "TLS private key {} does not belong to the certificate {}",
+                key.display(),
+                cert.display()
+            )),
+            (e, Some((cert, key))) => bad(format!(
+                "TLS certificate {} with key {}: {e}",
+                cert.display(),
+                key.display()
+            )),
+            (e, None) => bad(format!("TLS self-signed certificate: {e}")),
+        })?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Tls {
         config: Arc::new(config),
@@ -69,6 +84,31 @@ pub fn fingerprint(cert: &[u8]) -> String {
         .map(|b| format!("{b:02X}"))
         .collect::<Vec<_>>()
         .join(":")
+}
+
+/// A clear message for a PEM file that can't be used, naming the file (the library's own
+/// messages print byte arrays and don't say which file).
+fn pem_error(what: &str, file: &Path, e: rustls::pki_types::pem::Error) -> io::Error {
+    use rustls::pki_types::pem::Error as E;
+    let f = file.display();
+    match e {
+        E::Io(e) => io::Error::new(e.kind(), format!("TLS {what} {f}: can't read it: {e}")),
+        E::NoItemsFound if what == "private key" => bad(format!(
+            "TLS private key {f}: no private key in it (expected PEM: -----BEGIN PRIVATE KEY-----, \
+             RSA PRIVATE KEY or EC PRIVATE KEY)"
+        )),
+        E::NoItemsFound => bad(format!("TLS {what} {f}: nothing usable in it")),
+        E::MissingSectionEnd { end_marker } => bad(format!(
+            "TLS {what} {f}: not valid PEM (missing the line {:?})",
+            String::from_utf8_lossy(&end_marker)
+        )),
+        E::IllegalSectionStart { line } => bad(format!(
+            "TLS {what} {f}: not valid PEM (bad line {:?})",
+            String::from_utf8_lossy(&line)
+        )),
+        E::Base64Decode(e) => bad(format!("TLS {what} {f}: not valid PEM (base64: {e})")),
+        e => bad(format!("TLS {what} {f}: not valid PEM ({e})")),
+    }
 }
 
 fn bad(msg: String) -> io::Error {

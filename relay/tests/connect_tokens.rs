@@ -156,7 +156,7 @@ async fn status(r: &Relay, t: T, method: Method, path: &str, tok: Option<&str>) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_scope_mode_expiry_and_tampering() {
-    let r = relay_with(|c| c.keys.auth_key = Some(format!("{KEY},old-key"))).await;
+    let r = relay_with(|c| c.auth_keys = vec![KEY.into(), b"old-key".to_vec()]).await;
     for t in [T::H1, T::H2] {
         let read_a = token("/a", Mode::Read, true, 3600);
         let write_a = token("/a", Mode::Write, false, 3600);
@@ -282,7 +282,7 @@ async fn tokens_scope_mode_expiry_and_tampering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn management_api_and_token_subcommand() {
-    let r = relay_with(|c| c.keys.auth_key = Some(KEY.into())).await;
+    let r = relay_with(|c| c.auth_keys = vec![KEY.into()]).await;
     let t = T::H1;
     let ct = ("content-type", "application/x-www-form-urlencoded");
     let mut c = r

@@ -9,12 +9,20 @@ use tokio::sync::oneshot;
 
 use super::{Handoff, Phase, Plane};
 use crate::conn::ConnFd;
+use crate::hangup::Hangup;
 use crate::respond::{rejection, Resp};
 
 /// Registers a consumer and waits (no response yet) until the transfer starts. If the request
-/// goes away meanwhile, this future is dropped and the registration with it (§3.6); when the
+/// goes away meanwhile, this future is dropped and the registration with it; if the peer hangs
+/// up unnoticed by hyper (bytes pipelined behind the request), `hangup` ends it (§3.6); when the
 /// relay starts shutting down, a waiting consumer gets 503 at once (§9).
-pub async fn handle(plane: Arc<Plane>, conn: Option<Arc<ConnFd>>, path: String, n: usize) -> Resp {
+pub async fn handle(
+    plane: Arc<Plane>,
+    conn: Option<Arc<ConnFd>>,
+    hangup: Hangup,
+    path: String,
+    n: usize,
+) -> Resp {
     loop {
         let (tx, rx) = oneshot::channel();
         let handoff = Handoff {
@@ -28,6 +36,8 @@ pub async fn handle(plane: Arc<Plane>, conn: Option<Arc<ConnFd>>, path: String, 
         let started = tokio::select! {
             s = rx => s,
             _ = plane.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),
+            // never sent: the peer is gone (hyper didn't notice: bytes pipelined behind)
+            _ = hangup.hung_up() => return rejection(&Rejection::ShuttingDown),
         };
         match started {
             Ok(start) => {

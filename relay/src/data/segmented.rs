@@ -26,6 +26,7 @@ use httpipe::protocol::upload;
 use super::body::{Log, LogBody};
 use super::transfer::{Kind, Transfer};
 use super::{headers, Phase, Plane};
+use crate::hangup::Hangup;
 use crate::metrics::FailReason;
 use crate::respond::{rejection, text, Resp};
 
@@ -151,6 +152,7 @@ pub async fn handle(
     plane: Arc<Plane>,
     headers: HeaderMap,
     body: RequestBody,
+    hangup: Hangup,
     path: String,
     n: usize,
     part: Part,
@@ -167,7 +169,7 @@ pub async fn handle(
     // `part=0` starts an upload, unless it names the current upload of this path: then it is
     // a retry of the accepted part 0, answered like any other retry.
     if part.k == 0 && up.is_none() {
-        return start(plane, headers, body, path, n, part.is_final).await;
+        return start(plane, headers, body, hangup, path, n, part.is_final).await;
     }
     let Some(up) = up else {
         return rejection(&Rejection::UnknownUpload);
@@ -208,6 +210,7 @@ async fn start(
     plane: Arc<Plane>,
     req_headers: HeaderMap,
     body: RequestBody,
+    hangup: Hangup,
     path: String,
     n: usize,
     is_final: bool,
@@ -226,6 +229,8 @@ async fn start(
     let matched = tokio::select! {
         m = wait.matched() => m,
         _ = plane.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),
+        // never sent: the peer is gone
+        _ = hangup.hung_up() => return rejection(&Rejection::ShuttingDown),
     };
     drop(wait);
     let mut fwd = headers::forwarded(&req_headers, false);

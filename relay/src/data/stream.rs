@@ -13,6 +13,7 @@ use super::body::Log;
 use super::source::{first_part, Source, Upload};
 use super::transfer::{Kind, Transfer};
 use super::{headers, Handoff, Phase, Plane};
+use crate::hangup::Hangup;
 use crate::metrics::FailReason;
 use crate::pairing::ProducerWait;
 use crate::respond::{rejection, Resp};
@@ -23,6 +24,7 @@ pub async fn handle(
     version: http::Version,
     headers: HeaderMap,
     body: RequestBody,
+    hangup: Hangup,
     path: String,
     n: usize,
 ) -> Resp {
@@ -41,7 +43,13 @@ pub async fn handle(
     }
     let (log, log_body) = Log::new();
     log.line(format!("[INFO] Waiting for {n} receiver(s)..."));
-    tokio::spawn(run(plane, wait, version, headers, upload, log, path));
+    let request = Request {
+        version,
+        headers,
+        path,
+        hangup,
+    };
+    tokio::spawn(run(plane, wait, request, upload, log));
     let mut resp = Response::new(log_body.boxed());
     let h = resp.headers_mut();
     h.insert(
@@ -56,19 +64,34 @@ pub async fn handle(
     resp
 }
 
+/// What the upload's task keeps of the producer's request.
+struct Request {
+    version: http::Version,
+    headers: HeaderMap,
+    path: String,
+    hangup: Hangup,
+}
+
 async fn run(
     plane: Arc<Plane>,
     mut wait: ProducerWait<Handoff>,
-    version: http::Version,
-    req_headers: HeaderMap,
+    request: Request,
     mut upload: Upload,
     log: Log,
-    path: String,
 ) {
-    // Wait for the consumers; leave (unregistering) as soon as the producer is gone.
+    let Request {
+        version,
+        headers: req_headers,
+        path,
+        hangup,
+    } = request;
+    // Wait for the consumers; leave (unregistering) as soon as the producer is gone: hyper
+    // notices it by the read-ahead or by dropping the response; the hang-up watcher also when
+    // hyper doesn't read (read-ahead full, bytes pipelined behind a complete body; §3.6).
     let matched = tokio::select! {
         m = wait.matched() => m,
         _ = log.closed() => return,
+        _ = hangup.hung_up() => return,
         e = upload.read_ahead() => {
             // §3.6: the path is free at once; say why, in case the producer still reads.
             tracing::debug!(error = %e, "waiting producer's upload failed");

@@ -39,6 +39,11 @@ impl T {
 
 pub type TestBody = BoxBody<Bytes, io::Error>;
 
+/// A byte stream to the relay (plain TCP or TLS).
+pub trait RawIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<X: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> RawIo for X {}
+pub type Raw = Box<dyn RawIo>;
+
 pub struct Relay {
     pub running: Option<Running>,
     pub http: SocketAddr,
@@ -72,8 +77,8 @@ pub async fn relay_with(f: impl FnOnce(&mut Config)) -> Relay {
         https_port: 0,
         tls_cert: Some(dir.join("cert.pem")),
         tls_key: Some(dir.join("key.pem")),
-        www: dir.join("www"),
-        sdk_dir: dir.join("pkg"),
+        www: Some(dir.join("www")),
+        sdk_dir: Some(dir.join("pkg")),
         shutdown_grace: Duration::from_millis(200),
         ..Config::default()
     };
@@ -200,6 +205,21 @@ impl Relay {
                 socket: Some(socket),
                 ..send(t, TokioIo::new(tcp), req).await
             }
+        }
+    }
+
+    /// A raw connection to the plain port (`tls` false) or a TLS connection (ALPN http/1.1)
+    /// to the TLS port, for tests that write bytes by hand.
+    pub async fn raw(&self, tls: bool) -> Raw {
+        if tls {
+            let tcp = TcpStream::connect(self.https).await.unwrap();
+            let s = tokio_rustls::TlsConnector::from(self.tls_h1.clone())
+                .connect(ServerName::try_from("localhost").unwrap(), tcp)
+                .await
+                .unwrap();
+            Box::new(s)
+        } else {
+            Box::new(TcpStream::connect(self.http).await.unwrap())
         }
     }
 

@@ -1,0 +1,376 @@
+//! Connections (PROTOCOL.md §3.6, §9): waiting peers that hang up unnoticed by hyper free
+//! their path at once; header, idle and header-size limits on every port; the binary stops on
+//! SIGTERM whatever happened to its stdout and stderr.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use http::Method;
+use http_body_util::BodyExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A transfer on `path` between fresh clients: the consumer gets exactly `data`, clean end.
+async fn transfer_works(r: &Relay, path: &str, data: &'static str) {
+    let mut c = r.get(T::H1, path).await;
+    within(
+        5.0,
+        "consumer registered",
+        r.until_gauge("httpipe_waiting_consumers", 1),
+    )
+    .await;
+    let mut p = r.post(T::H1, path, full(data)).await;
+    let resp = within(5.0, "consumer head", c.response()).await;
+    let got = within(5.0, "consumer body", read_all(resp)).await;
+    assert_eq!(got.expect("clean end"), data.as_bytes());
+    let log = within(5.0, "producer log", async {
+        text(p.response().await).await
+    })
+    .await;
+    assert!(log.ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"), "{log}");
+}
+
+/// Item 3: a complete 1-byte POST with a second request pipelined behind it, then the client
+/// closes. hyper doesn't read past the buffered second request, so only the hang-up watcher
+/// sees the FIN; before it the path answered "Another sender" for good.
+async fn pipelined_producer_hangs_up(tls: bool) {
+    let r = relay().await;
+    let mut s = r.raw(tls).await;
+    let req = b"POST /pp HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx\
+                GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n";
+    within(5.0, "write", s.write_all(req)).await.unwrap();
+    within(
+        5.0,
+        "registered",
+        r.until_gauge("httpipe_waiting_producers", 1),
+    )
+    .await;
+    drop(s);
+    within(
+        2.0,
+        "path freed",
+        r.until_gauge("httpipe_waiting_producers", 0),
+    )
+    .await;
+    transfer_works(&r, "/pp", "fresh producer").await;
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+/// Item 3, consumer side: before the fix the dead consumer stayed registered and the next
+/// producer was matched to it.
+async fn pipelined_consumer_hangs_up(tls: bool) {
+    let r = relay().await;
+    let mut s = r.raw(tls).await;
+    let req = b"GET /pc HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n";
+    within(5.0, "write", s.write_all(req)).await.unwrap();
+    within(
+        5.0,
+        "registered",
+        r.until_gauge("httpipe_waiting_consumers", 1),
+    )
+    .await;
+    drop(s);
+    within(
+        2.0,
+        "path freed",
+        r.until_gauge("httpipe_waiting_consumers", 0),
+    )
+    .await;
+    transfer_works(&r, "/pc", "for the live consumer").await;
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_producer_hangs_up_h1() {
+    pipelined_producer_hangs_up(false).await
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_producer_hangs_up_h1_tls() {
+    pipelined_producer_hangs_up(true).await
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_consumer_hangs_up_h1() {
+    pipelined_consumer_hangs_up(false).await
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_consumer_hangs_up_h1_tls() {
+    pipelined_consumer_hangs_up(true).await
+}
+
+/// Item 11: a waiting producer that pushed more than the read-ahead and the socket buffers
+/// hold, then hung up (its unread response makes the close a reset): the path is free within
+/// a second, and the next consumer gets the next producer's bytes, not a truncated stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_waiting_upload_hangs_up() {
+    let r = relay().await;
+    let mut s = r.raw(false).await;
+    let head = b"POST /big HTTP/1.1\r\nHost: a\r\nContent-Length: 20000000\r\n\r\n";
+    within(5.0, "head", s.write_all(head)).await.unwrap();
+    within(
+        5.0,
+        "registered",
+        r.until_gauge("httpipe_waiting_producers", 1),
+    )
+    .await;
+    let chunk = vec![7u8; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 16_000_000 {
+        match tokio::time::timeout(Duration::from_millis(300), s.write_all(&chunk)).await {
+            Ok(Ok(())) => sent += chunk.len(),
+            _ => break, // the socket blocks: the relay stopped reading
+        }
+    }
+    assert!(sent > 1_000_000, "only {sent} bytes went out");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let closed = Instant::now();
+    drop(s);
+    within(
+        1.5,
+        "path freed",
+        r.until_gauge("httpipe_waiting_producers", 0),
+    )
+    .await;
+    assert!(closed.elapsed() < Duration::from_millis(1500));
+    transfer_works(&r, "/big", "the next producer's data").await;
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+/// Reads until the relay closes the connection; the time it took (panics after `secs`).
+async fn closed_within(s: &mut Raw, secs: f64, what: &str) -> Duration {
+    let t = Instant::now();
+    within(secs, what, async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    t.elapsed()
+}
+
+async fn short_limits() -> Relay {
+    relay_with(|c| {
+        c.header_timeout = Duration::from_secs(1);
+        c.idle_timeout = Duration::from_secs(2);
+    })
+    .await
+}
+
+/// Item 7: a connection that sends nothing is closed after the header timeout, on both ports
+/// (the plain port kept it open forever; TLS ones after 20 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_are_closed() {
+    let r = short_limits().await;
+    let mut plain: Raw = Box::new(tokio::net::TcpStream::connect(r.http).await.unwrap());
+    let mut tls_tcp: Raw = Box::new(tokio::net::TcpStream::connect(r.https).await.unwrap());
+    let mut tls = r.raw(true).await; // handshake done, then silence
+    let a = closed_within(&mut plain, 4.0, "silent plain connection closed").await;
+    assert!(a >= Duration::from_millis(800), "closed too early: {a:?}");
+    closed_within(&mut tls_tcp, 4.0, "silent TCP on the TLS port closed").await;
+    closed_within(&mut tls, 4.0, "silent TLS connection closed").await;
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+/// Item 7: a request head sent one byte at a time (slowloris) is cut off at the header
+/// timeout on both ports, on the first request and on a kept-alive connection's next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_headers_are_cut_off() {
+    let r = short_limits().await;
+    for tls in [false, true] {
+        let mut s = r.raw(tls).await;
+        let head =
+            b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+        let t = Instant::now();
+        within(6.0, "slow head cut off", async {
+            for b in head {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                if s.write_all(&[*b]).await.is_err() || s.flush().await.is_err() {
+                    return;
+                }
+            }
+            // every byte went out: it must not have been answered
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf).await;
+            assert!(buf.is_empty(), "{}", String::from_utf8_lossy(&buf));
+        })
+        .await;
+        assert!(
+            t.elapsed() < Duration::from_secs(4),
+            "tls={tls} {:?}",
+            t.elapsed()
+        );
+    }
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+/// Item 7: keep-alive idle is bounded (HTTP/1.1 by the header timeout, h2c by the idle
+/// timeout), while a request that waits (here 3 s, longer than both) is never cut off and a
+/// transfer starts at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_is_bounded_but_waiting_is_not() {
+    let r = short_limits().await;
+    // HTTP/1.1: one request, then nothing
+    let mut s = r.raw(false).await;
+    within(
+        5.0,
+        "write",
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"),
+    )
+    .await
+    .unwrap();
+    closed_within(&mut s, 4.0, "idle keep-alive closed").await;
+    // h2c: one request, then nothing; the client's connection task ends when the relay closes
+    let tcp = tokio::net::TcpStream::connect(r.http).await.unwrap();
+    let (mut send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .unwrap();
+    let conn = tokio::spawn(conn);
+    let req = http::Request::get(format!("{}/healthz", r.base(T::H2c)))
+        .body(empty())
+        .unwrap();
+    let resp = within(5.0, "h2c request", send.send_request(req))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let _ = within(5.0, "h2c body", resp.into_body().collect()).await;
+    let t = Instant::now();
+    let _ = within(6.0, "idle h2c connection closed", conn).await;
+    assert!(
+        t.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    // waiting longer than both limits is fine; the transfer then starts at once
+    for t in [T::H1, T::H1Tls, T::H2c, T::H2] {
+        let path = format!("/wait-{t:?}");
+        let mut c = r.get(t, &path).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let started = Instant::now();
+        let _p = r
+            .call(t, Method::POST, &path, &[], full("after a wait"))
+            .await;
+        let resp = within(5.0, "consumer head", c.response()).await;
+        assert!(started.elapsed() < Duration::from_secs(1), "{t:?}");
+        let got = within(5.0, "consumer body", read_all(resp)).await.unwrap();
+        assert_eq!(&got[..], b"after a wait", "{t:?}");
+    }
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+/// Item 7: a request head larger than `max_header_bytes` (64 KiB by default) gets 431 on
+/// HTTP/1.1 (100 KB was accepted before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_headers_get_431() {
+    let r = relay().await;
+    for tls in [false, true] {
+        let mut s = r.raw(tls).await;
+        let big = "a".repeat(100_000);
+        let req = format!("GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: {big}\r\n\r\n");
+        let _ = within(5.0, "write", s.write_all(req.as_bytes())).await;
+        let mut buf = Vec::new();
+        let _ = within(5.0, "answer", s.read_to_end(&mut buf)).await;
+        let answer = String::from_utf8_lossy(&buf);
+        assert!(answer.starts_with("HTTP/1.1 431"), "tls={tls}: {answer}");
+        // a head within the limit is fine
+        let mut s = r.raw(tls).await;
+        let ok = "a".repeat(30_000);
+        let req =
+            format!("GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: {ok}\r\nConnection: close\r\n\r\n");
+        within(5.0, "write", s.write_all(req.as_bytes()))
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let _ = within(5.0, "answer", s.read_to_end(&mut buf)).await;
+        assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
+    }
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+/// Item 6: the binary, its stdout or stderr a pipe nobody reads any more (read end closed),
+/// still serves and exits on SIGTERM within a few seconds. (With stderr closed the first log
+/// line after it panicked the task writing it: SIGTERM was ignored, the relay served on.)
+#[test]
+fn sigterm_stops_the_binary_with_stdout_or_stderr_closed() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let healthy = |port: u16| {
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.ends_with("ok\n")
+    };
+    for closed in ["stderr", "stdout"] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_httpipe-relay"));
+        cmd.args(["--no-tls", "--shutdown-grace", "1s", "--http-port"])
+            .arg(port.to_string())
+            .env("RUST_LOG", "debug") // plenty of log lines to fail on
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = KillOnDrop(cmd.spawn().unwrap());
+        let stdout = child.0.stdout.take().unwrap();
+        let stderr = child.0.stderr.take().unwrap();
+        if closed == "stderr" {
+            // started, then the supervisor stops reading stderr
+            let first = BufReader::new(stdout).lines().next();
+            assert!(first.is_some_and(|l| l.is_ok_and(|l| l.starts_with("listening"))));
+            drop(stderr);
+        } else {
+            drop(stdout); // closed before the relay writes its start-up lines
+            std::thread::spawn(move || std::io::copy(&mut { stderr }, &mut std::io::sink()));
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !healthy(port) {
+            assert!(
+                Instant::now() < deadline,
+                "{closed} closed: relay not serving"
+            );
+            assert!(
+                child.0.try_wait().unwrap().is_none(),
+                "{closed} closed: relay died"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300)); // the signal handler is installed
+        Command::new("kill")
+            .args(["-TERM", &child.0.id().to_string()])
+            .status()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(status) = child.0.try_wait().unwrap() {
+                assert!(status.success(), "{closed} closed: {status}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{closed} closed: relay did not exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
