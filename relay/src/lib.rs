@@ -9,6 +9,7 @@ pub mod auth;
 pub mod config;
 pub mod connect;
 pub mod data;
+pub mod memory;
 pub mod metrics;
 pub mod ops;
 pub mod pairing;

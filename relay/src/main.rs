@@ -55,6 +55,7 @@ fn token(args: TokenArgs) -> ExitCode {
 
 fn serve(config: Config) -> ExitCode {
     init_logs(&config.log_format);
+    httpipe_relay::memory::configure(); // before any thread allocates (memory.rs)
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -86,6 +86,7 @@ pub async fn start(config: Config) -> io::Result<Running> {
         uploads: Uploads::default(),
         config,
     });
+    crate::memory::spawn(&state); // give memory back after load (memory.rs)
     let builder = Arc::new(http_builder(&state.config));
     let (stop, stop_rx) = watch::channel(false);
     let tls_fingerprint = tls.as_ref().map(|t| t.fingerprint.clone());
