@@ -14,6 +14,12 @@
 //   4. idle memory per waiting receiver: RSS delta of the relay process for 2000 waiting GETs
 //   5. rendezvous latency: receiver waiting, 1-byte POST → byte received (median of 200, raw
 //      TCP sockets opened beforehand)
+//   6. relay CPU seconds per GiB relayed (`cpu`): the relay process's utime+stime from
+//      /proc/PID/stat around one transfer of BENCH_CPU_MB (default 1024) MiB, HTTP/1.1 (curl
+//      pair) and h2 over TLS (h2_bench pair); both relays run at once and the rounds
+//      alternate between them (BENCH_CPU_ROUNDS, default 3), median per relay
+//
+//   PIPING_SERVER_JS=/path/to/piping-server/dist/src/index.js overrides node_modules.
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -27,7 +33,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OURS = process.env.HTTPIPE_RELAY_BIN
   || path.join(process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target'), 'release/httpipe-relay');
 const H2_CLIENT = path.join(path.dirname(OURS), 'examples/h2_bench');
-const PIPING = path.join(ROOT, 'node_modules/piping-server/dist/src/index.js');
+const PIPING = process.env.PIPING_SERVER_JS || path.join(ROOT, 'node_modules/piping-server/dist/src/index.js');
 const MB = 1024 * 1024;
 const SIZE = (Number(process.env.BENCH_MB) || 512) * MB;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -104,6 +110,14 @@ function stop(s) { s.proc.kill('SIGKILL'); }
 const started = [];
 process.on('exit', () => { for (const p of started) p.kill('SIGKILL'); });
 
+// CPU seconds (user + system) the process has used so far; clock ticks are 1/100 s on Linux
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+function cpuSeconds(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
+  return (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime (14) + stime (15)
+}
+
 function rssBytes(pid) {
   const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
   return Number(m[1]) * 1024;
@@ -174,6 +188,51 @@ async function idleMemory(s, n) {
   return (after - before) / n;
 }
 
+// One transfer of `bytes`; returns the relay's CPU seconds per GiB and the MB/s seen.
+async function cpuPerGiB(s, proto, file, bytes, ca, tag) {
+  const p = `/bench-cpu-${proto}-${tag}`;
+  const c0 = cpuSeconds(s.proc.pid);
+  const t0 = performance.now();
+  if (proto === 'h1') {
+    await curlPair(s.http, p, file);
+  } else {
+    const recv = run(H2_CLIENT, ['recv', `${s.https}${p}`, '0', ca]);
+    await sleep(50);
+    await Promise.all([recv, run(H2_CLIENT, ['send', `${s.https}${p}`, String(bytes), ca])]);
+  }
+  const secs = (performance.now() - t0) / 1000;
+  await sleep(200); // let the relay finish its side (log lines, connection close)
+  const cpu = cpuSeconds(s.proc.pid) - c0;
+  return { cpuPerGiB: cpu / (bytes / (1024 * MB)), mbps: bytes / MB / secs };
+}
+
+const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
+
+// Both relays up at once; rounds alternate ours/theirs so load from other jobs hits both alike.
+async function cpuCompare(tmp, file, bytes, rounds) {
+  const servers = [await startOurs(tmp), await startPiping(tmp)];
+  const ca = path.join(tmp, 'cert.pem');
+  const out = {};
+  try {
+    for (const s of servers) out[s.name] = { h1: [], h2: [] };
+    for (const s of servers) await curlPair(s.http, '/bench-cpu-warm', '/dev/null');
+    for (let round = 0; round < rounds; round++) {
+      for (const proto of ['h1', 'h2']) {
+        for (const s of servers) {
+          const r = await cpuPerGiB(s, proto, file, bytes, ca, round);
+          out[s.name][proto].push(r.cpuPerGiB);
+          console.error(`cpu round ${round} ${proto} ${s.name}: ${r.cpuPerGiB.toFixed(3)} s/GiB, ${r.mbps.toFixed(0)} MB/s`);
+        }
+      }
+    }
+  } finally {
+    for (const s of servers) stop(s);
+  }
+  const res = {};
+  for (const [name, v] of Object.entries(out)) res[name] = { cpuH1: median(v.h1), cpuH2: median(v.h2) };
+  return res;
+}
+
 async function connected(port) {
   const sock = net.connect(port, '127.0.0.1');
   sock.setNoDelay(true);
@@ -221,20 +280,27 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-bench-'));
 execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
   '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE', '-days', '1', '-keyout', path.join(tmp, 'key.pem'), '-out', path.join(tmp, 'cert.pem')],
 { stdio: 'ignore' });
-const file = path.join(tmp, 'payload.bin');
-fs.writeFileSync(file, Buffer.alloc(SIZE, 0x5a));
+function writePayload(name, bytes) {
+  const f = path.join(tmp, name);
+  const fd = fs.openSync(f, 'w');
+  const chunk = Buffer.alloc(16 * MB, 0x5a);
+  for (let n = 0; n < bytes; n += chunk.length) fs.writeSync(fd, chunk, 0, Math.min(chunk.length, bytes - n));
+  fs.closeSync(fd);
+  return f;
+}
+const only = process.env.BENCH_ONLY; // e.g. BENCH_ONLY=mem for a quick look at one figure
+const want = (k) => !only || only.split(',').includes(k);
+const file = writePayload('payload.bin', want('h1') ? SIZE : 0);
 const concurrent = 8;
 const cFile = path.join(tmp, 'payload-c.bin');
 const cBytes = Math.floor(SIZE / 4);
-fs.writeFileSync(cFile, Buffer.alloc(cBytes, 0x5a));
+fs.writeFileSync(cFile, Buffer.alloc(want('conc') ? cBytes : 0, 0x5a));
 
 const results = {};
 for (const start of [startOurs, startPiping]) {
   const s = await start(tmp);
   try {
     const r = {};
-    const only = process.env.BENCH_ONLY; // e.g. BENCH_ONLY=mem for a quick look at one figure
-    const want = (k) => !only || only.split(',').includes(k);
     // memory first, on a fresh process (after bulk transfers a heap has free room to reuse)
     r.mem = want('mem') ? await idleMemory(s, 2000) : NaN;
     r.rtt = want('rtt') ? await rendezvous(s, 200) : NaN;
@@ -247,6 +313,14 @@ for (const start of [startOurs, startPiping]) {
     stop(s);
   }
 }
+const CPU_BYTES = (Number(process.env.BENCH_CPU_MB) || 1024) * MB;
+if (want('cpu')) {
+  const cpuFile = writePayload('payload-cpu.bin', CPU_BYTES);
+  const cpu = await cpuCompare(tmp, cpuFile, CPU_BYTES, Number(process.env.BENCH_CPU_ROUNDS) || 3);
+  for (const [name, v] of Object.entries(cpu)) Object.assign(results[name], v);
+} else {
+  for (const r of Object.values(results)) Object.assign(r, { cpuH1: NaN, cpuH2: NaN });
+}
 fs.rmSync(tmp, { recursive: true, force: true });
 
 const o = results['httpipe-relay'];
@@ -257,6 +331,8 @@ const rows = [
   [`${concurrent} concurrent HTTP/1.1 streams, aggregate MB/s`, o.conc, t.conc, 1],
   ['idle memory per waiting receiver (2000 GETs), KiB', o.mem / 1024, t.mem / 1024, 1],
   ['rendezvous latency, median of 200, ms', o.rtt, t.rtt, 3],
+  [`relay CPU seconds per GiB, HTTP/1.1 (curl pair, ${CPU_BYTES / MB} MiB), median`, o.cpuH1, t.cpuH1, 3],
+  [`relay CPU seconds per GiB, h2 over TLS (h2_bench pair, ${CPU_BYTES / MB} MiB), median`, o.cpuH2, t.cpuH2, 3],
 ];
 console.log(`\nhttpipe-relay vs piping-server 1.12.9, loopback, ${os.cpus().length} CPUs, ${SIZE / MB} MiB per single stream\n`);
 console.log('| measurement | httpipe-relay | piping-server | ours/theirs |');

@@ -11,6 +11,7 @@ pub mod conn;
 pub mod connect;
 pub mod data;
 pub mod hangup;
+pub mod memory;
 pub mod metrics;
 pub mod ops;
 pub mod pairing;

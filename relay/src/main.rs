@@ -50,7 +50,8 @@ fn token(args: TokenArgs) -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    // Kept until exit: flushes the log lines still queued (for at most a second).
+    httpipe_relay::memory::configure(); // before any thread allocates (memory.rs)
+                                        // Kept until exit: flushes the log lines still queued (for at most a second).
     let _logs = init_logs(&args.log_format);
     let config = match args.into_config() {
         Ok(c) => c,

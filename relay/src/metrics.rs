@@ -73,6 +73,15 @@ impl Metrics {
     pub fn segmented_ended(&self) {
         self.segmented_active.fetch_sub(1, Relaxed);
     }
+    pub fn segmented_active(&self) -> u64 {
+        self.segmented_active.load(Relaxed)
+    }
+    pub fn requests_total(&self) -> u64 {
+        self.requests.load(Relaxed)
+    }
+    pub fn bytes_relayed(&self) -> u64 {
+        self.bytes.load(Relaxed)
+    }
 
     /// The Prometheus text exposition.
     pub fn render(&self, c: Counts) -> String {

@@ -97,6 +97,7 @@ pub async fn start(config: Config) -> io::Result<Running> {
         auth,
         config,
     });
+    crate::memory::spawn(&state.data); // give memory back after load (memory.rs)
     let builder = Arc::new(http_builder(&state.config));
     let (stop, stop_rx) = watch::channel(false);
     let tls_fingerprint = tls.as_ref().map(|t| t.fingerprint.clone());

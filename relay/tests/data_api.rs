@@ -34,34 +34,90 @@ on_all_transports!(
     active_content_is_neutralised,
 );
 
-/// Relayed markup never runs script with the relay's origin: every consumer response carries
-/// `nosniff` and `CSP: sandbox`, and HTML/XHTML/SVG content types become `text/plain`.
+/// Relayed markup never renders or runs script with the relay's origin (§3.3 Content-Type
+/// rule): every consumer response carries `nosniff` and `CSP: sandbox`; markup types become
+/// `text/plain`, lists and unparsable values `application/octet-stream`, raw or multipart.
 async fn active_content_is_neutralised(t: T) {
     let r = relay().await;
-    let cases: [(Option<&str>, Option<&str>); 6] = [
+    let cases: &[(Option<&str>, Option<&str>)] = &[
         (Some("image/svg+xml"), Some("text/plain")),
         (
             Some("application/xhtml+xml; charset=utf-8"),
             Some("text/plain; charset=utf-8"),
         ),
         (Some("TEXT/HTML"), Some("text/plain")),
-        (Some("text/xml"), Some("text/xml")),
+        (Some("text/xml"), Some("text/plain")),
+        (Some("application/xml"), Some("text/plain")),
+        (Some("text/xsl"), Some("text/plain")),
+        (Some("application/rss+xml"), Some("text/plain")),
+        (
+            Some("Text/Html ;Charset=\"latin1\""),
+            Some("text/plain; charset=latin1"),
+        ),
+        (
+            Some("text/plain,text/html"),
+            Some("application/octet-stream"),
+        ),
+        (
+            Some("text/plain, text/html"),
+            Some("application/octet-stream"),
+        ),
+        (
+            Some("text/plain; charset=utf-8, text/html"),
+            Some("application/octet-stream"),
+        ),
+        (Some("text / html"), Some("application/octet-stream")),
         (Some("image/png"), Some("image/png")),
+        (
+            Some("text/plain; charset=utf-8"),
+            Some("text/plain; charset=utf-8"),
+        ),
         (None, None),
     ];
+    let body = "<html><script>alert(document.domain)</script></html>";
     for (i, (sent, got)) in cases.iter().enumerate() {
+        // raw upload
         let path = format!("/xss{i}");
         let hs: Vec<(&str, &str)> = sent.iter().map(|v| ("content-type", *v)).collect();
-        let body = "<html><script>alert(document.domain)</script></html>";
         let mut p = r.call(t, Method::POST, &path, &hs, full(body)).await;
         let mut c = r.get(t, &path).await;
-        let resp = c.response().await;
+        let resp = within(5.0, "raw consumer head", c.response()).await;
         let h = resp.headers().clone();
-        assert_eq!(header(&h, "content-type"), *got, "{sent:?}");
+        assert_eq!(header(&h, "content-type"), *got, "raw {sent:?}");
         assert_eq!(header(&h, "x-content-type-options"), Some("nosniff"));
         assert_eq!(header(&h, "content-security-policy"), Some("sandbox"));
-        assert_eq!(read_all(resp).await.unwrap(), body);
-        let _ = text(p.response().await).await;
+        assert_eq!(within(5.0, "raw body", read_all(resp)).await.unwrap(), body);
+        let _ = within(5.0, "raw producer log", async {
+            text(p.response().await).await
+        })
+        .await;
+
+        // the same type in a multipart part's header
+        let path = format!("/xss-mp{i}");
+        let boundary = "b0undary";
+        let part_ct = sent
+            .map(|v| format!("Content-Type: {v}\r\n"))
+            .unwrap_or_default();
+        let form = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"f\"\r\n{part_ct}\r\n{body}\r\n--{boundary}--\r\n"
+        );
+        let ct = format!("multipart/form-data; boundary={boundary}");
+        let mut p = r
+            .call(t, Method::POST, &path, &[("content-type", &ct)], full(form))
+            .await;
+        let mut c = r.get(t, &path).await;
+        let resp = within(5.0, "multipart consumer head", c.response()).await;
+        let h = resp.headers().clone();
+        assert_eq!(header(&h, "content-type"), *got, "multipart {sent:?}");
+        assert_eq!(header(&h, "x-content-type-options"), Some("nosniff"));
+        assert_eq!(
+            within(5.0, "multipart body", read_all(resp)).await.unwrap(),
+            body
+        );
+        let _ = within(5.0, "multipart producer log", async {
+            text(p.response().await).await
+        })
+        .await;
     }
     r.shutdown().await;
 }
