@@ -9,7 +9,8 @@ use httpipe::protocol::query;
 use httpipe::protocol::token::{self, Claims, Mode};
 use subtle::ConstantTimeEq;
 
-use crate::respond::{text, Resp};
+use crate::params::Params;
+use crate::respond::{rejection, text, Resp};
 
 /// Auth-mode keys: sign with the first, accept all (rotation).
 pub struct Auth {
@@ -173,20 +174,16 @@ pub fn request_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
 /// or query) `path`, `access_mode` = read|write, `recursive` = true|false, `expires` = unix
 /// seconds (default: in one hour). Answers JSON `{"path", "token", "token_id"}`.
 pub async fn create_endpoint(
-    state: crate::state::Shared,
+    auth: Option<&Auth>,
     req: http::Request<crate::request_body::RequestBody>,
 ) -> Resp {
     use http_body_util::{BodyExt, Limited};
+    use httpipe::protocol::control::Rejection;
     if req.method() != http::Method::POST {
-        return crate::respond::rejection(
-            &httpipe::protocol::control::Rejection::UnsupportedMethod(req.method().to_string()),
-        );
+        return rejection(&Rejection::UnsupportedMethod(req.method().to_string()));
     }
-    let Some(auth) = &state.auth else {
-        return text(
-            StatusCode::NOT_FOUND,
-            "[ERROR] This relay runs in open mode (no auth key): no tokens are needed.\n",
-        );
+    let Some(auth) = auth else {
+        return rejection(&Rejection::TokensNotNeeded);
     };
     let bearer = req
         .headers()
@@ -197,57 +194,35 @@ pub async fn create_endpoint(
     if !bearer.is_some_and(|k| auth.is_admin_key(&k)) {
         return Denied::Unauthorized("the management API needs the admin key".into()).response();
     }
-    let query = req.uri().query().unwrap_or("").to_string();
-    let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => return text(StatusCode::BAD_REQUEST, "[ERROR] Invalid form body.\n"),
+    let mut fields = Params::parse(req.uri().query());
+    match Limited::new(req.into_body(), 64 * 1024).collect().await {
+        Ok(b) => fields.extend(&b.to_bytes()),
+        Err(_) => return rejection(&Rejection::InvalidTokenRequest("Invalid form body.")),
     };
-    let mut fields: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    fields.extend(form_urlencoded::parse(&body).map(|(k, v)| (k.into_owned(), v.into_owned())));
-    let field = |name: &str| {
-        fields
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let recursive = match field("recursive") {
-        None | Some("false") | Some("0") => false,
-        Some("true") | Some("1") => true,
-        Some(_) => {
-            return text(
-                StatusCode::BAD_REQUEST,
-                "[ERROR] Field \"recursive\" must be true or false.\n",
-            )
-        }
+    let invalid = |rule: &'static str| rejection(&Rejection::InvalidTokenRequest(rule));
+    let field = |name: &'static str| fields.get(name);
+    let Ok(recursive) = fields.flag("recursive") else {
+        return invalid("Field \"recursive\" must be true or false.");
     };
     let now = now();
-    let expires = match field("expires").map(|e| e.parse::<u64>()) {
-        None => now + 3600,
-        Some(Ok(e)) => e,
-        Some(Err(_)) => {
-            return text(
-                StatusCode::BAD_REQUEST,
-                "[ERROR] Field \"expires\" must be unix seconds.\n",
-            )
-        }
+    let expires = match field("expires").map(|e| e.map(|e| e.parse::<u64>())) {
+        Ok(None) => now + 3600,
+        Ok(Some(Ok(e))) => e,
+        _ => return invalid("Field \"expires\" must be unix seconds."),
     };
-    let path = field("path").unwrap_or("");
-    let mode = field("access_mode").unwrap_or("");
+    let (Ok(path), Ok(mode)) = (field("path"), field("access_mode")) else {
+        return invalid("Fields \"path\" and \"access_mode\" may be given once.");
+    };
+    let (path, mode) = (path.unwrap_or(""), mode.unwrap_or(""));
     let (claims, token) = match mint_token(auth.keys(), path, mode, recursive, expires, now) {
         Ok(t) => t,
         Err(e) => {
-            let why = match e {
-                MintError::NoKey => "[ERROR] No key to sign with.\n",
-                MintError::Path => "[ERROR] Field \"path\" must be a path starting with '/'.\n",
-                MintError::Mode => "[ERROR] Field \"access_mode\" must be read or write.\n",
-                MintError::Expiry => {
-                    "[ERROR] Field \"expires\" must be at least 1 s in the future.\n"
-                }
-            };
-            return text(StatusCode::BAD_REQUEST, why);
+            return invalid(match e {
+                MintError::NoKey => "No key to sign with.",
+                MintError::Path => "Field \"path\" must be a path starting with '/'.",
+                MintError::Mode => "Field \"access_mode\" must be read or write.",
+                MintError::Expiry => "Field \"expires\" must be at least 1 s in the future.",
+            })
         }
     };
     let token_id = {

@@ -11,6 +11,7 @@ use httpipe::protocol::token::Mode;
 
 use crate::auth::request_token;
 use crate::data::Phase;
+use crate::hangup::Hangup;
 use crate::pairing::Await;
 use crate::respond::{rejection, text, Resp};
 use crate::state::{ConnInfo, Shared};
@@ -21,6 +22,7 @@ pub async fn handle(
     headers: HeaderMap,
     uri: Uri,
     conn: Option<ConnInfo>,
+    hangup: Hangup,
     path: String,
 ) -> Resp {
     let params: Vec<(String, String)> =
@@ -71,6 +73,8 @@ pub async fn handle(
     let ready = tokio::select! {
         r = waited => r,
         _ = state.data.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),
+        // the caller is gone (hyper didn't notice: bytes pipelined behind, §3.6)
+        _ = hangup.hung_up() => return rejection(&Rejection::ShuttingDown),
     };
     drop(wait);
     if !ready {

@@ -149,10 +149,11 @@ async fn reserved(
         }
         let stream_path = format!("/{rest}");
         let (parts, _) = req.into_parts();
-        return connect::handle(state, parts.headers, parts.uri, conn, stream_path).await;
+        let hangup = Hangup::of(&parts.extensions);
+        return connect::handle(state, parts.headers, parts.uri, conn, hangup, stream_path).await;
     }
     if path == paths::ACCESS_TOKEN_CREATE {
-        return crate::auth::create_endpoint(state, req).await;
+        return crate::auth::create_endpoint(state.auth.as_ref(), req).await;
     }
     if !get_or_head {
         return rejection(&Rejection::UnsupportedMethod(method.to_string()));

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use http::header::{self, HeaderValue};
-use http::{Response, StatusCode};
+use http::Response;
 use percent_encoding::percent_decode_str;
 
-use crate::respond::{empty, full, text, Resp};
+use crate::respond::{empty, full, rejection, Resp};
 use crate::state::Shared;
 
 /// MIME type by file extension.
@@ -88,7 +88,7 @@ pub fn resolve(state: &Shared, url_path: &str) -> Option<PathBuf> {
 
 /// Serves `url_path` (GET or HEAD).
 pub async fn serve(state: &Shared, url_path: &str, head: bool) -> Resp {
-    let not_found = || text(StatusCode::NOT_FOUND, "[ERROR] Not found.\n");
+    let not_found = || rejection(&httpipe::protocol::control::Rejection::NotFound);
     let Some(path) = resolve(state, url_path) else {
         return not_found();
     };
