@@ -114,3 +114,44 @@ fn pem_error(what: &str, file: &Path, e: rustls::pki_types::pem::Error) -> io::E
 fn bad(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str, text: &str) -> std::path::PathBuf {
+        let mut rnd = [0u8; 6];
+        let _ = getrandom::fill(&mut rnd);
+        let p = std::env::temp_dir().join(format!("httpipe-tls-{}-{name}", hex::encode(rnd)));
+        let _ = std::fs::write(&p, text);
+        p
+    }
+
+    /// Issue #10 item 12: TLS errors name the file and say what is wrong (no byte arrays).
+    #[test]
+    fn errors_name_the_file() {
+        let a = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let b = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let cert = temp("cert.pem", &a.cert.pem());
+        let other_key = temp("key.pem", &b.signing_key.serialize_pem());
+        let garbage = temp("garbage.pem", "not pem at all\n");
+        let missing = std::env::temp_dir().join("httpipe-tls-missing.pem");
+        let err = |c: &Path, k: &Path| match load(Some((c, k))) {
+            Ok(_) => panic!("{} + {} loaded", c.display(), k.display()),
+            Err(e) => e.to_string(),
+        };
+        let e = err(&cert, &other_key);
+        assert!(
+            e.contains("does not belong") && e.contains(&other_key.display().to_string()),
+            "{e}"
+        );
+        let e = err(&garbage, &other_key);
+        assert!(e.contains(&garbage.display().to_string()), "{e}");
+        assert!(!e.contains('['), "no byte arrays: {e}");
+        let e = err(&missing, &other_key);
+        assert!(e.contains(&missing.display().to_string()), "{e}");
+        for p in [cert, other_key, garbage] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
