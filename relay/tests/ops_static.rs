@@ -328,3 +328,33 @@ async fn graceful_shutdown_then_abort() {
     assert!(matches!(end, Some(Err(_))), "{end:?}");
     within(3.0, "shutdown finished", stopped).await.unwrap();
 }
+
+/// Issue #10 item 12: started from another directory without `--www`, the relay still finds
+/// the demo (next to the binary or the project) instead of answering 404 at `/`.
+#[test]
+fn binary_finds_the_demo_from_any_directory() {
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_httpipe-relay"))
+        .args(["--http-port", "0", "--no-tls", "--host", "127.0.0.1"])
+        .current_dir(std::env::temp_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let http = lines.next().unwrap().unwrap();
+    let port: u16 = http.rsplit(':').next().unwrap().parse().unwrap();
+    let out = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+}
