@@ -163,10 +163,12 @@ pub fn request_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
             return Some(t.trim().to_string());
         }
     }
-    let q = uri.query()?;
-    form_urlencoded::parse(q.as_bytes())
-        .find(|(k, _)| k == query::ACCESS_TOKEN)
-        .map(|(_, v)| v.into_owned())
+    // Given twice, it is no token (the request is then refused, not guessed).
+    Params::parse(uri.query())
+        .get(query::ACCESS_TOKEN)
+        .ok()
+        .flatten()
+        .map(str::to_string)
 }
 
 /// `POST /api/v0/accesstoken.create` (§6, ZebraStream-compatible form): authenticated with an

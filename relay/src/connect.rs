@@ -13,6 +13,7 @@ use crate::auth::request_token;
 use crate::data::Phase;
 use crate::hangup::Hangup;
 use crate::pairing::Await;
+use crate::params::Params;
 use crate::respond::{rejection, text, Resp};
 use crate::state::{ConnInfo, Shared};
 
@@ -25,29 +26,25 @@ pub async fn handle(
     hangup: Hangup,
     path: String,
 ) -> Resp {
-    let params: Vec<(String, String)> =
-        form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-    let get = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let params = Params::parse(uri.query());
+    let get = |name: &'static str| params.get(name);
     let want = match get(query::MODE) {
-        Some(query::MODE_AWAIT_READER) => Await::Reader,
-        Some(query::MODE_AWAIT_WRITER) => Await::Writer,
-        _ => return rejection(&Rejection::InvalidParameter("mode")),
+        Ok(Some(query::MODE_AWAIT_READER)) => Await::Reader,
+        Ok(Some(query::MODE_AWAIT_WRITER)) => Await::Writer,
+        _ => return rejection(&Rejection::InvalidParameter(query::MODE)),
     };
     let timeout = match get(query::TIMEOUT) {
-        None => None,
-        Some(s) => match s.parse::<f64>() {
+        Ok(None) => None,
+        Ok(Some(s)) => match s.parse::<f64>() {
             Ok(t) if t.is_finite() && t >= 0.0 => Some(Duration::from_secs_f64(t.min(1e9))),
-            _ => return rejection(&Rejection::InvalidParameter("timeout")),
+            _ => return rejection(&Rejection::InvalidParameter(query::TIMEOUT)),
         },
+        Err(r) => return rejection(&r),
     };
-    let redirect = matches!(get(query::REDIRECT), Some("true") | Some("1"));
+    let redirect = match params.flag(query::REDIRECT) {
+        Ok(r) => r,
+        Err(r) => return rejection(&r),
+    };
     if let Some(auth) = &state.auth {
         // await-reader is the producer's call, await-writer the consumer's (§5, §6).
         let mode = if want == Await::Reader {
@@ -85,7 +82,7 @@ pub async fn handle(
     if redirect {
         // A token given in the query (for <video src>-style consumers) travels on.
         let location = match (get(query::ACCESS_TOKEN), request_token(&headers, &uri)) {
-            (Some(_), Some(t)) => {
+            (Ok(Some(_)), Some(t)) => {
                 let q: String = form_urlencoded::Serializer::new(String::new())
                     .append_pair(query::ACCESS_TOKEN, &t)
                     .finish();

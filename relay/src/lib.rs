@@ -4,25 +4,26 @@
 //! port and HTTP/1.1 + h2 (ALPN) on the TLS port.
 //!
 //! Start one in-process with [`server::start`] (tests do) or run the `httpipe-relay` binary.
+//! Everything else is internal (`pub(crate)`).
 
 pub mod auth;
 pub mod config;
-pub mod conn;
-pub mod connect;
-pub mod data;
-pub mod hangup;
+pub(crate) mod conn;
+pub(crate) mod connect;
+pub(crate) mod data;
+pub(crate) mod hangup;
 pub mod memory;
-pub mod metrics;
-pub mod ops;
-pub mod pairing;
-pub mod params;
-pub mod request_body;
-pub mod respond;
-pub mod router;
+pub(crate) mod metrics;
+pub(crate) mod ops;
+pub(crate) mod pairing;
+pub(crate) mod params;
+pub(crate) mod request_body;
+pub(crate) mod respond;
+pub(crate) mod router;
 pub mod server;
-pub mod state;
-pub mod static_files;
-pub mod tls;
+pub(crate) mod state;
+pub(crate) mod static_files;
+pub(crate) mod tls;
 
 pub use config::Config;
 pub use server::{start, Running};

@@ -102,7 +102,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
         let _ = out.flush();
         drop(out);
-        let auth = if running.state.auth.is_some() {
+        let auth = if running.auth_mode {
             "auth (tokens required)"
         } else {
             "open (no tokens)"

@@ -42,7 +42,8 @@ pub struct Running {
     /// SHA-256 fingerprint of the TLS certificate (`AB:CD:...`).
     pub tls_fingerprint: Option<String>,
     pub tls_self_signed: bool,
-    pub state: Shared,
+    /// Tokens are required (auth mode, §6).
+    pub auth_mode: bool,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -117,7 +118,7 @@ pub async fn start(config: Config) -> io::Result<Running> {
         https_addr,
         tls_fingerprint,
         tls_self_signed,
-        state,
+        auth_mode: state.auth.is_some(),
         stop,
         task,
     })
@@ -252,7 +253,6 @@ fn serve(
         };
         let info = ConnInfo {
             tls: tls.is_some(),
-            peer,
             local,
         };
         let (tcp, conn_fd) = crate::conn::Tracked::new(tcp);

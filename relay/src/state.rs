@@ -27,7 +27,6 @@ pub type Shared = Arc<State>;
 pub struct ConnInfo {
     /// Arrived on the TLS port.
     pub tls: bool,
-    pub peer: SocketAddr,
     /// The local address (port) it came in on.
     pub local: SocketAddr,
 }
