@@ -28,8 +28,14 @@ pub fn empty() -> Body {
 
 /// `status` with a `text/plain` body and `Access-Control-Allow-Origin: *`.
 pub fn text(status: StatusCode, body: impl Into<Bytes>) -> Resp {
-    let mut r = Response::new(full(body));
+    let mut r = plain_text(full(body));
     *r.status_mut() = status;
+    r
+}
+
+/// A 200 `text/plain` response streaming `body`, readable cross-origin (§3.2, §3.5).
+pub fn plain_text(body: Body) -> Resp {
+    let mut r = Response::new(body);
     let h = r.headers_mut();
     h.insert(
         header::CONTENT_TYPE,

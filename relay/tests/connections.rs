@@ -300,13 +300,6 @@ async fn huge_headers_get_431() {
 fn sigterm_stops_the_binary_with_stdout_or_stderr_closed() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    struct KillOnDrop(std::process::Child);
-    impl Drop for KillOnDrop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let healthy = |port: u16| {
         use std::io::{Read, Write};
         let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
@@ -356,21 +349,6 @@ fn sigterm_stops_the_binary_with_stdout_or_stderr_closed() {
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_millis(300)); // the signal handler is installed
-        Command::new("kill")
-            .args(["-TERM", &child.0.id().to_string()])
-            .status()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            if let Some(status) = child.0.try_wait().unwrap() {
-                assert!(status.success(), "{closed} closed: {status}");
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{closed} closed: relay did not exit after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        child.sigterm_and_wait(&format!("{closed} closed"));
     }
 }

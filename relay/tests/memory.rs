@@ -4,10 +4,10 @@
 //! Linux only (procfs).
 
 mod common;
-use common::within;
+use common::{within, KillOnDrop};
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -17,15 +17,6 @@ const WAITING: usize = 500;
 const TRANSFERS: usize = 50;
 const TRANSFER_BYTES: usize = 4 * 1024 * 1024;
 const ROUNDS: usize = 4;
-
-/// Kills the relay however the test ends.
-struct KillOnDrop(Child);
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("procfs");

@@ -188,14 +188,6 @@ async fn curl_expect_100_continue_does_not_stall() {
 /// graceful exit on SIGTERM.
 #[test]
 fn binary_prints_listening_lines_and_stops_on_sigterm() {
-    /// Kills the relay if an assertion fails before SIGTERM was sent.
-    struct KillOnDrop(std::process::Child);
-    impl Drop for KillOnDrop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let child = Command::new(env!("CARGO_BIN_EXE_httpipe-relay"))
         .args([
             "--host",
@@ -229,22 +221,7 @@ fn binary_prints_listening_lines_and_stops_on_sigterm() {
     if let Ok(out) = out {
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
     }
-    Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            assert!(status.success(), "{status}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "relay did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    child.sigterm_and_wait("SIGTERM");
 }
 
 /// The curl recipes printed by /help work as printed (a consumer and a producer, run by sh).
@@ -333,13 +310,6 @@ async fn graceful_shutdown_then_abort() {
 /// the demo (next to the binary or the project) instead of answering 404 at `/`.
 #[test]
 fn binary_finds_the_demo_from_any_directory() {
-    struct KillOnDrop(std::process::Child);
-    impl Drop for KillOnDrop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let child = Command::new(env!("CARGO_BIN_EXE_httpipe-relay"))
         .args(["--http-port", "0", "--no-tls", "--host", "127.0.0.1"])
         .current_dir(std::env::temp_dir())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::request_body::RequestBody;
 use http::header::{self, HeaderValue};
-use http::{HeaderMap, Response};
+use http::HeaderMap;
 use http_body_util::BodyExt;
 use httpipe::protocol::control::failure_line;
 
@@ -16,7 +16,7 @@ use super::{headers, Handoff, Phase, Plane};
 use crate::hangup::Hangup;
 use crate::metrics::FailReason;
 use crate::pairing::ProducerWait;
-use crate::respond::{rejection, Resp};
+use crate::respond::{plain_text, rejection, Resp};
 
 /// Registers a producer and answers at once with the status log; a task pumps the upload.
 pub async fn handle(
@@ -50,17 +50,9 @@ pub async fn handle(
         hangup,
     };
     tokio::spawn(run(plane, wait, request, upload, log));
-    let mut resp = Response::new(log_body.boxed());
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        HeaderValue::from_static("*"),
-    );
-    h.insert("x-robots-tag", HeaderValue::from_static("none"));
+    let mut resp = plain_text(log_body.boxed());
+    resp.headers_mut()
+        .insert("x-robots-tag", HeaderValue::from_static("none"));
     resp
 }
 

@@ -378,3 +378,35 @@ macro_rules! on_all_transports {
         }
     )*};
 }
+
+/// A child process (the relay binary) killed if the test ends before it exited.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl KillOnDrop {
+    /// Sends SIGTERM and waits (up to 5 s) for a successful exit; `what` names the case.
+    pub fn sigterm_and_wait(&mut self, what: &str) {
+        std::process::Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                assert!(status.success(), "{what}: {status}");
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: relay did not exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
