@@ -12,6 +12,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http_body::{Body, Frame, SizeHint};
 
 use hyper::service::service_fn;
@@ -270,10 +271,9 @@ fn serve(
         req.extensions_mut().insert(conn_fd.clone());
         let req = req.map(crate::request_body::RequestBody::new);
         let busy = Busy::start(&act);
-        async move {
-            let resp = router::handle(state, req).await;
-            Ok::<_, Infallible>(resp.map(|inner| Tracked { inner, _busy: busy }))
-        }
+        // Not an `async` block around the handler: that would hold its future twice.
+        router::handle(state, req)
+            .map(move |resp| Ok::<_, Infallible>(resp.map(|inner| Tracked { inner, _busy: busy })))
     });
     match tls {
         None => {
