@@ -7,7 +7,12 @@ use httpipe::protocol::paths::{self, MAX_PATH_BYTES};
 use httpipe::protocol::token::Mode;
 use httpipe::protocol::{query, upload};
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+
+use futures_util::future::{ready, Either};
+use futures_util::FutureExt;
 
 use crate::conn::ConnFd;
 use crate::data::segmented::Part;
@@ -18,7 +23,37 @@ use crate::state::{ConnInfo, Shared};
 use crate::{connect, data, ops, static_files};
 
 /// Answers one request. Never panics on client input.
-pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
+///
+/// What can be decided before a handler runs is decided here, synchronously, and the future
+/// returned is the handler's alone: a waiting consumer's is [`data::consumer::handle`]'s, not
+/// an `async` routing state machine around it (hyper keeps this future per request, so its
+/// size is memory per waiting peer). The other handlers are boxed.
+pub fn handle(
+    state: Shared,
+    req: Request<RequestBody>,
+) -> impl Future<Output = Resp> + Send + 'static {
+    match route(state, req) {
+        Handler::Now(resp) => Either::Left(ready(resp)),
+        Handler::Consumer(f) => Either::Right(Either::Left(f)),
+        Handler::Boxed(f) => Either::Right(Either::Right(f)),
+    }
+}
+
+type Boxed = Pin<Box<dyn Future<Output = Resp> + Send>>;
+
+/// The handler a request goes to.
+enum Handler<C> {
+    /// Answered right away.
+    Now(Resp),
+    Consumer(C),
+    Boxed(Boxed),
+}
+
+/// Routes a request: its handler, or the answer right away.
+fn route(
+    state: Shared,
+    req: Request<RequestBody>,
+) -> Handler<impl Future<Output = Resp> + Send + 'static> {
     state.metrics.request();
     let conn = req.extensions().get::<ConnInfo>().copied();
     let method = req.method().clone();
@@ -29,10 +64,10 @@ pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
             .headers()
             .get("access-control-request-private-network")
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
-        return preflight(pna);
+        return Handler::Now(preflight(pna));
     }
     if path.len() > MAX_PATH_BYTES {
-        return rejection(&Rejection::PathTooLong);
+        return Handler::Now(rejection(&Rejection::PathTooLong));
     }
     let get_or_head = method == Method::GET || method == Method::HEAD;
     let producing = method == Method::POST || method == Method::PUT;
@@ -41,17 +76,17 @@ pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
         // §2: a POST/PUT to a reserved path is a send to it, except the token endpoint's POST.
         let management = method == Method::POST && path == paths::ACCESS_TOKEN_CREATE;
         if producing && !management {
-            return rejection(&Rejection::ReservedPath(path));
+            return Handler::Now(rejection(&Rejection::ReservedPath(path)));
         }
-        return Box::pin(reserved(state, req, conn, &path, get_or_head)).await;
+        return Handler::Boxed(Box::pin(reserved(state, req, conn, path, get_or_head)));
     }
 
     // Data API (§3)
     let params = Params::parse(req.uri().query());
     let n = match params.get(query::N).map(query::parse_n) {
         Ok(Some(n)) => n,
-        Ok(None) => return rejection(&Rejection::InvalidN),
-        Err(r) => return rejection(&r),
+        Ok(None) => return Handler::Now(rejection(&Rejection::InvalidN)),
+        Err(r) => return Handler::Now(rejection(&r)),
     };
     if method == Method::GET {
         if req
@@ -59,61 +94,62 @@ pub async fn handle(state: Shared, req: Request<RequestBody>) -> Resp {
             .get("service-worker")
             .is_some_and(|v| v.as_bytes() == b"script")
         {
-            return rejection(&Rejection::ServiceWorker);
+            return Handler::Now(rejection(&Rejection::ServiceWorker));
         }
         if let Some(auth) = &state.auth {
             if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Read, &path) {
-                return r.response();
+                return Handler::Now(r.response());
             }
         }
         let conn = req.extensions().get::<Arc<ConnFd>>().cloned();
         let hangup = Hangup::of(req.extensions());
-        return data::consumer::handle(state.data.clone(), conn, hangup, path, n).await;
+        // A body (if a GET has one) stays unread until the answer, then drains (request_body.rs).
+        let body = req.into_body();
+        let consumer = data::consumer::handle(state.data.clone(), conn, hangup, path, n);
+        return Handler::Consumer(consumer.map(move |resp| {
+            drop(body);
+            resp
+        }));
     }
     if producing {
         if req.headers().contains_key(http::header::CONTENT_RANGE) {
-            return rejection(&Rejection::ContentRange);
+            return Handler::Now(rejection(&Rejection::ContentRange));
         }
         if let Some(auth) = &state.auth {
             if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Write, &path) {
-                return r.response();
+                return Handler::Now(r.response());
             }
         }
         let part = match part_of(&params) {
             Ok(p) => p,
-            Err(r) => return rejection(&r),
+            Err(r) => return Handler::Now(rejection(&r)),
         };
         let plane = state.data.clone();
         let (parts, body) = req.into_parts();
         let hangup = Hangup::of(&parts.extensions);
-        return match part {
-            Some(part) => {
-                Box::pin(data::segmented::handle(
-                    plane,
-                    parts.headers,
-                    body,
-                    hangup,
-                    path,
-                    n,
-                    part,
-                ))
-                .await
-            }
-            None => {
-                let stream = data::stream::handle(
-                    plane,
-                    parts.version,
-                    parts.headers,
-                    body,
-                    hangup,
-                    path,
-                    n,
-                );
-                Box::pin(stream).await
-            }
+        let handler: Boxed = match part {
+            Some(part) => Box::pin(data::segmented::handle(
+                plane,
+                parts.headers,
+                body,
+                hangup,
+                path,
+                n,
+                part,
+            )),
+            None => Box::pin(data::stream::handle(
+                plane,
+                parts.version,
+                parts.headers,
+                body,
+                hangup,
+                path,
+                n,
+            )),
         };
+        return Handler::Boxed(handler);
     }
-    rejection(&Rejection::UnsupportedMethod(method.to_string()))
+    Handler::Now(rejection(&Rejection::UnsupportedMethod(method.to_string())))
 }
 
 /// The segmented-upload parameters of a producer's request (§4), if it is a part.
@@ -136,9 +172,10 @@ async fn reserved(
     state: Shared,
     req: Request<RequestBody>,
     conn: Option<ConnInfo>,
-    path: &str,
+    path: String,
     get_or_head: bool,
 ) -> Resp {
+    let path = path.as_str();
     let method = req.method().clone();
     if let Some(rest) = path.strip_prefix(paths::CONNECT_PREFIX) {
         if method != Method::GET {

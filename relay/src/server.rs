@@ -12,6 +12,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http_body::{Body, Frame, SizeHint};
 
 use hyper::service::service_fn;
@@ -186,15 +187,13 @@ async fn accept_loop(
         tokio::select! {
             r = plain.accept() => match r {
                 Ok((tcp, peer)) => {
-                    let conn = serve(tcp, peer, None, state.clone(), builder.clone(), graceful.watcher(), &hangups);
-                    conns.spawn(conn);
+                    serve(tcp, peer, None, &state, &builder, graceful.watcher(), &hangups, &mut conns);
                 }
                 Err(e) => accept_error(e).await,
             },
             r = accept_tls(&tls) => match (r, &tls) {
                 (Ok((tcp, peer)), Some((_, acceptor))) => {
-                    let conn = serve(tcp, peer, Some(acceptor.clone()), state.clone(), builder.clone(), graceful.watcher(), &hangups);
-                    conns.spawn(conn);
+                    serve(tcp, peer, Some(acceptor.clone()), &state, &builder, graceful.watcher(), &hangups, &mut conns);
                 }
                 (Err(e), _) => accept_error(e).await,
                 _ => {}
@@ -231,115 +230,154 @@ async fn accept_error(e: io::Error) {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-/// Serves one connection (TLS handshake first on the TLS port). The TLS path lives in its
-/// own boxed future so plain connections don't carry its size (idle memory per waiting peer).
+/// Serves one connection (TLS handshake first on the TLS port), spawned into `conns`.
+///
+/// Every waiting peer holds its connection's task, so the task is kept small (idle memory per
+/// waiting peer, README): the setup runs here, before spawning, and a plain connection's task
+/// is only hyper's connection inside [`Served`] (no `async` state machine around it, which
+/// would hold the connection future twice: the moved-from local and the awaited one). The
+/// TLS path lives in its own boxed future so plain connections don't carry its size.
+#[allow(clippy::too_many_arguments)]
 fn serve(
     tcp: TcpStream,
     peer: SocketAddr,
     tls: Option<TlsAcceptor>,
-    state: Shared,
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    state: &Shared,
+    builder: &Arc<auto::Builder<TokioExecutor>>,
     watcher: hyper_util::server::graceful::Watcher,
     hangups: &hangup::Watcher,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
+    conns: &mut JoinSet<()>,
+) {
     // Registered here, at accept, where the socket is at hand (§3.6).
     let (hangup, registration) = hangups.watch(&tcp);
-    async move {
-        let _registration = registration;
-        let _ = tcp.set_nodelay(true);
-        let local = match tcp.local_addr() {
-            Ok(a) => a,
-            Err(_) => return,
-        };
-        let info = ConnInfo {
-            tls: tls.is_some(),
-            local,
-        };
-        let (tcp, conn_fd) = crate::conn::Tracked::new(tcp);
-        let limits = (state.config.header_timeout, state.config.idle_timeout);
-        let activity = Arc::new(Activity::new());
-        let act = activity.clone();
-        let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-            let state = state.clone();
-            req.extensions_mut().insert(info);
-            req.extensions_mut().insert(hangup.clone());
-            req.extensions_mut().insert(conn_fd.clone());
-            let req = req.map(crate::request_body::RequestBody::new);
-            let busy = Busy::start(&act);
-            async move {
-                let resp = router::handle(state, req).await;
-                Ok::<_, Infallible>(resp.map(|inner| Tracked { inner, _busy: busy }))
-            }
-        });
-        let result = match tls {
-            None => {
-                let conn = watcher.watch(
-                    builder
-                        .serve_connection(TokioIo::new(tcp), svc)
-                        .into_owned(),
-                );
-                within_limits(conn, &activity, limits).await
-            }
-            Some(acceptor) => {
-                let tls_conn = async move {
-                    let stream = match acceptor.accept(tcp).await {
-                        Ok(s) => s,
-                        Err(e) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                            return Ok(());
-                        }
-                    };
-                    watcher
-                        .watch(
-                            builder
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .into_owned(),
-                        )
-                        .await
+    let _ = tcp.set_nodelay(true);
+    let local = match tcp.local_addr() {
+        Ok(a) => a,
+        Err(_) => return,
+    };
+    let info = ConnInfo {
+        tls: tls.is_some(),
+        local,
+    };
+    let (tcp, conn_fd) = crate::conn::Tracked::new(tcp);
+    let limits = (state.config.header_timeout, state.config.idle_timeout);
+    let activity = Arc::new(Activity::new());
+    let act = activity.clone();
+    let state = state.clone();
+    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        let state = state.clone();
+        req.extensions_mut().insert(info);
+        req.extensions_mut().insert(hangup.clone());
+        req.extensions_mut().insert(conn_fd.clone());
+        let req = req.map(crate::request_body::RequestBody::new);
+        let busy = Busy::start(&act);
+        // Not an `async` block around the handler: that would hold its future twice.
+        router::handle(state, req)
+            .map(move |resp| Ok::<_, Infallible>(resp.map(|inner| Tracked { inner, _busy: busy })))
+    });
+    match tls {
+        None => {
+            let conn = watcher.watch(
+                builder
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .into_owned(),
+            );
+            conns.spawn(Served::new(conn, activity, limits, peer, registration));
+        }
+        Some(acceptor) => {
+            let builder = builder.clone();
+            let tls_conn = async move {
+                let stream = match acceptor.accept(tcp).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return Ok(());
+                    }
                 };
-                // The handshake counts towards the header timeout.
-                Box::pin(within_limits(tls_conn, &activity, limits)).await
-            }
-        };
-        match result {
-            Some(Err(e)) => tracing::debug!(%peer, error = %e, "connection ended with an error"),
-            None => tracing::debug!(%peer, "connection closed: header or idle timeout (§9)"),
-            Some(Ok(())) => {}
+                watcher
+                    .watch(
+                        builder
+                            .serve_connection(TokioIo::new(stream), svc)
+                            .into_owned(),
+                    )
+                    .await
+            };
+            // The handshake counts towards the header timeout.
+            let served = Served::new(tls_conn, activity, limits, peer, registration);
+            conns.spawn(Box::pin(served));
         }
     }
 }
 
-/// Runs a connection within the limits of §9: closed (dropped) if no complete request head
-/// arrived within `header_timeout` of accepting it, or when no request has been in progress
-/// for `idle_timeout`. (Later request heads on HTTP/1.1 are bounded by hyper's
-/// `header_read_timeout`.) `None` if it was closed for that.
-async fn within_limits<F: std::future::Future>(
-    conn: F,
-    activity: &Activity,
-    (header_timeout, idle_timeout): (Duration, Duration),
-) -> Option<F::Output> {
-    tokio::pin!(conn);
-    let timer = tokio::time::sleep(header_timeout);
-    tokio::pin!(timer);
-    loop {
-        tokio::select! {
-            r = &mut conn => return Some(r),
-            _ = &mut timer => {
-                if activity.requests.load(Ordering::Acquire) == 0 {
-                    return None;
-                }
-                let next = if activity.inflight.load(Ordering::Acquire) > 0 {
-                    Instant::now() + idle_timeout
-                } else {
-                    let idle_since = activity.last_change();
-                    if idle_since.elapsed() >= idle_timeout {
-                        return None;
-                    }
-                    idle_since + idle_timeout
-                };
-                timer.as_mut().reset(next.into());
-            }
+pin_project_lite::pin_project! {
+    /// A connection run within the limits of §9: closed (dropped) if no complete request head
+    /// arrived within `header_timeout` of accepting it, or when no request has been in
+    /// progress for `idle_timeout`. (Later request heads on HTTP/1.1 are bounded by hyper's
+    /// `header_read_timeout`.) Logs how it ended; keeps the hang-up registration meanwhile.
+    struct Served<F> {
+        #[pin]
+        conn: F,
+        #[pin]
+        timer: tokio::time::Sleep,
+        activity: Arc<Activity>,
+        idle_timeout: Duration,
+        peer: SocketAddr,
+        _registration: Option<hangup::Registration>,
+    }
+}
+
+impl<F> Served<F> {
+    fn new(
+        conn: F,
+        activity: Arc<Activity>,
+        (header_timeout, idle_timeout): (Duration, Duration),
+        peer: SocketAddr,
+        registration: Option<hangup::Registration>,
+    ) -> Served<F> {
+        Served {
+            conn,
+            timer: tokio::time::sleep(header_timeout),
+            activity,
+            idle_timeout,
+            peer,
+            _registration: registration,
         }
+    }
+}
+
+impl<F, E> std::future::Future for Served<F>
+where
+    F: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut this = self.project();
+        if let Poll::Ready(r) = this.conn.poll(cx) {
+            if let Err(e) = r {
+                tracing::debug!(peer = %this.peer, error = %e, "connection ended with an error");
+            }
+            return Poll::Ready(());
+        }
+        while this.timer.as_mut().poll(cx).is_ready() {
+            let activity = &**this.activity;
+            let idle_timeout = *this.idle_timeout;
+            let next = if activity.requests.load(Ordering::Acquire) == 0 {
+                None
+            } else if activity.inflight.load(Ordering::Acquire) > 0 {
+                Some(Instant::now() + idle_timeout)
+            } else {
+                let idle_since = activity.last_change();
+                (idle_since.elapsed() < idle_timeout).then_some(idle_since + idle_timeout)
+            };
+            let Some(next) = next else {
+                tracing::debug!(peer = %this.peer, "connection closed: header or idle timeout (§9)");
+                return Poll::Ready(());
+            };
+            this.timer.as_mut().reset(next.into());
+        }
+        Poll::Pending
     }
 }
 
