@@ -299,6 +299,12 @@ pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
             ErrorCode::ConnectTimeout,
             format!("{what}: no peer arrived within the timeout{said}"),
         ),
+        // The relay is shutting down (`shutting-down`, §9), or a proxy in front of it can't
+        // reach it: either way the relay can't be reached now; trying again later may work.
+        503 => Error::new(
+            ErrorCode::Network,
+            format!("{what}: the relay is not available right now (HTTP 503){said}"),
+        ),
         _ => Error::new(
             ErrorCode::RelayError,
             format!("{what}: the relay answered HTTP {status}{said}"),
@@ -372,6 +378,14 @@ mod tests {
     fn long_bodies_are_cut() {
         let body = "x".repeat(10_000);
         assert!(classify_response(500, &body, "GET /p").message.len() < 400);
+        // a relay shutting down (regression: the demo said "The transfer failed.")
+        let e = classify_response(
+            503,
+            "[ERROR] The relay is shutting down; try again in a moment.\n",
+            "GET /p",
+        );
+        assert_eq!(e.code, ErrorCode::Network);
+        assert!(e.message.contains("shutting down"), "{e}");
     }
 
     #[test]
