@@ -273,7 +273,7 @@ fn serve(
         let busy = Busy::start(&act);
         // Not an `async` block around the handler: that would hold its future twice.
         router::handle(state, req)
-            .map(move |resp| Ok::<_, Infallible>(resp.map(|inner| Tracked { inner, _busy: busy })))
+            .map(move |resp| Ok::<_, Infallible>(resp.map(|inner| BusyBody { inner, _busy: busy })))
     });
     match tls {
         None => {
@@ -427,12 +427,12 @@ impl Drop for Busy {
 }
 
 /// A response body that keeps its request counted as in progress until it is dropped.
-struct Tracked {
+struct BusyBody {
     inner: crate::respond::Body,
     _busy: Busy,
 }
 
-impl Body for Tracked {
+impl Body for BusyBody {
     type Data = Bytes;
     type Error = io::Error;
 
