@@ -2,8 +2,8 @@
 # Installs everything the README's commands need, skipping what is already there.
 # Usage: scripts/setup.sh [core|full]
 #   core: Rust wasm target, wasm-bindgen-cli (the version in Cargo.lock), npm packages.
-#   full: core + Debian packages (chromium, chromium-driver, age, curl, firefox-esr) + Python venv
-#         with the reference clients (zebrastream-io, age-rt).
+#   full: core + Debian packages (chromium, chromium-driver, age, curl, firefox-esr, redis-server)
+#         + Python venv with the reference clients (zebrastream-io, age-rt) and pandas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 level="${1:-core}"
@@ -39,6 +39,7 @@ command -v chromedriver >/dev/null || need+=(chromium-driver)
 command -v age >/dev/null || need+=(age)
 command -v curl >/dev/null || need+=(curl)
 command -v firefox-esr >/dev/null || need+=(firefox-esr)
+command -v redis-server >/dev/null || need+=(redis-server)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing Debian packages: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -48,8 +49,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # Python reference clients in a virtualenv (.venv)
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import zebrastream, age_rt' 2>/dev/null; then
-  log "creating .venv with zebrastream-io and age-rt"
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import zebrastream, age_rt, pandas' 2>/dev/null; then
+  log "creating .venv with zebrastream-io, age-rt and pandas"
   python3 -m venv .venv
   .venv/bin/pip install --quiet -r tests/python-requirements.txt
 fi
