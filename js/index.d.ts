@@ -3,7 +3,9 @@
 /** Stable error codes of {@link HttpipeError}. */
 export type HttpipeErrorCode =
   | 'UNAUTHORIZED' | 'FORBIDDEN' | 'CONNECT_TIMEOUT' | 'PEER_DISCONNECTED' | 'TRUNCATED'
-  | 'DECRYPT_FAILED' | 'WRONG_KEY' | 'RELAY_ERROR' | 'ABORTED' | 'UNSUPPORTED' | 'NETWORK';
+  | 'DECRYPT_FAILED' | 'WRONG_KEY' | 'RELAY_ERROR' | 'ABORTED' | 'UNSUPPORTED' | 'NETWORK'
+  // pipelines: a record that can't be decoded, a step's callback threw, a sink gave up
+  | 'INVALID_RECORD' | 'STEP_FAILED' | 'SINK_FAILED';
 
 /** The one error class of the package. */
 export declare class HttpipeError extends Error {
@@ -116,3 +118,5 @@ export declare function decryptStream(options: DecryptOptions): TransformStream<
 export declare function generateIdentity(): string;
 /** Needs the module loaded (`await init()` in browsers). */
 export declare function identityToRecipient(identity: string): string;
+
+export * from './pipeline.js';
