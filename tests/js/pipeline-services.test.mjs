@@ -38,6 +38,8 @@ function child(name, cmd, args, ms) {
   children.add(proc);
   let out = '';
   let err = '';
+  proc.stdout.setEncoding('utf8'); // a character may be split between two reads
+  proc.stderr.setEncoding('utf8');
   proc.stdout.on('data', (d) => { out += d; });
   proc.stderr.on('data', (d) => { err += d; });
   const done = new Promise((resolve, reject) => {
