@@ -191,3 +191,13 @@ test('shared fate, upstream: the consumer aborts → the upload of the worker fa
   assert.equal(pr.code, 1);
   assert.match(pr.err, /failed: PEER_DISCONNECTED: /);
 });
+
+test('toPipe in Node: a step failing mid-run cuts the plain pipe: the consumer fails TRUNCATED, the run rejects with the step error (not the abort that cut it)', { timeout: 60_000 }, async () => {
+  const p = uniquePath('cut');
+  const c = sdk.pipeline(sdk.fromPipe({ relay: relay.http, path: p, timeout: 30 }), sdk.ndjson.decode(), sdk.collect());
+  const boom = new Error('record 50000 is bad');
+  const run = sdk.pipeline(function* records() { for (let i = 0; ; i++) yield { i, pad: 'x'.repeat(100) }; },
+    sdk.map((r) => { if (r.i === 50_000) throw boom; return r; }), sdk.ndjson.encode(), sdk.toPipe({ relay: relay.http, path: p, timeout: 30 }));
+  await assert.rejects(within(run.done, 30_000, 'the producer run'), (e) => e.code === 'STEP_FAILED' && e.cause === boom);
+  await assert.rejects(within(c.done, 30_000, 'the consumer run'), (e) => e.code === 'TRUNCATED');
+});
