@@ -9,10 +9,10 @@ import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { PKG, uniquePath, rejection } from './lib/sdk.mjs';
 import { runChild } from './lib/child.mjs';
-import { inventoryQtySum, fnv1a } from './lib/pipeline-records.mjs';
+import { inventory, inventoryQtySum, fnv1a } from './lib/pipeline-records.mjs';
 
 const sdk = await import(PKG);
-const { pipeline, fromPipe, ndjson, batch, sink, collect, partition, defineStep, HttpipeError } = sdk;
+const { pipeline, fromPipe, toPipe, ndjson, batch, sink, collect, partition, defineStep, HttpipeError } = sdk;
 const CHILD = path.join(ROOT, 'tests/js/lib/pipeline-child.mjs');
 const DENO = path.join(ROOT, 'node_modules/.bin/deno');
 
@@ -77,11 +77,15 @@ const N_INVENTORY = 200_000;
 const BATCH = 500;
 const POISON = '246'; // the idempotency key (sink input position) of the batch that always fails
 
-for (const runtime of ['Node', 'Deno']) {
-  test(`supplier → buyer: ${runtime} supplier, Node buyer, ${N_INVENTORY} inventory records, NDJSON age-rt, transient failures, a poison batch in the dead letter`, { timeout: 120_000 }, async () => {
+// The dead letter: a function with the Node supplier, another pipe (read by a third pipeline)
+// with the Deno supplier.
+for (const [runtime, dlKind] of [['Node', 'function'], ['Deno', 'pipe']]) {
+  test(`supplier → buyer: ${runtime} supplier, Node buyer, ${N_INVENTORY} inventory records, NDJSON age-rt, transient failures, a poison batch in the dead letter (${dlKind})`, { timeout: 120_000 }, async () => {
     const p = uniquePath('supply');
     const passphrase = 'inventory sync 2026';
     const supplier = child({ role: 'produce', path: p, passphrase, n: N_INVENTORY }, { deno: runtime === 'Deno' });
+    const dlPath = uniquePath('dead-letter');
+    const dlRun = dlKind === 'pipe' ? pipeline(fromPipe({ relay: relay.http, path: dlPath, passphrase }), ndjson.decode(), collect()) : null;
 
     const batches = N_INVENTORY / BATCH;
     const transient = (key) => key !== POISON && fnv1a(key) % 20 === 0;
@@ -116,10 +120,21 @@ for (const runtime of ['Node', 'Deno']) {
         }
       }, {
         retry: { attempts: 4, baseDelayMs: 1 },
-        deadLetter: (items, info) => { deadLetters.push({ key: info.key, attempts: info.attempts, seqs: items.map((r) => r.seq), qty: items.reduce((s, r) => s + r.qty, 0), message: info.error.message }); },
+        deadLetter: dlKind === 'pipe'
+          ? toPipe({ relay: relay.http, path: dlPath, passphrase })
+          : (items, info) => { deadLetters.push({ key: info.key, attempts: info.attempts, record: items, error: info.error.message }); },
       }),
     );
     const report = await run.done;
+    if (dlRun) {
+      // One NDJSON entry per dead letter: { key, attempts, error, code, record }.
+      const dl = await dlRun.done;
+      deadLetters.push(...dl.result);
+      const t = report.sink.transfers.filter((x) => x.deadLetter);
+      assert.equal(t.length, 1);
+      assert.equal(t[0].path, dlPath);
+      assert.equal(t[0].relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+    }
     const sent = await final(supplier);
     assert.equal(sent.event, 'done', JSON.stringify(sent));
 
@@ -142,9 +157,11 @@ for (const runtime of ['Node', 'Deno']) {
     const dead = deadLetters[0];
     assert.equal(dead.key, POISON);
     assert.equal(dead.attempts, 4);
-    assert.match(dead.message, /constraint violation/);
+    assert.match(dead.error, /constraint violation/);
     const poisonStart = Number(POISON) * BATCH;
-    assert.deepEqual(dead.seqs, Array.from({ length: BATCH }, (_, i) => poisonStart + i));
+    assert.deepEqual(dead.record.map((r) => r.seq), Array.from({ length: BATCH }, (_, i) => poisonStart + i));
+    assert.deepEqual(dead.record[7], inventory(poisonStart + 7));
+    const deadQty = dead.record.reduce((sum, r) => sum + r.qty, 0);
     let missing = 0;
     for (let s = 0; s < N_INVENTORY; s++) {
       const inPoison = s >= poisonStart && s < poisonStart + BATCH;
@@ -152,7 +169,7 @@ for (const runtime of ['Node', 'Deno']) {
       if (appliedSeqs[s] && inPoison) assert.fail(`poison record ${s} was applied`);
     }
     assert.equal(missing, 0);
-    assert.equal(qty + dead.qty, inventoryQtySum(N_INVENTORY), 'qty checksum');
+    assert.equal(qty + deadQty, inventoryQtySum(N_INVENTORY), 'qty checksum');
 
     // The buyer's report adds up.
     assertChained(report);
