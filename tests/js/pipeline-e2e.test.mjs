@@ -12,7 +12,7 @@ import { runChild } from './lib/child.mjs';
 import { inventory, inventoryQtySum, fnv1a } from './lib/pipeline-records.mjs';
 
 const sdk = await import(PKG);
-const { pipeline, fromPipe, toPipe, ndjson, batch, sink, collect, partition, defineStep, HttpipeError } = sdk;
+const { pipeline, fromPipe, toPipe, ndjson, batch, sink, collect, partition, defineStep, defineSink, HttpipeError } = sdk;
 const CHILD = path.join(ROOT, 'tests/js/lib/pipeline-child.mjs');
 const DENO = path.join(ROOT, 'node_modules/.bin/deno');
 
@@ -328,11 +328,18 @@ function consumer(p, { passphrase, timeout, onRecord, sinkFn, sinkOptions } = {}
 /** A promise resolved by the first call of the returned function. */
 function trigger() { let fire; const fired = new Promise((r) => { fire = r; }); return { fired, fire }; }
 
-for (const passphrase of [undefined, 'shared fate']) {
+// Where the producer fails: a map() callback (plain and age-rt), and (plain) its source
+// generator and a custom step (defineStep), whose own errors are STEP_FAILED too.
+for (const [failIn, passphrase, what, message] of [
+  ['map', undefined, 'a step (map) throws', /^step 1 \(map\) on record \d+: refusing record \d+$/],
+  ['map', 'shared fate', 'a step (map) throws', /^step 1 \(map\) on record \d+: refusing record \d+$/],
+  ['source', undefined, 'the source generator throws', /^source: refusing record \d+$/],
+  ['guard', undefined, 'a custom step (defineStep) throws', /^step 2 \(guard\): refusing record \d+$/],
+]) {
   const kind = passphrase ? 'age-rt' : 'plain';
-  test(`shared fate: a producer step that throws mid-run → the consumer's done rejects TRUNCATED (${kind})`, { timeout: 60_000 }, async () => {
+  test(`shared fate: ${what} mid-run → producer STEP_FAILED, the consumer's done rejects TRUNCATED (${kind})`, { timeout: 60_000 }, async () => {
     const p = uniquePath('stepfails');
-    const producer = child({ role: 'produce', path: p, passphrase, n: null, pace: 200, commands: true }, { stdin: true });
+    const producer = child({ role: 'produce', path: p, passphrase, n: null, pace: 200, commands: true, failIn }, { stdin: true });
     let sentFail = false;
     const c = consumer(p, { passphrase, onRecord: (r, n) => { if (n === 5000 && !sentFail) { sentFail = true; producer.send({ cmd: 'fail' }); } } });
     const err = await rejection(c.run.done);
@@ -341,7 +348,7 @@ for (const passphrase of [undefined, 'shared fate']) {
     const failed = await final(producer);
     assert.equal(failed.event, 'error');
     assert.equal(failed.code, 'STEP_FAILED', failed.message);
-    assert.match(failed.message, /^step 1 \(map\) on record \d+: refusing record \d+$/);
+    assert.match(failed.message, message);
     const torn = await tornDown(producer);
     assert.deepEqual(torn, { event: 'torn-down', source: true, step: true });
     assert.equal(await within(c.torn, 5000), true, 'the consumer\'s steps were torn down');
@@ -365,6 +372,24 @@ test('shared fate: a consumer sink that fails permanently (no dead letter) → S
   assert.equal(failed.code, 'PEER_DISCONNECTED', failed.message);
   assert.deepEqual(await tornDown(producer), { event: 'torn-down', source: true, step: true });
   assert.equal(await within(c.torn, 5000), true, 'the consumer\'s steps were torn down');
+});
+
+test('shared fate: a custom sink (defineSink) that throws → SINK_FAILED naming it, the producer\'s done rejects PEER_DISCONNECTED', { timeout: 60_000 }, async () => {
+  const p = uniquePath('customsinkfails');
+  const producer = child({ role: 'produce', path: p, n: null, pace: 200 });
+  const pr = probe();
+  const run = pipeline(fromPipe({ relay: relay.http, path: p }), ndjson.decode(), pr.step, defineSink('warehouse', async (input) => {
+    let n = 0;
+    for await (const chunk of input) { n += chunk.length; if (n >= 3000) throw new Error('warehouse DB rejected the insert'); }
+  }));
+  const err = await rejection(run.done);
+  isCode('SINK_FAILED')(err);
+  assert.equal(err.message, 'sink (warehouse): warehouse DB rejected the insert');
+  assert.equal(err.cause.message, 'warehouse DB rejected the insert');
+  const failed = await final(producer);
+  assert.equal(failed.code, 'PEER_DISCONNECTED', failed.message);
+  assert.deepEqual(await tornDown(producer), { event: 'torn-down', source: true, step: true });
+  assert.equal(await within(pr.torn, 5000), true, 'the consumer\'s steps were torn down');
 });
 
 // The SDK pulls the first bytes from the source before it sends the request (and Node's fetch

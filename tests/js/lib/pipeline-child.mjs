@@ -5,7 +5,8 @@
 // args.role:
 //   produce  records → map (throws on demand) → guard → ndjson.encode() → toPipe({ relay, path, passphrase })
 //            { n (null: endless), shape: 'inventory' | 'id', pace (records per 1 ms pause),
-//              failAt (the step throws on that seq), commands (read stdin) }
+//              failAt (throw on that seq), failIn: 'map' | 'guard' | 'source' (where),
+//              commands (read stdin) }
 //   serve    serve((peer) => pipeline(export, ndjson.encode(), toPipe({ ...peer, passphrase })))
 //            { n records per round, each { round, seq } }
 //   worker   fromPipe({ relay, path, passphrase }) → ndjson.decode() → batch() → sink(fn) that
@@ -60,10 +61,13 @@ if (args.role === 'produce') {
   const make = args.shape === 'id' ? (seq) => ({ id: seq }) : inventory;
   // Paced (an async generator that pauses 1 ms every `pace` records) or as fast as the pipe
   // takes them (a synchronous generator); `finally` shows it got its return().
+  // With `failIn: 'source'` the generator throws the failure itself.
+  const sourceFails = (seq) => args.failIn === 'source' && (seq === args.failAt || failNow);
   async function* paced() {
     try {
       for (let seq = 0; args.n == null || seq < args.n; seq++) {
         produced = seq + 1;
+        if (sourceFails(seq)) throw new Error(`refusing record ${seq}`);
         yield make(seq);
         if (seq % args.pace === args.pace - 1) await new Promise((r) => setTimeout(r, 1));
       }
@@ -71,19 +75,29 @@ if (args.role === 'produce') {
   }
   function* fast() {
     try {
-      for (let seq = 0; args.n == null || seq < args.n; seq++) { produced = seq + 1; yield make(seq); }
+      for (let seq = 0; args.n == null || seq < args.n; seq++) {
+        produced = seq + 1;
+        if (sourceFails(seq)) throw new Error(`refusing record ${seq}`);
+        yield make(seq);
+      }
     } finally { sourceDone.set(); }
   }
   const records = args.pace ? paced : fast;
-  // A step (map) that throws at `failAt` or after a "fail" command, and a custom step whose
-  // `finally` shows it was torn down.
+  // A step (map) that throws at `failAt` or after a "fail" command (`failIn: 'map'`, the
+  // default), and a custom step whose `finally` shows it was torn down (it throws instead
+  // with `failIn: 'guard'`).
+  const fails = (where, r) => (args.failIn || 'map') === where && ((r.seq ?? r.id) === args.failAt || failNow);
   const failing = map((r) => {
-    const seq = r.seq ?? r.id;
-    if (seq === args.failAt || failNow) throw new Error(`refusing record ${seq}`);
+    if (fails('map', r)) throw new Error(`refusing record ${r.seq ?? r.id}`);
     return r;
   });
   const guard = defineStep('guard', async function* guardRun(input) {
-    try { yield* input; } finally { stepDone.set(); }
+    try {
+      for await (const chunk of input) {
+        for (const r of chunk) if (fails('guard', r)) throw new Error(`refusing record ${r.seq ?? r.id}`);
+        yield chunk;
+      }
+    } finally { stepDone.set(); }
   });
   const run = pipeline(() => records(), failing, guard, ndjson.encode(), toPipe({ relay, path, passphrase }));
   if (args.commands) {
