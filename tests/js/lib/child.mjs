@@ -6,6 +6,9 @@ import { spawn } from 'node:child_process';
 export function runChild(args, { env, command = process.execPath, stdin = false, cwd } = {}) {
   const proc = spawn(command, args, { cwd, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...(env || {}) } });
   if (stdin) proc.stdin.on('error', () => {}); // a child that exited first: EPIPE
+  // Decoded as UTF-8 streams: a character split between two reads stays whole.
+  proc.stdout.setEncoding('utf8');
+  proc.stderr.setEncoding('utf8');
   const events = [];
   const waiters = [];
   let buf = '';
