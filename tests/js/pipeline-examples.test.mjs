@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
-import { uniquePath } from './lib/sdk.mjs';
+import { PKG, uniquePath } from './lib/sdk.mjs';
 
 const run = promisify(execFile);
 const EX = path.join(ROOT, 'examples/records');
@@ -47,3 +47,32 @@ for (const order of ['buyer first', 'supplier first']) {
     assert.ok(skus.has('SKU-0') && skus.has('SKU-12344'));
   });
 }
+
+test('hospital → research: every pull gets a fresh anonymised export encrypted to the research key; SIGTERM ends serving', { timeout: 120_000 }, async () => {
+  const { spawn } = await import('node:child_process');
+  const sdk = await import(PKG);
+  const identity = sdk.generateIdentity();
+  const keyFile = path.join(dir, 'research.key');
+  fs.writeFileSync(keyFile, `# a test key\n${identity}\n`);
+  const p = uniquePath('hospital');
+  const hospital = spawn(process.execPath, [path.join(EX, 'hospital.mjs'), relay.http, p, sdk.identityToRecipient(identity)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  hospital.stdout.on('data', (d) => { out += d; });
+  hospital.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((r) => hospital.on('exit', (code) => r(code)));
+  try {
+    for (let pull = 1; pull <= 2; pull++) {
+      const { stdout } = await node('research.mjs', [relay.http, p, keyFile]);
+      const got = JSON.parse(stdout);
+      assert.equal(got.rows, 5000, `pull ${pull}`);
+      assert.deepEqual(got.columns, ['pseudonym', 'birthYear', 'region', 'diagnosis']);
+      assert.match(got.first.pseudonym, /^[0-9a-f]{16}$/);
+    }
+    hospital.kill('SIGTERM');
+    assert.equal(await exited, 0, err);
+    assert.deepEqual(JSON.parse(out), { pulls: 2, failed: 0 });
+  } finally {
+    if (hospital.exitCode === null) hospital.kill('SIGKILL');
+  }
+});
