@@ -3,8 +3,11 @@
 // (Cloudflare Workers); each entry provides the way the .wasm module is loaded.
 import * as wasm from './httpipe_wasm.js';
 
+// The transfer codes (the Rust core's ErrorCode, src/client/error.rs) and the pipeline's own
+// (js/pipeline/: bad records, a step's callback failed, a sink gave up with no dead letter).
 const CODES = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
-  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK']);
+  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK',
+  'INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED']);
 
 /** The one error class of the package: `code` is stable, `message` says what to do. */
 export class HttpipeError extends Error {

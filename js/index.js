@@ -5,6 +5,7 @@ import { initSync } from './httpipe_wasm.js';
 import { setLoader, markInitialised } from './api.js';
 
 export * from './api.js';
+export * from './pipeline/index.js';
 
 const wasmUrl = new URL('./httpipe_wasm_bg.wasm', import.meta.url);
 

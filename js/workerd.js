@@ -5,6 +5,7 @@ import { initSync } from './httpipe_wasm.js';
 import { markInitialised } from './api.js';
 
 export * from './api.js';
+export * from './pipeline/index.js';
 
 initSync({ module: wasmModule });
 markInitialised();
