@@ -5,19 +5,28 @@
 // own Node process:
 //   redis-brpop          redis-server (fresh, started here) list; LPUSH pipelined 1000 per
 //                        round trip (node-redis multi().execAsPipeline()); BRPOP one at a time
+//                        (min(RECORDS, BRPOP_RECORDS = 20 000) records: one round trip each)
 //   redis-lpop-1000      same producer; LPOP key 1000 (BRPOP 1 s when the list is empty)
+//   redis-variadic-lpop-1000   (opt-in) one LPUSH key v1 … v1000 per round trip; LPOP 1000
 //   relay-handwritten    the ceiling: our relay, SDK send()/receive() with a hand-written
 //                        NDJSON loop (batched stringify, one TextEncoder call per batch,
 //                        newline splitting, JSON.parse), no pipeline API
 //   relay-handwritten-age-rt   the same, age-rt encrypted (X25519 recipient)
+//   relay-newlines       (opt-in diagnostic) the transport alone: hand-written producer, a
+//                        consumer counting newline bytes (no decoding, no JSON.parse)
 //   pipeline-plain       pipeline(generator, ndjson.encode(), toPipe()) →
 //                        pipeline(fromPipe(), ndjson.decode(), sink())
 //   pipeline-age-rt      the same, age-rt encrypted (X25519 recipient; a passphrase would add
-//                        the scrypt work factor, ~1 s per side, to every run)
-// Rounds alternate the variants (the machine is shared and noisy); medians of RUNS.
+//                        scrypt at log2 N = 18, 1.2-2 s per side on the dev machine, to every run)
+// Rounds alternate the variants (the machine is shared and noisy); medians of RUNS. Next to
+// records/s the table gives CPU µs per record (user + system) of the producer and consumer
+// processes (process.cpuUsage) and of the relay / redis-server (/proc/PID/stat): less noisy
+// than wall time on a shared machine, and it says which side is the bottleneck. The round lines
+// on stderr add each child's main-thread GC pause time per record.
 //
 //   node bench/pipeline.mjs                    # RECORDS=1000000, RUNS=3
-//   node bench/pipeline.mjs --quick            # smoke: RECORDS=20000, RUNS=1
+//   node bench/pipeline.mjs --quick            # smoke test (RECORDS=20000, RUNS=1; ~20 s;
+//                                              # start-up and JIT warm-up dominate: not a figure)
 //   BENCH_ONLY=pipeline-plain,relay-handwritten RECORDS=200000 node bench/pipeline.mjs
 //   CPU_PROF=consumer BENCH_ONLY=pipeline-plain node bench/pipeline.mjs   # --cpu-prof on the
 //       consumer (or producer, or both) child; prints the top self-time functions per profile
@@ -58,16 +67,27 @@ function waitGo() {
   return new Promise((resolve) => process.once('message', (m) => { if (m === 'go') resolve(); }));
 }
 
+const cpuMs = (u) => (u.user + u.system) / 1000;
+
 async function child(variant, side, cfg) {
   const N = cfg.records;
+  // main-thread GC pauses (scavenges, mark-compact) while the child works
+  const { PerformanceObserver } = await import('node:perf_hooks');
+  let gcMs = 0;
+  new PerformanceObserver((list) => { for (const e of list.getEntries()) gcMs += e.duration; }).observe({ entryTypes: ['gc'] });
+  const settleGc = () => new Promise((r) => setTimeout(r, 5)); // observer callbacks are async
   const impl = VARIANTS[variant];
   if (side === 'producer') {
     const ctx = await impl.producerSetup(cfg);
     process.send({ ev: 'ready' });
     await waitGo();
     const t0 = now();
+    const cpu0 = process.cpuUsage();
     const extra = await impl.produce(ctx, cfg);
-    process.send({ ev: 'done', t0, tEnd: now(), extra });
+    const cpu = cpuMs(process.cpuUsage(cpu0));
+    const tEnd = now();
+    await settleGc();
+    process.send({ ev: 'done', t0, tEnd, cpuMs: cpu, gcMs, extra });
   } else {
     let n = 0;
     let sum = 0;
@@ -78,8 +98,13 @@ async function child(variant, side, cfg) {
     };
     const ctx = await impl.consumerSetup(cfg);
     process.send({ ev: 'ready' });
-    const extra = await impl.consume(ctx, cfg, onRecord, () => n);
-    process.send({ ev: 'done', n, sum, tLast, tEnd: now(), extra });
+    const cpu0 = process.cpuUsage(); // idle waiting costs no CPU
+    gcMs = 0;
+    const extra = await impl.consume(ctx, cfg, onRecord, () => n, (x) => { n = x; tLast = now(); });
+    const cpu = cpuMs(process.cpuUsage(cpu0));
+    const tEnd = now();
+    await settleGc();
+    process.send({ ev: 'done', n, sum, tLast, tEnd, cpuMs: cpu, gcMs, extra });
   }
   // let the IPC message leave before exit
   await new Promise((r) => process.send({ ev: 'bye' }, r));
@@ -112,6 +137,35 @@ const redisProducer = {
   produce: redisProduce,
 };
 
+/** One variadic LPUSH of 1000 values per round trip (not the issue's baseline: opt-in). */
+async function redisProduceVariadic(client, cfg) {
+  const N = cfg.records;
+  for (let i = 0; i < N;) {
+    const end = Math.min(N, i + LPUSH_BATCH);
+    const values = [];
+    for (; i < end; i++) values.push(JSON.stringify(record(i)));
+    await client.lPush(cfg.key, values);
+  }
+  await client.quit();
+}
+
+async function redisConsumeLpop(client, cfg, onRecord, count) {
+  const N = cfg.records;
+  let waits = 0;
+  while (count() < N) {
+    const batch = await client.lPopCount(cfg.key, 1000);
+    if (batch && batch.length) {
+      for (let k = 0; k < batch.length; k++) onRecord(JSON.parse(batch[k]));
+    } else {
+      waits++;
+      const r = await client.brPop(cfg.key, 1);
+      if (r) onRecord(JSON.parse(r.element));
+    }
+  }
+  await client.quit();
+  return { waits };
+}
+
 async function sdk() { return import(path.join(ROOT, 'pkg/index.js')); }
 
 /** Hand-written NDJSON producer: BATCH records per chunk, one TextEncoder call per chunk. */
@@ -139,8 +193,10 @@ async function handwrittenConsume(h, cfg, onRecord) {
   const dec = new TextDecoder();
   let carry = '';
   let bytes = 0;
+  let chunks = 0;
   for await (const chunk of stream) {
     bytes += chunk.byteLength;
+    chunks++;
     const text = carry + dec.decode(chunk, { stream: true });
     let start = 0;
     let nl;
@@ -151,7 +207,7 @@ async function handwrittenConsume(h, cfg, onRecord) {
     carry = text.slice(start);
   }
   if (carry + dec.decode() !== '') throw new Error('stream ended inside a line');
-  return { bytes };
+  return { bytes, chunks };
 }
 
 async function pipelineProduce(h, cfg) {
@@ -173,12 +229,15 @@ async function pipelineConsume(h, cfg, onRecord) {
 function summariseReport(r) {
   if (!r || typeof r !== 'object') return r;
   return { records: r.records, bytes: r.bytes, durationMs: r.durationMs,
-    steps: Array.isArray(r.steps) ? r.steps.map((s) => ({ name: s.name, records: s.records, bytes: s.bytes })) : r.steps };
+    steps: r.steps, sink: r.sink && { delivered: r.sink.delivered, attempts: r.sink.attempts } };
 }
 
 const VARIANTS = {
   'redis-brpop': {
     kind: 'redis',
+    // one round trip per record (~3-20k/s here): fewer records keep the bench to minutes; the
+    // rate is per record and the list never runs dry (the producer is ~10x faster)
+    records: (n) => Math.min(n, BRPOP_RECORDS),
     ...redisProducer,
     consumerSetup: redisClient,
     async consume(client, cfg, onRecord, count) {
@@ -194,22 +253,17 @@ const VARIANTS = {
     kind: 'redis',
     ...redisProducer,
     consumerSetup: redisClient,
-    async consume(client, cfg, onRecord, count) {
-      const N = cfg.records;
-      let waits = 0;
-      while (count() < N) {
-        const batch = await client.lPopCount(cfg.key, 1000);
-        if (batch && batch.length) {
-          for (let k = 0; k < batch.length; k++) onRecord(JSON.parse(batch[k]));
-        } else {
-          waits++;
-          const r = await client.brPop(cfg.key, 1);
-          if (r) onRecord(JSON.parse(r.element));
-        }
-      }
-      await client.quit();
-      return { waits };
-    },
+    consume: redisConsumeLpop,
+  },
+  // opt-in: a stronger Redis producer than the issue's (one LPUSH key v1 … v1000 per round
+  // trip instead of 1000 pipelined LPUSHes; node-redis spends ~2.5x less CPU per record)
+  'redis-variadic-lpop-1000': {
+    kind: 'redis',
+    optIn: true,
+    producerSetup: redisClient,
+    produce: redisProduceVariadic,
+    consumerSetup: redisClient,
+    consume: redisConsumeLpop,
   },
   'relay-handwritten': {
     kind: 'relay',
@@ -218,13 +272,24 @@ const VARIANTS = {
     consumerSetup: sdk,
     consume: handwrittenConsume,
   },
-  'relay-handwritten-age-rt': {
+  // opt-in diagnostic (BENCH_ONLY=relay-newlines): the transport alone: the hand-written
+  // producer, a consumer that counts newline bytes without decoding or parsing (count only)
+  'relay-newlines': {
     kind: 'relay',
-    encrypted: true,
+    optIn: true,
+    noChecksum: true,
     producerSetup: sdk,
     produce: handwrittenProduce,
     consumerSetup: sdk,
-    consume: handwrittenConsume,
+    async consume(h, cfg, onRecord, count, setCount) {
+      const { stream } = await h.receive({ relay: cfg.relay, path: cfg.path });
+      let n = 0;
+      for await (const chunk of stream) {
+        let at = 0;
+        while ((at = chunk.indexOf(10, at)) !== -1) { n++; at++; }
+      }
+      setCount(n);
+    },
   },
   'pipeline-plain': {
     kind: 'relay',
@@ -233,6 +298,14 @@ const VARIANTS = {
     produce: pipelineProduce,
     consumerSetup: sdk,
     consume: pipelineConsume,
+  },
+  'relay-handwritten-age-rt': {
+    kind: 'relay',
+    encrypted: true,
+    producerSetup: sdk,
+    produce: handwrittenProduce,
+    consumerSetup: sdk,
+    consume: handwrittenConsume,
   },
   'pipeline-age-rt': {
     kind: 'relay',
@@ -301,6 +374,7 @@ async function startRedis() {
   proc.stdout.resume();
   proc.stderr.resume();
   return {
+    proc,
     url: `redis://127.0.0.1:${port}`,
     stop: () => new Promise((resolve) => {
       if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
@@ -319,7 +393,7 @@ async function redisCommand(url, args) {
 }
 
 /** One timed run of `variant`; returns { rate, ms, ... }. */
-async function runOnce(variant, cfg, profDir) {
+async function runOnce(variant, cfg, profDir, server) {
   const impl = VARIANTS[variant];
   const prof = (side) => (profDir && (CPU_PROF === side || CPU_PROF === 'both') ? profDir : null);
   const consumer = spawnChild(variant, 'consumer', cfg, prof('consumer'));
@@ -330,14 +404,19 @@ async function runOnce(variant, cfg, profDir) {
     producer = spawnChild(variant, 'producer', cfg, prof('producer'));
     await producer.wait('ready');
     if (impl.kind === 'relay') await sleep(20); // the consumer's receive() is waiting
+    const s0 = server ? serverCpuMs(server.pid) : 0;
     producer.send('go');
     const [p, c] = await Promise.all([producer.wait('done'), consumer.wait('done')]);
     await Promise.all([producer.exited, consumer.exited]);
+    const serverMs = server ? serverCpuMs(server.pid) - s0 : NaN;
     const N = cfg.records;
     const want = (N * (N - 1)) / 2;
-    if (c.n !== N || c.sum !== want) throw new Error(`${variant}: consumer got ${c.n} records (sum of seq ${c.sum}), want ${N} (${want})`);
+    if (c.n !== N || (c.sum !== want && !impl.noChecksum)) throw new Error(`${variant}: consumer got ${c.n} records (sum of seq ${c.sum}), want ${N} (${want})`);
     const ms = c.tLast - p.t0;
-    return { rate: N / (ms / 1000), ms, producerMs: p.tEnd - p.t0, consumerTailMs: c.tEnd - c.tLast, p: p.extra, c: c.extra };
+    const perRec = (x) => (x * 1000) / N; // µs of CPU per record
+    return { rate: N / (ms / 1000), ms, producerMs: p.tEnd - p.t0, consumerTailMs: c.tEnd - c.tLast, p: p.extra, c: c.extra,
+      cpu: { producer: perRec(p.cpuMs), consumer: perRec(c.cpuMs), server: perRec(serverMs) },
+      gc: { producer: perRec(p.gcMs), consumer: perRec(c.gcMs) } };
   } finally {
     clearTimeout(timer);
     consumer.kill();
@@ -345,11 +424,21 @@ async function runOnce(variant, cfg, profDir) {
   }
 }
 
+// CPU ms (user + system) a process has used so far; clock ticks from getconf CLK_TCK
+let CLK_TCK = 0;
+function serverCpuMs(pid) {
+  if (!CLK_TCK) CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
+  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK; // utime (14) + stime (15)
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const QUICK = process.argv.includes('--quick');
 const RECORDS = Number(process.env.RECORDS || (QUICK ? 20_000 : 1_000_000));
 const RUNS = Number(process.env.RUNS || (QUICK ? 1 : 3));
+const BRPOP_RECORDS = Number(process.env.BRPOP_RECORDS || 20_000);
 const RUN_TIMEOUT_MS = Number(process.env.RUN_TIMEOUT_MS || 600_000);
 const CPU_PROF = process.env.CPU_PROF || '';
 
@@ -359,7 +448,7 @@ function ratio(a, b) { return Number.isFinite(a) && Number.isFinite(b) && b > 0 
 async function main() {
   const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',').map((s) => s.trim()).filter(Boolean) : null;
   for (const v of only || []) if (!VARIANTS[v]) { console.error(`unknown variant ${v}; known: ${Object.keys(VARIANTS).join(', ')}`); process.exit(2); }
-  let variants = Object.keys(VARIANTS).filter((v) => !only || only.includes(v));
+  let variants = Object.keys(VARIANTS).filter((v) => (only ? only.includes(v) : !VARIANTS[v].optIn));
 
   const h = variants.some((v) => VARIANTS[v].kind === 'relay') ? await sdk() : {};
   const hasPipeline = typeof h.pipeline === 'function' && typeof h.fromPipe === 'function' && typeof h.toPipe === 'function';
@@ -391,18 +480,20 @@ async function main() {
       const order = round % 2 === 0 ? variants : [...variants].reverse();
       for (const v of order) {
         const impl = VARIANTS[v];
-        const cfg = { records: RECORDS };
+        const cfg = { records: impl.records ? impl.records(RECORDS) : RECORDS };
         if (impl.kind === 'redis') Object.assign(cfg, { redis: redis.url, key: `bench:${v}:${round}` });
         else {
           Object.assign(cfg, { relay: relay.http, path: `/bench/pipeline/${v}-${round}` });
           if (impl.encrypted) Object.assign(cfg, { sendOpts: { recipients: [recipient] }, receiveOpts: { identities: [identity] } });
         }
-        const r = await runOnce(v, cfg, profDir);
+        const r = await runOnce(v, cfg, profDir, impl.kind === 'redis' ? redis.proc : relay.proc);
         results[v].push(r);
         if (impl.kind === 'redis') await redisCommand(redis.url, ['FLUSHALL']);
         console.error(`# round ${round + 1}/${RUNS} ${v}: ${fmt(r.rate)} records/s (${r.ms.toFixed(0)} ms; producer done after ${r.producerMs.toFixed(0)} ms` +
-          (r.consumerTailMs > 5 ? `, consumer done ${r.consumerTailMs.toFixed(0)} ms after its last record` : '') + ')' +
+          (r.consumerTailMs > 5 ? `, consumer done ${r.consumerTailMs.toFixed(0)} ms after its last record` : '') +
+          `; CPU µs/record producer ${r.cpu.producer.toFixed(2)} (GC ${r.gc.producer.toFixed(2)}), consumer ${r.cpu.consumer.toFixed(2)} (GC ${r.gc.consumer.toFixed(2)}), ${impl.kind} ${r.cpu.server.toFixed(2)})` +
           (r.c && r.c.report ? ` consumer report ${JSON.stringify(r.c.report)}` : '') +
+          (r.c && r.c.chunks ? ` (consumer read ${r.c.chunks} chunks)` : '') +
           (r.c && r.c.waits !== undefined ? ` (empty-list waits: ${r.c.waits})` : ''));
       }
     }
@@ -415,7 +506,7 @@ async function main() {
   const med = Object.fromEntries(variants.map((v) => [v, median(results[v].map((r) => r.rate))]));
   const get = (v) => med[v] ?? NaN;
   const plain = get('pipeline-plain');
-  const redisBest = Math.max(get('redis-brpop') || 0, get('redis-lpop-1000') || 0) || NaN;
+  const redisBest = Math.max(get('redis-brpop') || 0, get('redis-lpop-1000') || 0) || NaN; // the issue's two
   const fasterRedis = get('redis-lpop-1000') >= get('redis-brpop') || !Number.isFinite(get('redis-brpop')) ? 'redis-lpop-1000' : 'redis-brpop';
   const hand = get('relay-handwritten');
   const peer = Number.isFinite(plain) ? 'pipeline-plain' : 'relay-handwritten';
@@ -425,12 +516,14 @@ async function main() {
   const cpus = os.cpus();
   console.log(`\nhttpipe record pipeline benchmark: ${fmt(RECORDS)} records of ~${sampleBytes} bytes (JSON), producer and consumer in separate Node processes, median of ${RUNS} run(s), rounds alternating`);
   console.log(`machine: ${cpus.length} cores (${cpus[0]?.model?.trim() || 'unknown CPU'}), Node ${process.version}, redis-server ${redisVersion || '?'}, node-redis 6.3.1; load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at end; ${wallS.toFixed(0)} s in all\n`);
-  console.log(`| variant | records/s | MB/s (NDJSON) | runs (records/s) | vs ${peer} |`);
-  console.log('|---|---:|---:|---|---:|');
+  const medCpu = (v, side) => median(results[v].map((r) => r.cpu[side])).toFixed(2);
+  console.log(`| variant | records | records/s (median) | MB/s (NDJSON) | runs (records/s) | vs ${peer} | CPU µs/record: producer / consumer / relay or redis |`);
+  console.log('|---|---:|---:|---:|---|---:|---:|');
   for (const v of variants) {
-    console.log(`| ${v} | ${fmt(med[v])} | ${(med[v] * (sampleBytes + 1) / 1e6).toFixed(1)} | ${results[v].map((r) => fmt(r.rate)).join(', ')} | ${ratio(med[v], get(peer))} |`);
+    const n = VARIANTS[v].records ? VARIANTS[v].records(RECORDS) : RECORDS;
+    console.log(`| ${v} | ${fmt(n)} | ${fmt(med[v])} | ${(med[v] * (sampleBytes + 1) / 1e6).toFixed(1)} | ${results[v].map((r) => fmt(r.rate)).join(', ')} | ${ratio(med[v], get(peer))} | ${medCpu(v, 'producer')} / ${medCpu(v, 'consumer')} / ${medCpu(v, 'server')} |`);
   }
-  for (const v of skipped) console.log(`| ${v} | n/a (no pipeline API in pkg/) | | | |`);
+  for (const v of skipped) console.log(`| ${v} | | n/a (no pipeline API in pkg/) | | | | |`);
   const mark = (ok) => (ok === null ? '' : ok ? ' ✓' : ' ✗');
   const chk = (x, t) => (Number.isFinite(x) ? x >= t : null);
   console.log('');
@@ -440,6 +533,7 @@ async function main() {
   console.log(`pipeline-age-rt: ${fmt(get('pipeline-age-rt'))} records/s; age-rt / plain = ${ratio(get('pipeline-age-rt'), plain)}` +
     (Number.isFinite(get('relay-handwritten-age-rt')) ? `; pipeline-age-rt / relay-handwritten-age-rt = ${ratio(get('pipeline-age-rt'), get('relay-handwritten-age-rt'))}` : ''));
   console.log(`relay-handwritten / faster Redis: ${ratio(hand, redisBest)}`);
+  if (Number.isFinite(get('redis-variadic-lpop-1000'))) console.log(`pipeline-plain / redis-variadic-lpop-1000 (opt-in, stronger producer): ${ratio(plain, get('redis-variadic-lpop-1000'))}`);
 
   if (profDir) {
     for (const f of fs.readdirSync(profDir).filter((x) => x.endsWith('.cpuprofile')).sort()) {
