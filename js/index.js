@@ -1,3 +1,4 @@
+// @ts-self-types="./index.d.ts"
 // httpipe entry for browsers, Web Workers, Node ≥ 20 and Deno. The wasm module loads
 // automatically: synchronously at import in Node and Deno (from the package directory),
 // on first use in browsers (or explicitly: `await init()` / `await init(urlOrModule)`).

@@ -1,3 +1,4 @@
+// @ts-self-types="./workerd.d.ts"
 // httpipe entry for Cloudflare Workers (workerd): the bundler imports the .wasm file as a
 // compiled WebAssembly.Module, instantiated synchronously at import.
 import wasmModule from './httpipe_wasm_bg.wasm';

@@ -57,11 +57,14 @@ function newCounters(name) {
   return { name, recordsIn: 0, recordsOut: 0, bytesIn: 0, bytesOut: 0 };
 }
 
-async function* counted(input, c, dir) {
+async function* counted(input, c, dir, label) {
   if (dir === 'in') {
     for await (const chunk of input) { c.recordsIn += chunk.length; c.bytesIn += chunkBytes(chunk); yield chunk; }
   } else {
-    for await (const chunk of input) { c.recordsOut += chunk.length; c.bytesOut += chunkBytes(chunk); yield chunk; }
+    // What a step (defineStep) throws of its own is STEP_FAILED naming it, like map()'s.
+    try {
+      for await (const chunk of input) { c.recordsOut += chunk.length; c.bytesOut += chunkBytes(chunk); yield chunk; }
+    } catch (e) { throw stepError(label, e); }
   }
 }
 
@@ -162,12 +165,14 @@ function startRun(source, steps, sink, options) {
       steps.forEach((step, i) => {
         const c = stepCounters[i];
         const ctx = { ...base, counters: c, label: `step ${i + 1} (${step.name})` };
-        it = counted(step.run(counted(it, c, 'in'), ctx), c, 'out');
+        it = counted(step.run(counted(it, c, 'in'), ctx), c, 'out', ctx.label);
       });
       const sctx = { ...base, counters: sinkCounters, label: `sink (${sink.name})` };
       result = await orAbort(sink.run(countSink(it, sinkCounters), sctx), ac.signal);
     } catch (e) {
-      fail(e);
+      // Errors of the source and the steps arrive as HttpipeErrors; another is the sink's own.
+      fail(e instanceof HttpipeError ? e
+        : new HttpipeError(`sink (${sink.name}): ${e && e.message ? e.message : String(e)}`, 'SINK_FAILED', { cause: e }));
     } finally {
       finished = clock.now();
       if (outer) outer.removeEventListener('abort', onOuter);
@@ -192,7 +197,10 @@ function startRun(source, steps, sink, options) {
 }
 
 async function* countSource(input, c) {
-  for await (const chunk of input) { c.recordsOut += chunk.length; c.bytesOut += chunkBytes(chunk); yield chunk; }
+  // A source (a user's generator) that throws fails the run with STEP_FAILED, "source: ...".
+  try {
+    for await (const chunk of input) { c.recordsOut += chunk.length; c.bytesOut += chunkBytes(chunk); yield chunk; }
+  } catch (e) { throw stepError('source', e); }
 }
 
 async function* countSink(input, c) {

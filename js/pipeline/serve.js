@@ -19,11 +19,12 @@ export function dataTarget(dataUrl, relay, path) {
  * side waits with `mode: 'await-reader'` (the hospital answering each pull), the consumer
  * side with `'await-writer'`. `peer` holds `{ relay, path, token, rendezvous: false, signal }`
  * ready to spread into `toPipe(...)` / `fromPipe(...)`, and `round` (1, 2, ...).
- * A round that fails is reported (`onError`, `report.failures`) and serving goes on; a
+ * A round that ends is reported (`onRound(report, round)`; a failed one `onError(error,
+ * round)` and `failures`) and serving goes on; a
  * refusal (UNAUTHORIZED, FORBIDDEN) ends it. `rounds` limits the number of peers served.
  */
 export function serve(factory, options) {
-  const { relay, path, mode, token, timeout, signal, rounds, onError } = options || {};
+  const { relay, path, mode, token, timeout, signal, rounds, onError, onRound } = options || {};
   if (typeof factory !== 'function') throw new HttpipeError('serve(factory, options): factory must be a function (peer) => pipeline(...)', 'UNSUPPORTED');
   if (!relay || !path) throw new HttpipeError('serve: relay and path are required', 'UNSUPPORTED');
   if (!MODES.includes(mode)) throw new HttpipeError(`serve: mode must be 'await-reader' (producer side) or 'await-writer' (consumer side), got ${mode}`, 'UNSUPPORTED');
@@ -55,7 +56,9 @@ export function serve(factory, options) {
         }
         current = run;
         try {
-          reports.push(await run.done);
+          const report = await run.done;
+          reports.push(report);
+          if (onRound) onRound(report, round);
         } catch (e) {
           if (ac.signal.aborted) break;
           failures.push({ round, error: e });

@@ -47,16 +47,30 @@ export function toPipe(options) {
 }
 
 async function sendChunks(input, options, ctx, what) {
+  // An error upstream must cut the upload, never end it: workerd (Cloudflare Workers) ends a
+  // request whose body stream errors as if the body were complete, so the relay would report
+  // success and a plain consumer would see a short but clean stream. Aborting the request
+  // first makes every runtime cut the connection (the consumer gets TRUNCATED).
+  const cut = new AbortController();
+  const follow = [ctx.signal, options.signal].filter(Boolean).map((s) => {
+    const onAbort = () => cut.abort(s.reason);
+    if (s.aborted) onAbort(); else s.addEventListener('abort', onAbort, { once: true });
+    return () => s.removeEventListener('abort', onAbort);
+  });
   let upstream = null;
   async function* watched() {
-    try { yield* input; } catch (e) { upstream = e; throw e; }
+    try { yield* input; } catch (e) { upstream = e; cut.abort(e); throw e; }
   }
-  const signal = options.signal ? AbortSignal.any([options.signal, ctx.signal]) : ctx.signal;
+  let report;
   try {
-    return await send(byteStream(watched(), what), { ...options, signal });
+    report = await send(byteStream(watched(), what), { ...options, signal: cut.signal });
   } catch (e) {
     throw upstream || (ctx.signal.aborted && ctx.signal.reason) || e;
+  } finally {
+    for (const off of follow) off();
   }
+  if (upstream) throw upstream; // a send that resolved anyway must not make the run succeed
+  return report;
 }
 
 /** Everything, in order, as `report.result` (for tests and small runs). */
@@ -210,6 +224,8 @@ export function partition({ paths, key, encode = ndjson.encode(), ...options } =
       return sendChunks(encode.run(records, laneCtx), { ...options, path }, ctx, `partition ${path}`)
         .then((report) => ({ path, records: laneCounts[i], ...report }));
     });
+    // A lane that fails fails the run at once, even while the source is idle (a log tail).
+    for (const p of sends) p.catch((e) => ctx.fail(e));
     const failed = Promise.race(sends.map((p) => p.then(() => new Promise(() => {}))));
     failed.catch(() => {});
     let rr = 0;

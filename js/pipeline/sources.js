@@ -75,33 +75,55 @@ function* syncChunks(iterable) {
   }
 }
 
-// Records from an async iterable, grouped into chunks: whatever arrives before the next
-// macrotask goes in one chunk (so a fast generator moves in chunks and a slow one, e.g. a
-// log tail, passes each record on at once).
+// Records from an async iterable, grouped into chunks without a timer or a race per record:
+// a pump reads ahead (at most CHUNK records) while the run works on the previous chunk, and
+// the run takes whatever has arrived. A fast generator moves in full chunks; a slow one
+// (a log tail) passes each record on as soon as it comes.
 async function* asyncChunks(iterable) {
   const it = iterable[Symbol.asyncIterator]();
-  let ok = false;
-  try {
-    let next = it.next();
-    for (;;) {
-      const first = await next;
-      if (first.done) { ok = true; return; }
-      const chunk = [first.value];
-      let tick = null;
-      let ticked = false;
-      for (;;) {
-        next = it.next();
-        if (chunk.length >= CHUNK) break;
-        if (!tick) tick = new Promise((r) => setTimeout(() => { ticked = true; r(); }, 0));
-        const r = await Promise.race([next, tick]);
-        if (ticked || r === undefined) break;
-        if (r.done) { yield chunk; ok = true; return; }
-        chunk.push(r.value);
+  let buf = [];
+  let ended = false;
+  let error = null;
+  let stopped = false;
+  let wake = null;
+  let resume = null;
+  const notify = () => { if (wake) { const w = wake; wake = null; w(); } };
+  const pump = (async () => {
+    try {
+      while (!stopped) {
+        const r = await it.next();
+        if (r.done) break;
+        buf.push(r.value);
+        notify();
+        if (buf.length >= CHUNK && !stopped) await new Promise((res) => { resume = res; });
       }
-      yield chunk;
+    } catch (e) {
+      error = e;
+    } finally {
+      ended = true;
+      notify();
+    }
+  })();
+  try {
+    for (;;) {
+      if (buf.length === 0 && !ended) await new Promise((r) => { wake = r; });
+      if (buf.length) {
+        const chunk = buf;
+        buf = [];
+        if (resume) { const r = resume; resume = null; r(); }
+        yield chunk;
+        continue;
+      }
+      if (error) throw error;
+      if (ended) return;
     }
   } finally {
-    if (!ok && typeof it.return === 'function') await it.return();
+    stopped = true;
+    if (resume) { const r = resume; resume = null; r(); }
+    if (!ended && typeof it.return === 'function') {
+      // The pump is inside it.next(); return() queues behind it on async generators.
+      await Promise.race([it.return(), pump]).catch(() => {});
+    }
   }
 }
 

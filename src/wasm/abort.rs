@@ -90,6 +90,19 @@ impl Abort {
         self.controller.abort();
     }
 
+    /// A handle that does [`Abort::abort_internal`] from inside a stream (the body of an
+    /// upload, which outlives any borrow of `self`).
+    pub fn cutter(&self) -> Rc<dyn Fn()> {
+        let controller = self.controller.clone();
+        let reason = self.reason.clone();
+        Rc::new(move || {
+            if reason.get() == StopReason::None {
+                reason.set(StopReason::Internal);
+            }
+            controller.abort();
+        })
+    }
+
     /// Fires [`StopReason::Timeout`] after `ms` unless [`Abort::disarm_timeout`] comes first.
     pub fn arm_timeout(&mut self, ms: f64) {
         self.disarm_timeout();

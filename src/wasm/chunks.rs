@@ -205,6 +205,22 @@ impl Stream for SharedReader {
     }
 }
 
+/// Aborts the upload (`cut`) before a source error reaches the request body: an errored
+/// body must cut the request, never end it, and workerd ends a request whose body stream
+/// errors as if it were complete (the relay then reports success and a plain consumer gets
+/// a short but clean stream). An aborted `fetch` is cut off in every runtime (PROTOCOL.md
+/// §11.2 step 5).
+pub fn cut_on_error(stream: ByteStream, cut: Rc<dyn Fn()>) -> ByteStream {
+    stream
+        .map(move |r| {
+            if r.is_err() {
+                cut();
+            }
+            r
+        })
+        .boxed_local()
+}
+
 /// Ends a source with an `ABORTED` error (never a clean end) once the operation was aborted,
 /// so nothing keeps pulling (and encrypting) a source whose upload is gone.
 pub fn stoppable(stream: ByteStream, reason: Rc<Cell<StopReason>>) -> ByteStream {

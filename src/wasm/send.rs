@@ -123,7 +123,10 @@ async fn upload_stream(
     shared: &Rc<Shared>,
     abort: &Abort,
 ) {
-    let body = chunks::to_js(shared.reader().boxed_local());
+    let body = chunks::to_js(chunks::cut_on_error(
+        shared.reader().boxed_local(),
+        abort.cutter(),
+    ));
     let signal = abort.signal();
     let failed = |e: &JsValue, response_started: bool| StreamFailure {
         failure: abort.failure(e),

@@ -77,3 +77,20 @@ test('Worker: errors come back as HttpipeError codes', { timeout: 60_000 }, asyn
   assert.equal(body.error, 'UNSUPPORTED');
   assert.match(body.message, /http:\/\/ or https:\/\//);
 });
+
+for (const passphrase of [undefined, 'worker passphrase']) {
+  test(`Worker: a feed that fails midway cuts the stream: the consumer gets TRUNCATED, the Worker the source's error (${passphrase ? 'age-rt' : 'plain'})`, { timeout: 60_000 }, async () => {
+    // Regression: workerd ended a request whose body stream errored as if it were complete, so
+    // the relay reported success and a plain consumer got the first lines as a clean end.
+    // The feed fails after ~5 MB, when the consumer is surely connected (a producer that fails
+    // before its consumer reaches the relay leaves that consumer waiting: README, known limits).
+    const p = uniquePath('worker-fail');
+    const q = new URLSearchParams({ relay: relay.http, path: p, lines: '200000', failAt: '50000', ...(passphrase ? { passphrase } : {}) });
+    const produced = fetch(`${workerUrl}/produce?${q}`).then(async (r) => ({ status: r.status, body: await r.json() }));
+    const r = await sdk.receive({ relay: relay.http, path: p, passphrase, timeout: 60 });
+    await assert.rejects(new Response(r.stream).text(), (e) => e.code === 'TRUNCATED');
+    const { status, body } = await produced;
+    assert.equal(status, 502);
+    assert.match(body.message, /the feed failed at line 50000/);
+  });
+}

@@ -1,20 +1,21 @@
 // Cloudflare Worker: produces a generated NDJSON feed, encrypted end to end with age-rt, into a
 // stream path on an httpipe relay, and answers with the SDK's report.
-//   GET /produce?relay=https://relay.example&path=/feeds/demo&lines=1000&passphrase=secret
+//   GET /produce?relay=https://relay.example&path=/feeds/demo&lines=1000&passphrase=secret[&failAt=500]
 // A consumer anywhere reads it with the SDK (`receive({ relay, path, passphrase })`), the
 // ZebraStream CLI, or curl + age. In an npm project import from "httpipe" instead (the package's
 // "workerd" export condition loads the wasm module the Workers way).
 import { send, HttpipeError } from '../../../pkg/workerd.js';
 
-function feed(lines) {
+function feed(lines, failAt) {
   let seq = 0;
   const enc = new TextEncoder();
   return new ReadableStream({
     pull(ctrl) {
+      if (seq >= failAt) { ctrl.error(new Error(`the feed failed at line ${seq}`)); return; }
       if (seq >= lines) { ctrl.close(); return; }
       // A batch of records per pull: realistic log/metric lines.
       let batch = '';
-      for (let i = 0; i < 100 && seq < lines; i++, seq++) {
+      for (let i = 0; i < 100 && seq < lines && seq < failAt; i++, seq++) {
         batch += `${JSON.stringify({ seq, at: new Date(0).toISOString(), level: seq % 10 ? 'info' : 'warn', msg: `event ${seq}` })}\n`;
       }
       ctrl.enqueue(enc.encode(batch));
@@ -30,8 +31,10 @@ export default {
     const path = url.searchParams.get('path');
     const lines = Number(url.searchParams.get('lines') || '1000');
     const passphrase = url.searchParams.get('passphrase') || undefined;
+    // failAt=N: the feed fails after N lines (the consumer then sees TRUNCATED, never a short clean end)
+    const failAt = Number(url.searchParams.get('failAt') || Infinity);
     try {
-      const report = await send(feed(lines), { relay, path, passphrase, contentType: 'application/x-ndjson', timeout: 60 });
+      const report = await send(feed(lines, failAt), { relay, path, passphrase, contentType: 'application/x-ndjson', timeout: 60 });
       return Response.json(report);
     } catch (e) {
       const code = e instanceof HttpipeError ? e.code : 'UNKNOWN';

@@ -1,8 +1,14 @@
 // Runs a Node script as a child process and reads its JSON-lines events.
+// Options: `env`; `command` (another executable than this Node, e.g. Deno, with `args` as its
+// arguments); `stdin: true` to talk to the child with `send(obj)` (one JSON line).
 import { spawn } from 'node:child_process';
 
-export function runChild(args, { env } = {}) {
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...(env || {}) } });
+export function runChild(args, { env, command = process.execPath, stdin = false, cwd } = {}) {
+  const proc = spawn(command, args, { cwd, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...(env || {}) } });
+  if (stdin) proc.stdin.on('error', () => {}); // a child that exited first: EPIPE
+  // Decoded as UTF-8 streams: a character split between two reads stays whole.
+  proc.stdout.setEncoding('utf8');
+  proc.stderr.setEncoding('utf8');
   const events = [];
   const waiters = [];
   let buf = '';
@@ -21,6 +27,12 @@ export function runChild(args, { env } = {}) {
     }
   });
   const exited = new Promise((r) => proc.on('exit', (code, signal) => r({ code, signal })));
+  // A waiter whose event can no longer come (the child's output ended) fails at once.
+  let closed = false;
+  proc.on('close', (code, signal) => {
+    closed = true;
+    for (const w of waiters.splice(0)) w.reject(new Error(`child exited (${code ?? signal}) without the event; events ${JSON.stringify(events)}; stderr ${stderr}`));
+  });
   return {
     proc,
     events,
@@ -30,11 +42,14 @@ export function runChild(args, { env } = {}) {
     waitFor(pred, ms = 30_000) {
       const seen = events.find(pred);
       if (seen) return Promise.resolve(seen);
+      if (closed) return Promise.reject(new Error(`child exited without the event; events ${JSON.stringify(events)}; stderr ${stderr}`));
       return new Promise((resolve, reject) => {
         const t = setTimeout(() => reject(new Error(`child event not seen in ${ms} ms; events ${JSON.stringify(events)}; stderr ${stderr}`)), ms);
-        waiters.push({ pred, resolve: (e) => { clearTimeout(t); resolve(e); } });
+        waiters.push({ pred, resolve: (e) => { clearTimeout(t); resolve(e); }, reject: (e) => { clearTimeout(t); reject(e); } });
       });
     },
-    kill(sig = 'SIGKILL') { if (proc.exitCode === null) proc.kill(sig); },
+    /** Writes `obj` as one JSON line to the child's stdin (with `stdin: true`). */
+    send(obj) { proc.stdin.write(`${JSON.stringify(obj)}\n`); },
+    kill(sig = 'SIGKILL') { if (proc.exitCode === null && proc.signalCode === null) proc.kill(sig); },
   };
 }
