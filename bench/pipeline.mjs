@@ -83,6 +83,7 @@ async function child(variant, side, cfg) {
     await waitGo();
     const t0 = now();
     const cpu0 = process.cpuUsage();
+    gcMs = 0;
     const extra = await impl.produce(ctx, cfg);
     const cpu = cpuMs(process.cpuUsage(cpu0));
     const tEnd = now();
