@@ -31,6 +31,8 @@
 //   CPU_PROF=consumer BENCH_ONLY=pipeline-plain node bench/pipeline.mjs   # --cpu-prof on the
 //       consumer (or producer, or both) child; prints the top self-time functions per profile
 //   node bench/pipeline.mjs --top-self FILE.cpuprofile [N]               # the same, one file
+//   node bench/pipeline.mjs --api-overhead     # the API against the hand-written loops in one
+//       process, no network: CPU µs/record, consumer and producer side (API_REPS rounds, 9)
 //
 // Targets (issue 9): pipeline-plain ≥ 500 000 records/s; ≥ 3× the faster Redis variant;
 // ≥ 0.9× relay-handwritten. Needs pkg/ (scripts/build-sdk.sh), the relay binary
@@ -544,6 +546,94 @@ async function main() {
   }
 }
 
+// ---------------------------------------------------------------- --api-overhead
+// The pipeline API against the hand-written loops in one process, no network (so the other
+// jobs on a shared machine blur it less): the consumer side on the byte chunks a consumer
+// gets from receive() (46 KB, one per read), the producer side into a sink that drops the
+// bytes. Rounds interleaved (order reversed every other round), first round is warm-up;
+// medians and minima of CPU µs per record (process.cpuUsage).
+async function apiOverhead() {
+  const h = await sdk();
+  const N = Math.min(RECORDS, 500_000);
+  const REPS = Number(process.env.API_REPS || 9);
+  const enc = new TextEncoder();
+  let all = '';
+  for (let i = 0; i < N; i++) all += JSON.stringify(record(i)) + '\n';
+  const bytes = enc.encode(all);
+  all = null;
+  const chunks = [];
+  for (let o = 0; o < bytes.length; o += 46_000) chunks.push(bytes.subarray(o, o + 46_000));
+  const reads = () => (async function* () { for (const c of chunks) yield c; })();
+  const perRead = h.defineSource('reads', () => (async function* () { for (const c of chunks) yield [c]; })());
+  const cases = {
+    'consumer: hand-written (decode, split, JSON.parse)': async () => {
+      const dec = new TextDecoder();
+      let carry = '';
+      let n = 0;
+      for await (const c of reads()) {
+        const t = carry + dec.decode(c, { stream: true });
+        let st = 0;
+        let nl;
+        while ((nl = t.indexOf('\n', st)) >= 0) { if (JSON.parse(t.slice(st, nl)).seq >= 0) n++; st = nl + 1; }
+        carry = t.slice(st);
+      }
+      return n;
+    },
+    'consumer: ndjson.decode() + sink(fn)': async () => {
+      let n = 0;
+      await h.pipeline(perRead, h.ndjson.decode(), h.sink((r) => { if (r.seq >= 0) n++; })).done;
+      return n;
+    },
+    'consumer: ndjson.decode() + a chunk-loop defineSink': async () => {
+      let n = 0;
+      await h.pipeline(perRead, h.ndjson.decode(), h.defineSink('count', async (input, ctx) => {
+        for await (const chunk of input) { for (const r of chunk) if (r.seq >= 0) n++; ctx.counters.delivered += chunk.length; }
+      })).done;
+      return n;
+    },
+    'producer: hand-written (1000 per batch, one encode)': async () => {
+      let b = 0;
+      for await (const c of (async function* () {
+        for (let i = 0; i < N;) {
+          let t = '';
+          const e = Math.min(N, i + 1000);
+          for (; i < e; i++) t += JSON.stringify(record(i)) + '\n';
+          yield enc.encode(t);
+        }
+      })()) b += c.byteLength;
+      return b === bytes.length ? N : b;
+    },
+    'producer: generator + ndjson.encode()': async () => {
+      const r = await h.pipeline(function* () { for (let i = 0; i < N; i++) yield record(i); }, h.ndjson.encode(),
+        h.defineSink('drop', async (input, ctx) => { for await (const ch of input) for (const c of ch) ctx.counters.delivered += c.byteLength; })).done;
+      return r.sink.delivered === bytes.length ? N : r.sink.delivered;
+    },
+  };
+  const res = {};
+  for (let round = 0; round < REPS + 1; round++) {
+    const keys = Object.keys(cases);
+    if (round % 2) keys.reverse();
+    for (const k of keys) {
+      const c0 = process.cpuUsage();
+      const n = await cases[k]();
+      const u = process.cpuUsage(c0);
+      if (n !== N) throw new Error(`${k}: ${n} records, want ${N}`);
+      if (round > 0) (res[k] ||= []).push((u.user + u.system) / N);
+    }
+  }
+  const cpus = os.cpus();
+  console.log(`\npipeline API overhead in one process (no network): ${fmt(N)} records of ~${Buffer.byteLength(JSON.stringify(record(123_456)))} bytes, ${REPS} interleaved rounds after a warm-up`);
+  console.log(`machine: ${cpus.length} cores (${cpus[0]?.model?.trim() || 'unknown CPU'}), Node ${process.version}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at end\n`);
+  console.log('| case | CPU µs/record (median) | min | vs hand-written |');
+  console.log('|---|---:|---:|---:|');
+  const hand = { consumer: median(res[Object.keys(cases)[0]]), producer: median(res[Object.keys(cases)[3]]) };
+  for (const k of Object.keys(cases)) {
+    const xs = res[k];
+    const side = k.startsWith('consumer') ? 'consumer' : 'producer';
+    console.log(`| ${k} | ${median(xs).toFixed(2)} | ${Math.min(...xs).toFixed(2)} | ${(median(xs) / hand[side]).toFixed(2)} |`);
+  }
+}
+
 // ---------------------------------------------------------------- --cpu-prof summary
 /** Prints the functions with the most self time in a V8 .cpuprofile. */
 function printTopSelf(file, top) {
@@ -572,6 +662,8 @@ if (process.argv[2] === 'child') {
   process.exit(0);
 } else if (process.argv[2] === '--top-self') {
   printTopSelf(process.argv[3], Number(process.argv[4] || 25));
+} else if (process.argv.includes('--api-overhead')) {
+  await apiOverhead();
 } else {
   await main();
 }
