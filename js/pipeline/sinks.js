@@ -141,21 +141,25 @@ export function sink(fn, { retry, deadLetter, concurrency = 1, key, random = Mat
   return defineSink('sink', async (input, ctx) => {
     const c = ctx.counters;
     const dl = deadLetterFn(deadLetter, ctx);
-    const deliver = async (item, k) => {
-      for (let attempt = 1; ; attempt++) {
-        c.attempts++;
-        try {
-          const r = fn(item, { key: k, attempt, signal: ctx.signal });
-          if (r != null && typeof r.then === 'function') await r;
-          c.delivered++;
-          return;
-        } catch (e) {
-          if (ctx.signal.aborted) throw ctx.signal.reason;
-          let again = false;
-          if (attempt < policy.attempts) {
-            try { again = policy.retryOn(e, attempt); } catch (re) { throw new HttpipeError(`sink: retry.retryOn threw: ${re.message}`, 'STEP_FAILED', { cause: re }); }
-          }
-          if (again) { c.retries++; await sleep(policy.delay(attempt, random), ctx.clock, ctx.signal); continue; }
+    // The first attempt is a plain call: a synchronous fn costs no promise or microtask
+    // (undefined when delivered); a promise, or a throw, continues in `recover`.
+    const first = (item, k) => {
+      c.attempts++;
+      let r;
+      try { r = fn(item, { key: k, attempt: 1, signal: ctx.signal }); } catch (e) { return recover(item, k, 1, e); }
+      if (r != null && typeof r.then === 'function') return r.then(() => { c.delivered++; }, (e) => recover(item, k, 1, e));
+      c.delivered++;
+      return undefined;
+    };
+    // Attempt `attempt` failed with `e`: try again, hand the item to the dead letter, or give up.
+    const recover = async (item, k, attempt, e) => {
+      for (;;) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        let again = false;
+        if (attempt < policy.attempts) {
+          try { again = policy.retryOn(e, attempt); } catch (re) { throw new HttpipeError(`sink: retry.retryOn threw: ${re.message}`, 'STEP_FAILED', { cause: re }); }
+        }
+        if (!again) {
           if (dl.put) {
             await dl.put(item, { key: k, error: e, attempts: attempt });
             c.deadLettered++;
@@ -164,6 +168,18 @@ export function sink(fn, { retry, deadLetter, concurrency = 1, key, random = Mat
           const why = e && e.message ? e.message : String(e);
           throw new HttpipeError(`sink: item ${k} failed after ${attempt} attempt${attempt === 1 ? '' : 's'} and there is no deadLetter: ${why}`, 'SINK_FAILED', { cause: e });
         }
+        c.retries++;
+        await sleep(policy.delay(attempt, random), ctx.clock, ctx.signal);
+        attempt++;
+        c.attempts++;
+        try {
+          const r = fn(item, { key: k, attempt, signal: ctx.signal });
+          if (r != null && typeof r.then === 'function') await r;
+          c.delivered++;
+          return;
+        } catch (err) {
+          e = err;
+        }
       }
     };
     let seq = 0;
@@ -171,7 +187,11 @@ export function sink(fn, { retry, deadLetter, concurrency = 1, key, random = Mat
     try {
       if (concurrency === 1) {
         for await (const chunk of input) {
-          for (const item of chunk) { if (ctx.signal.aborted) throw ctx.signal.reason; await deliver(item, keyOf(item)); }
+          if (ctx.signal.aborted) throw ctx.signal.reason;
+          for (const item of chunk) {
+            const p = first(item, keyOf(item));
+            if (p !== undefined) { await p; if (ctx.signal.aborted) throw ctx.signal.reason; }
+          }
         }
       } else {
         const running = new Set();
@@ -180,7 +200,7 @@ export function sink(fn, { retry, deadLetter, concurrency = 1, key, random = Mat
           for (const item of chunk) {
             if (failure) throw failure;
             while (running.size >= concurrency) { await Promise.race(running); if (failure) throw failure; }
-            const p = deliver(item, keyOf(item)).catch((e) => { failure = failure || e; ctx.fail(e); });
+            const p = Promise.resolve(first(item, keyOf(item))).catch((e) => { failure = failure || e; ctx.fail(e); });
             running.add(p);
             p.finally(() => running.delete(p));
           }

@@ -3,7 +3,8 @@
 import { HttpipeError, receive } from '../api.js';
 import { SOURCE } from './core.js';
 
-const CHUNK = 1024; // records per chunk pulled from a synchronous iterable
+const CHUNK = 1024; // records per chunk pulled from an iterable, at most
+const CHUNK_BYTES = 1 << 20; // ... and bytes, when the records are byte chunks
 const consumed = new WeakSet();
 
 const isAsyncIterable = (x) => x != null && typeof x[Symbol.asyncIterator] === 'function';
@@ -82,6 +83,7 @@ function* syncChunks(iterable) {
 async function* asyncChunks(iterable) {
   const it = iterable[Symbol.asyncIterator]();
   let buf = [];
+  let bytes = 0;
   let ended = false;
   let error = null;
   let stopped = false;
@@ -94,8 +96,9 @@ async function* asyncChunks(iterable) {
         const r = await it.next();
         if (r.done) break;
         buf.push(r.value);
+        if (r.value instanceof Uint8Array) bytes += r.value.byteLength;
         notify();
-        if (buf.length >= CHUNK && !stopped) await new Promise((res) => { resume = res; });
+        if ((buf.length >= CHUNK || bytes >= CHUNK_BYTES) && !stopped) await new Promise((res) => { resume = res; });
       }
     } catch (e) {
       error = e;
@@ -110,6 +113,7 @@ async function* asyncChunks(iterable) {
       if (buf.length) {
         const chunk = buf;
         buf = [];
+        bytes = 0;
         if (resume) { const r = resume; resume = null; r(); }
         yield chunk;
         continue;
