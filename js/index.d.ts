@@ -4,6 +4,8 @@
 export type HttpipeErrorCode =
   | 'UNAUTHORIZED' | 'FORBIDDEN' | 'CONNECT_TIMEOUT' | 'PEER_DISCONNECTED' | 'TRUNCATED'
   | 'DECRYPT_FAILED' | 'WRONG_KEY' | 'RELAY_ERROR' | 'ABORTED' | 'UNSUPPORTED' | 'NETWORK'
+  // the package: init() could not fetch, read or instantiate the .wasm module
+  | 'WASM_LOAD_FAILED'
   // pipelines: a record that can't be decoded, a step's callback threw, a sink gave up
   | 'INVALID_RECORD' | 'STEP_FAILED' | 'SINK_FAILED';
 
@@ -105,7 +107,11 @@ export interface DecryptOptions { passphrase?: string; identities?: string[]; }
 /** Input accepted by {@link init}. */
 export type InitInput = string | URL | Request | Response | BufferSource | WebAssembly.Module;
 
-/** Loads the wasm module (optional: async functions do it on first use). */
+/**
+ * Loads the wasm module. Optional: every async function does it on first use (Node and Deno
+ * load it at import). Rejects with WASM_LOAD_FAILED, naming the location it tried; calling it
+ * again tries again.
+ */
 export declare function init(input?: InitInput | Promise<InitInput>): Promise<void>;
 export declare function send(source: Source, options: SendOptions): Promise<SendReport>;
 export declare function receive(options: ReceiveOptions): Promise<Received>;

@@ -36,7 +36,7 @@ if [ "$profile" = release ]; then
   mv "$tmp/httpipe_wasm_bg.opt.wasm" "$tmp/httpipe_wasm_bg.wasm"
 fi
 
-cp js/index.js js/api.js js/workerd.js js/index.d.ts js/workerd.d.ts js/package.json "$tmp/"
+cp js/index.js js/api.js js/loader.js js/workerd.js js/index.d.ts js/workerd.d.ts js/package.json "$tmp/"
 cp -r js/pipeline "$tmp/"
 [ -f README.md ] && cp README.md "$tmp/README.md"
 rm -rf "$out"
