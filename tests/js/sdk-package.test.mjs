@@ -1,9 +1,12 @@
 // The npm package as published (pkg/, from scripts/build-sdk.sh): a wasm module that can't be
 // loaded is an HttpipeError WASM_LOAD_FAILED naming what it tried (Node, Deno, Chromium: a
-// bundler that didn't copy the .wasm, a dev server answering with its index.html).
+// bundler that didn't copy the .wasm, a dev server answering with its index.html); the
+// tarball holds exactly what the entries import plus README, LICENSEs and package.json; the
+// version is the root crate's; every runtime export is declared in index.d.ts and the other
+// way round; `npm publish --dry-run` is clean.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -129,4 +132,86 @@ test('Chromium: the .wasm missing (404) or answered by an HTML page → WASM_LOA
     await browser.close();
     await relay.stop();
   }
+});
+
+// ---- the tarball ----
+
+/** Relative files a module imports, re-exports or loads with `new URL('...', import.meta.url)`. */
+function imports(file) {
+  const src = fs.readFileSync(file, 'utf8');
+  const specs = [
+    ...src.matchAll(/^\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]/gm),
+    ...src.matchAll(/^\s*import\s*['"](\.[^'"]+)['"]/gm),
+    ...src.matchAll(/new URL\(\s*['"](\.?\.?\/?[^'"]+)['"]\s*,\s*import\.meta\.url\s*\)/g),
+    ...src.matchAll(/@ts-self-types="(\.[^"]+)"/g),
+  ].map((m) => m[1]);
+  return specs.map((s) => path.resolve(path.dirname(file), s));
+}
+
+function closure(entries) {
+  const seen = new Set();
+  const todo = entries.map((e) => path.join(PKG_DIR, e));
+  while (todo.length) {
+    const f = todo.pop();
+    if (seen.has(f)) continue;
+    seen.add(f);
+    assert.ok(fs.existsSync(f), `${path.relative(PKG_DIR, f)} is imported but not in pkg/`);
+    if (/\.(m?js|d\.ts)$/.test(f)) todo.push(...imports(f));
+  }
+  return [...seen].map((f) => path.relative(PKG_DIR, f));
+}
+
+const manifest = JSON.parse(fs.readFileSync(path.join(PKG_DIR, 'package.json'), 'utf8'));
+
+function exportTargets(exp) {
+  if (typeof exp === 'string') return [exp];
+  return Object.values(exp).flatMap(exportTargets);
+}
+
+test('npm pack: exactly what the entries import, their types, README, LICENSEs, package.json', () => {
+  const json = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PKG_DIR, encoding: 'utf8' });
+  const [packed] = JSON.parse(json);
+  const files = packed.files.map((f) => f.path).sort();
+  const entries = [...new Set(exportTargets(manifest.exports).map((t) => t.replace(/^\.\//, '')))];
+  const expected = [...new Set([...closure(entries), 'README.md', 'LICENSE-MIT', 'LICENSE-APACHE', 'package.json'])].sort();
+  assert.deepEqual(files, expected);
+  assert.equal(packed.name, 'httpipe');
+  assert.equal(packed.version, manifest.version);
+  // the package README is js/README.md, not the workspace's
+  assert.equal(fs.readFileSync(path.join(PKG_DIR, 'README.md'), 'utf8'), fs.readFileSync(path.join(ROOT, 'js/README.md'), 'utf8'));
+  for (const f of ['LICENSE-MIT', 'LICENSE-APACHE']) {
+    assert.equal(fs.readFileSync(path.join(PKG_DIR, f), 'utf8'), fs.readFileSync(path.join(ROOT, f), 'utf8'));
+  }
+  console.log(`# npm pack: ${files.length} files, ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
+});
+
+test('package.json: version = the root crate\'s (Cargo.toml), publish metadata present', () => {
+  const meta = JSON.parse(execFileSync('cargo', ['metadata', '--no-deps', '--format-version', '1', '--offline'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20 }));
+  assert.equal(manifest.version, meta.packages.find((p) => p.name === 'httpipe').version);
+  assert.match(manifest.version, /^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/);
+  assert.equal(JSON.parse(fs.readFileSync(path.join(ROOT, 'js/package.json'), 'utf8')).version, undefined, 'js/package.json must not carry a version');
+  for (const k of ['description', 'license', 'repository', 'homepage', 'bugs', 'keywords', 'author', 'engines', 'sideEffects', 'exports', 'types', 'files']) {
+    assert.ok(manifest[k] !== undefined, `package.json lacks ${k}`);
+  }
+  assert.equal(manifest.license, 'MIT OR Apache-2.0');
+  assert.equal(manifest.engines.node, '>=20');
+});
+
+test('npm publish --dry-run: no warning but the one about not being logged in', () => {
+  const r = spawnSync('npm', ['publish', '--dry-run', '--offline', '--ignore-scripts'], { cwd: PKG_DIR, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\+ httpipe@\d/m);
+  const warnings = r.stderr.split('\n').filter((l) => /\b(warn|WARN|ERR!?)\b/.test(l) && !/requires you to be logged in/.test(l));
+  assert.deepEqual(warnings, []);
+});
+
+test('index.d.ts declares every runtime export, and nothing more', async () => {
+  const sdk = await import(pathToFileURL(path.join(PKG_DIR, 'index.js')).href);
+  const runtime = Object.keys(sdk).sort();
+  const dts = fs.readFileSync(path.join(PKG_DIR, 'index.d.ts'), 'utf8');
+  const declared = [...new Set([...dts.matchAll(/^export declare (?:function|const|class) (\w+)/gm)].map((m) => m[1]))].sort();
+  assert.deepEqual(runtime, declared);
+  // the workerd entry exports the same modules
+  const reexports = (f) => [...fs.readFileSync(path.join(PKG_DIR, f), 'utf8').matchAll(/^export \* from '([^']+)'/gm)].map((m) => m[1]);
+  assert.deepEqual(reexports('workerd.js'), reexports('index.js'));
 });
