@@ -1,5 +1,5 @@
 // Types of the httpipe package (contract: docs/js-api.md). Checked by tests/types/ under
-// `tsc --strict` with the DOM lib, with `lib: ["es2022"]` and no DOM, with @types/node, with
+// `tsc --strict` with the DOM lib, the WebWorker lib, `lib: ["es2022"]` and no DOM, @types/node,
 // @cloudflare/workers-types, and by Deno's checker.
 
 // ---- Web platform types used below ----

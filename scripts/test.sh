@@ -36,7 +36,7 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   bounded 900 cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings
 scripts/build-www.sh
 
-step "TypeScript types (tests/types: tsc --strict with DOM, ES2022 alone, @types/node, workers-types; deno check)"
+step "TypeScript types (tests/types: tsc --strict with DOM, WebWorker, ES2022 alone, @types/node, workers-types; deno check)"
 bounded 300 tests/types/run.sh
 
 if compgen -G "tests/js/*.test.mjs" >/dev/null; then

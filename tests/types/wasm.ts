@@ -1,5 +1,5 @@
-// init() with a compiled WebAssembly.Module and bytes from the runtime (the DOM lib,
-// @cloudflare/workers-types, Deno; @types/node declares no WebAssembly namespace).
+// init() with a compiled WebAssembly.Module and bytes from the runtime (the DOM and WebWorker
+// libs, Deno; @types/node declares no WebAssembly namespace, and Workers can't compile wasm).
 import { init } from 'httpipe';
 
 export async function compiled(bytes: ArrayBuffer): Promise<void> {

@@ -1,6 +1,6 @@
-// Type tests of the API with a web platform's own types: the DOM lib, @types/node,
-// @cloudflare/workers-types and Deno (tsconfig.json, tsconfig.node.json,
-// tsconfig.workers.json, deno check). The package's empty global declarations must merge with
+// Type tests of the API with a web platform's own types: the DOM lib, the WebWorker lib,
+// @types/node, @cloudflare/workers-types and Deno (tsconfig.json, tsconfig.webworker.json,
+// tsconfig.node.json, tsconfig.workers.json, deno check). The package's empty global declarations must merge with
 // theirs: values from the SDK have the runtime's full types, and the runtime's values fit the SDK.
 import { init, send, receive, openWriter, openReader, encryptStream, decryptStream, pipeline, lines, collect, fromPipe, gzip, toPipe, type Run } from 'httpipe';
 
