@@ -2,12 +2,18 @@
 // This file is shared by the entries index.js (browsers, Node, Deno) and workerd.js
 // (Cloudflare Workers); each entry provides the way the .wasm module is loaded.
 import * as wasm from './httpipe_wasm.js';
+import { wasmState } from './loader.js';
 
-// The transfer codes (the Rust core's ErrorCode, src/client/error.rs) and the pipeline's own
-// (js/pipeline/: bad records, a step's callback failed, a sink gave up with no dead letter).
-const CODES = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
-  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK',
-  'INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED']);
+// Every HttpipeError code. The transfer codes mirror the Rust core's ErrorCode
+// (src/client/error.rs); the rest exist only in JavaScript: the package's own
+// WASM_LOAD_FAILED (init() could not fetch, read or instantiate the .wasm module) and the
+// pipeline's (js/pipeline/: bad records, a step's callback failed, a sink gave up with no
+// dead letter). Documented in docs/js-api.md and index.d.ts (HttpipeErrorCode).
+const TRANSFER_CODES = ['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
+  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK'];
+const PACKAGE_CODES = ['WASM_LOAD_FAILED'];
+const PIPELINE_CODES = ['INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED'];
+const CODES = new Set([...TRANSFER_CODES, ...PACKAGE_CODES, ...PIPELINE_CODES]);
 
 /** The one error class of the package: `code` is stable, `message` says what to do. */
 export class HttpipeError extends Error {
@@ -26,40 +32,101 @@ function wrapError(e) {
 }
 
 // ---- initialisation -------------------------------------------------------------------
-let loader = null;
+// The entry says where the .wasm file is and how to read a local one (loader.js): Node and
+// Deno read file: URLs from disk, everything else fetches.
 let ready = null;
-let initialised = false;
+let errorClassSet = false;
 
-/** @internal Set by the entry: how to get the wasm module when `init()` has no argument. */
-export function setLoader(fn) { loader = fn; }
+function markReady() {
+  if (!errorClassSet) { wasm.setErrorClass(HttpipeError); errorClassSet = true; }
+  wasmState.initialised = true;
+}
 
-/** @internal Called by an entry that instantiated the module synchronously. */
-export function markInitialised() {
-  wasm.setErrorClass(HttpipeError);
-  initialised = true;
-  ready = Promise.resolve();
+const WASM_ADVICE = 'Serve httpipe_wasm_bg.wasm next to the package\'s index.js (a bundler must '
+  + 'emit it as an asset: see "Bundlers" in the httpipe README), or load it yourself and pass it '
+  + 'to init(url | bytes | WebAssembly.Module | Response)';
+
+function errorText(e) {
+  if (!e) return String(e);
+  let text = e.message ? `${e.name && e.name !== 'Error' ? `${e.name}: ` : ''}${e.message}` : String(e);
+  // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, ...) is its cause.
+  if (e.cause && e.cause.message && !text.includes(e.cause.message)) text += ` (${e.cause.message})`;
+  return text;
+}
+
+function wasmLoadFailed(where, e, hint = '') {
+  return new HttpipeError(`could not load the wasm module from ${where}: ${errorText(e)}${hint}. ${WASM_ADVICE}`,
+    'WASM_LOAD_FAILED', { cause: e });
+}
+
+const isUrlLike = (x) => typeof x === 'string' || (typeof URL === 'function' && x instanceof URL)
+  || (typeof Request === 'function' && x instanceof Request);
+const isResponse = (x) => typeof Response === 'function' && x instanceof Response;
+
+function describe(x) {
+  if (typeof x === 'string') return x;
+  if (typeof URL === 'function' && x instanceof URL) return x.href;
+  if (typeof Request === 'function' && x instanceof Request) return x.url;
+  if (isResponse(x)) return x.url || 'the Response given to init()';
+  if (typeof WebAssembly === 'object' && x instanceof WebAssembly.Module) return 'the WebAssembly.Module given to init()';
+  if (x instanceof ArrayBuffer || ArrayBuffer.isView(x)) return `the ${x.byteLength} bytes given to init()`;
+  return `${Object.prototype.toString.call(x)} given to init()`;
+}
+
+async function load(input) {
+  let where = wasmState.where !== undefined ? describe(wasmState.where) : 'httpipe_wasm_bg.wasm';
+  let response = null;
+  try {
+    let source = await input;
+    if (source === undefined) source = wasmState.where;
+    if (source !== undefined) where = describe(source);
+    if (isUrlLike(source)) source = await wasmState.read(source);
+    if (isUrlLike(source)) {
+      source = response = await fetch(source);
+      if (response.url) where = response.url;
+    } else if (isResponse(source)) response = source;
+    if (response && !response.ok) {
+      throw new Error(`HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`);
+    }
+    // Compiling while downloading needs Content-Type application/wasm; otherwise take the
+    // bytes (what wasm-bindgen's loader would do after a warning).
+    if (response && !String(response.headers.get('content-type')).includes('application/wasm')) {
+      source = await response.arrayBuffer();
+    }
+    await wasm.default({ module_or_path: source });
+  } catch (e) {
+    // A dev server's answer for a file that is not there is often its index.html, with 200.
+    const type = response && response.ok && response.headers.get('content-type');
+    const hint = type && !type.includes('application/wasm')
+      ? ` (the server answered with Content-Type ${type}${type.includes('html') ? ': a web page, not the .wasm file' : ''})`
+      : '';
+    throw wasmLoadFailed(where, e, hint);
+  }
 }
 
 /**
  * Loads the wasm module. Optional: every async function calls it on first use. `input` may be
  * a URL, a Response, bytes or a WebAssembly.Module (e.g. for a strict CSP or a custom path).
+ * Failures reject with an HttpipeError `WASM_LOAD_FAILED` naming what it tried; a later call
+ * tries again.
  */
 export function init(input) {
   if (!ready) {
-    ready = (async () => {
-      const module_or_path = input !== undefined ? input : loader ? await loader() : undefined;
-      await wasm.default({ module_or_path });
-      markInitialised();
-    })();
-    ready.catch(() => { ready = null; });
+    if (wasmState.initialised) {
+      markReady();
+      ready = Promise.resolve();
+    } else {
+      ready = load(input).then(markReady);
+      ready.catch(() => { ready = null; });
+    }
   }
   return ready;
 }
 
 function requireInit(what) {
-  if (!initialised) {
-    throw new HttpipeError(`${what} needs the wasm module: call \`await init()\` first`, 'UNSUPPORTED');
-  }
+  if (wasmState.initialised) { markReady(); return; }
+  if (wasmState.syncFailure) throw wasmLoadFailed(describe(wasmState.where), wasmState.syncFailure);
+  throw new HttpipeError(`${what} needs the wasm module: call \`await init()\` first`, 'UNSUPPORTED');
 }
 
 // ---- sources ----------------------------------------------------------------------------

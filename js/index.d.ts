@@ -1,23 +1,55 @@
-// Types of the httpipe package (contract: docs/js-api.md).
+// Types of the httpipe package (contract: docs/js-api.md). Checked by tests/types/ under
+// `tsc --strict` with the DOM lib, the WebWorker lib, `lib: ["es2022"]` and no DOM, @types/node,
+// @cloudflare/workers-types, and by Deno's checker.
 
-/** Stable error codes of {@link HttpipeError}. */
+// ---- Web platform types used below ----
+// The declarations need a few types of the web platform. They are declared here as empty
+// global interfaces so that this file compiles without the DOM lib (`lib: ["es2022"]`, Node
+// with @types/node, @cloudflare/workers-types, Deno): an empty interface merges with the
+// runtime's own declaration of the same name wherever there is one (the DOM lib, @types/node,
+// workers-types, Deno's lib), so user code sees the full types; where there is none, these
+// types are opaque. They declare no members, so they never change a merged declaration.
+// (BufferSource is a type alias in those libs, which can't merge: {@link InitInput} spells it out.)
+declare global {
+  interface AbortSignal {}
+  interface Blob {}
+  interface ReadableStream<R> {}
+  interface WritableStream<W> {}
+  interface TransformStream<I, O> {}
+  interface Request {}
+  interface Response {}
+  interface URL {}
+  namespace WebAssembly {
+    interface Module {}
+  }
+}
+
+/**
+ * Stable error codes of {@link HttpipeError}: the transfer codes (the same as the Rust core's
+ * and the CLI's), the package's own `WASM_LOAD_FAILED`, and the pipeline codes.
+ */
 export type HttpipeErrorCode =
   | 'UNAUTHORIZED' | 'FORBIDDEN' | 'CONNECT_TIMEOUT' | 'PEER_DISCONNECTED' | 'TRUNCATED'
   | 'DECRYPT_FAILED' | 'WRONG_KEY' | 'RELAY_ERROR' | 'ABORTED' | 'UNSUPPORTED' | 'NETWORK'
+  // the package: init() could not fetch, read or instantiate the .wasm module
+  | 'WASM_LOAD_FAILED'
   // pipelines: a record that can't be decoded, a step's callback threw, a sink gave up
   | 'INVALID_RECORD' | 'STEP_FAILED' | 'SINK_FAILED';
 
-/** The one error class of the package. */
+/** The one error class of the package: `code` is stable, `message` says what to do. */
 export declare class HttpipeError extends Error {
   constructor(message: string, code: HttpipeErrorCode, options?: { cause?: unknown });
   readonly name: 'HttpipeError';
   readonly code: HttpipeErrorCode;
 }
 
-/** A progress report: plaintext bytes so far, the total when known, a smoothed rate. */
+/** A progress report (at most every 100 ms, and once at the end). */
 export interface Progress {
+  /** Plaintext bytes so far. */
   bytes: number;
+  /** Plaintext bytes in all, when known (a Blob, bytes or string source, or the `size` option). */
   total?: number;
+  /** Bytes per second, smoothed over the last 2 seconds or so. */
   bytesPerSecond: number;
 }
 
@@ -28,70 +60,85 @@ export interface CommonOptions {
   path: string;
   /** Access token (PROTOCOL.md §6), sent as `Authorization: Bearer`. */
   token?: string;
-  /** Use the Connect API first (PROTOCOL.md §5). Default true. */
+  /** Meet the peer on the Connect API first (PROTOCOL.md §5). Default true. */
   rendezvous?: boolean;
-  /** Seconds to wait for the peer (rendezvous; without it, the consumer's wait). */
+  /** Seconds to wait for the peer (with rendezvous; without it, the consumer's wait), then CONNECT_TIMEOUT. Default: no limit. */
   timeout?: number;
+  /** Aborting it aborts the transfer (ABORTED; the peer sees the abort). */
   signal?: AbortSignal;
+  /** Called with the progress, at most every 100 ms and once at the end. */
   onProgress?: (p: Progress) => void;
   /** Encrypt (send) / decrypt (receive) with a passphrase (age scrypt stanza). */
   passphrase?: string;
 }
 
 export interface SendOptions extends CommonOptions {
-  /** X25519 recipients "age1..." (instead of a passphrase). */
+  /** X25519 recipients "age1..." to encrypt to (instead of a passphrase). */
   recipients?: string[];
   /** Encrypted format, default 'age-rt' (real-time records); 'age' for the age CLI. */
   format?: 'age-rt' | 'age';
-  /** Forwarded to the consumer (plain streams; encrypted streams are application/octet-stream). */
+  /** MIME type forwarded to the consumer as Content-Type (plain streams only: not sent when encrypting). Default: a Blob's type. */
   contentType?: string;
-  /** Forwarded as Content-Disposition. */
+  /** File name forwarded as Content-Disposition (plain streams only). Default: a File's name. */
   filename?: string;
-  /** Plaintext size in bytes, for progress totals (taken from Blob/bytes sources). */
+  /** Plaintext size in bytes, for progress totals and the consumer's `size` (plain streams only). Default: a Blob's, bytes' or string's size. */
   size?: number;
-  /** Milliseconds: batch small writes and hand them on at most this late. */
+  /** Milliseconds: batch small writes and hand them on at most this late (or at 64 KiB, or on `flush()`). */
   autoFlush?: number;
   /** Upload transport: 'auto' (default) streams where possible and falls back to segmented. */
   upload?: 'auto' | 'stream' | 'segmented';
-  /** Segmented upload part size in bytes (default 1 MiB, at most 16 MiB). */
+  /** Segmented upload part size in bytes. Default 1 MiB (1048576), at most 16 MiB. */
   partSize?: number;
 }
 
 export interface ReceiveOptions extends CommonOptions {
-  /** X25519 identities "AGE-SECRET-KEY-1..." to decrypt with. */
+  /** X25519 identities "AGE-SECRET-KEY-1..." to decrypt with (instead of a passphrase). */
   identities?: string[];
 }
 
 export interface SendReport {
   /** Plaintext bytes sent. */
   bytes: number;
+  /** Milliseconds from the call to the relay's final status line. */
   durationMs: number;
+  /** The upload transport used: one streaming request, or segmented parts. */
   transport: 'stream' | 'segmented';
   /** The relay's final status line, "[STATE:TRANSFER_SUCCESSFUL]". */
   relayState: string;
 }
 
 export interface Received {
+  /** The plaintext, as it arrives; errors TRUNCATED if the producer's stream is cut. */
   stream: ReadableStream<Uint8Array>;
+  /** The producer's Content-Type (plain streams; undefined when encrypted). */
   contentType?: string;
+  /** The producer's file name, from Content-Disposition (plain streams). */
   filename?: string;
-  /** Content-Length of a plain stream, when the producer sent one. */
+  /** Bytes: the producer's Content-Length or declared size (plain streams, when it sent one). */
   size?: number;
 }
 
+/** What `send` takes: bytes, text, a Blob/File, a byte stream or an (async) iterable of chunks. */
 export type Source = Blob | ReadableStream<Uint8Array> | Uint8Array | ArrayBuffer | string
   | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
 
 export interface ConnectOptions {
+  /** Relay base URL. */
   relay: string;
+  /** Stream path. */
   path: string;
+  /** 'await-reader': the producer waits for a consumer; 'await-writer': the consumer waits for a producer. */
   mode: 'await-reader' | 'await-writer';
+  /** Access token (PROTOCOL.md §6). */
   token?: string;
+  /** Seconds to wait for the peer, then CONNECT_TIMEOUT. Default: no limit. */
   timeout?: number;
+  /** Aborting it stops the wait (ABORTED). */
   signal?: AbortSignal;
 }
 
 export interface Writer {
+  /** Write Uint8Array chunks, then close (or abort: the consumer sees TRUNCATED). */
   writable: WritableStream<Uint8Array>;
   /** Hands batched writes (autoFlush) on now. */
   flush(): Promise<void>;
@@ -99,24 +146,50 @@ export interface Writer {
   done: Promise<SendReport>;
 }
 
-export interface EncryptOptions { passphrase?: string; recipients?: string[]; format?: 'age-rt' | 'age'; }
-export interface DecryptOptions { passphrase?: string; identities?: string[]; }
+export interface EncryptOptions {
+  /** Encrypt with a passphrase (age scrypt stanza). */
+  passphrase?: string;
+  /** X25519 recipients "age1..." (instead of a passphrase). */
+  recipients?: string[];
+  /** Default 'age-rt' (each chunk flushed as one record); 'age' for the age CLI. */
+  format?: 'age-rt' | 'age';
+}
+export interface DecryptOptions {
+  /** The passphrase the stream was encrypted with. */
+  passphrase?: string;
+  /** X25519 identities "AGE-SECRET-KEY-1..." (instead of a passphrase). */
+  identities?: string[];
+}
 
-/** Input accepted by {@link init}. */
-export type InitInput = string | URL | Request | Response | BufferSource | WebAssembly.Module;
+/**
+ * Input accepted by {@link init}: the URL of the .wasm file (fetched; in Node and Deno a
+ * file: URL is read from disk), a Request or Response for it, its bytes, or a compiled module.
+ */
+export type InitInput = string | URL | Request | Response | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 
-/** Loads the wasm module (optional: async functions do it on first use). */
+/**
+ * Loads the wasm module. Optional: every async function does it on first use (Node and Deno
+ * load it at import). Rejects with WASM_LOAD_FAILED, naming the location it tried; calling it
+ * again tries again.
+ */
 export declare function init(input?: InitInput | Promise<InitInput>): Promise<void>;
+/** Sends `source` to `options.path`; resolves once the consumer got everything. */
 export declare function send(source: Source, options: SendOptions): Promise<SendReport>;
+/** Receives the stream at `options.path`; resolves when it starts. */
 export declare function receive(options: ReceiveOptions): Promise<Received>;
+/** Rendezvous only (Connect API): resolves with the data URL once the peer is there. */
 export declare function connect(options: ConnectOptions): Promise<string>;
+/** A WritableStream producer: write, `flush()`, close; `done` resolves with the report. */
 export declare function openWriter(options: SendOptions): Writer;
+/** The consumer's byte stream (`receive(options)` then `.stream`). */
 export declare function openReader(options: ReceiveOptions): Promise<ReadableStream<Uint8Array>>;
+/** Encrypts a byte stream (age-rt by default; each chunk is flushed as one record). */
 export declare function encryptStream(options: EncryptOptions): TransformStream<Uint8Array, Uint8Array>;
+/** Decrypts age or age-rt (auto-detected); errors WRONG_KEY before any plaintext. */
 export declare function decryptStream(options: DecryptOptions): TransformStream<Uint8Array, Uint8Array>;
-/** Needs the module loaded (`await init()` in browsers). */
+/** A new X25519 identity "AGE-SECRET-KEY-1...". Needs the module loaded (`await init()` in browsers). */
 export declare function generateIdentity(): string;
-/** Needs the module loaded (`await init()` in browsers). */
+/** The "age1..." recipient of an identity. Needs the module loaded (`await init()` in browsers). */
 export declare function identityToRecipient(identity: string): string;
 
 // ---- Pipelines (docs/js-api.md "Pipelines"; js/pipeline/) ----
@@ -148,25 +221,33 @@ type Direct<T> = SourceFactory<T> | AsyncIterable<T> | Iterable<T>;
 /** Anything `pipeline()` takes as its source (a function is called once per run). */
 export type PipelineSource<T> = ByteSource | Direct<T> | Promise<Direct<T>> | ((ctx: { signal: AbortSignal }) => ByteSource | Direct<T> | Promise<Direct<T>>);
 
-/** The records a source yields. */
+/**
+ * The records a source yields. Strings and bytes are byte sources (their iterators would
+ * yield characters or numbers); Blob and ReadableStream come last because where no web lib
+ * declares them they are the empty interfaces above, which every type matches.
+ */
 export type RecordOf<S> =
-  S extends ByteSource ? Uint8Array
+  S extends string | Uint8Array | ArrayBuffer ? Uint8Array
   : S extends SourceFactory<infer T> ? T
-  : S extends (...args: any[]) => infer R ? RecordOf<Awaited<R>>
+  : S extends (...args: never[]) => infer R ? RecordOf<Awaited<R>>
   : S extends Promise<infer P> ? RecordOf<P>
   : S extends AsyncIterable<infer T> ? T
   : S extends Iterable<infer T> ? T
+  : S extends Blob | ReadableStream<Uint8Array> ? Uint8Array
   : never;
 
 /** Timers used by batch() and retries: tests pass a fake clock. */
 export interface Clock {
+  /** Milliseconds since some fixed point (Date.now()). */
   now(): number;
+  /** Calls `fn` after `ms` milliseconds; returns a handle for clearTimeout. */
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
 export interface PipelineOptions {
   /** Aborting it aborts the run (like `run.abort(reason)`). */
   signal?: AbortSignal;
+  /** The timers of batch() and of the sink's retries. Default: the system clock. */
   clock?: Clock;
 }
 
@@ -200,6 +281,7 @@ export interface PipelineReport<R = undefined> {
   source: { name: 'source'; recordsOut: number; bytesOut: number };
   steps: StepStats[];
   sink: SinkStats;
+  /** The sink's retries and dead-lettered items (as in `sink`). */
   retries: number;
   deadLettered: number;
   /** The sink's result: collect() puts the records here. */
@@ -213,30 +295,32 @@ export interface Run<R = undefined> {
   abort(reason?: unknown): void;
   /** Live counters, the report's shape. */
   stats(): PipelineReport<R>;
+  /** Aborts when the run fails or is aborted. */
   readonly signal: AbortSignal;
 }
 
 // One overload per length, the one without options first: TypeScript checks an argument once
 // per call, so overloads must not overlap in arity more than this (a step such as batch() takes
-// its record type from its neighbours).
-export declare function pipeline<S extends PipelineSource<any>, R>(source: S, sink: Sink<RecordOf<S>, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, R>(source: S, s1: Step<RecordOf<S>, A>, sink: Sink<A, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, R>(source: S, sink: Sink<RecordOf<S>, R>, options: PipelineOptions): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, sink: Sink<B, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, R>(source: S, s1: Step<RecordOf<S>, A>, sink: Sink<A, R>, options: PipelineOptions): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, sink: Sink<C, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, sink: Sink<B, R>, options: PipelineOptions): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, sink: Sink<D, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, sink: Sink<C, R>, options: PipelineOptions): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, E, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, sink: Sink<E, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, sink: Sink<D, R>, options: PipelineOptions): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, E, F, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, sink: Sink<F, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, E, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, sink: Sink<E, R>, options: PipelineOptions): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, E, F, G, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, s7: Step<F, G>, sink: Sink<G, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, E, F, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, sink: Sink<F, R>, options: PipelineOptions): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, E, F, G, H, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, s7: Step<F, G>, s8: Step<G, H>, sink: Sink<H, R>): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, E, F, G, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, s7: Step<F, G>, sink: Sink<G, R>, options: PipelineOptions): Run<R>;
-export declare function pipeline<S extends PipelineSource<any>, A, B, C, D, E, F, G, H, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, s7: Step<F, G>, s8: Step<G, H>, sink: Sink<H, R>, options: PipelineOptions): Run<R>;
+// its record type from its neighbours). `PipelineSource<unknown>` accepts every source (the
+// type is covariant in its records); RecordOf<S> then names the records.
+export declare function pipeline<S extends PipelineSource<unknown>, R>(source: S, sink: Sink<RecordOf<S>, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, R>(source: S, s1: Step<RecordOf<S>, A>, sink: Sink<A, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, R>(source: S, sink: Sink<RecordOf<S>, R>, options: PipelineOptions): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, sink: Sink<B, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, R>(source: S, s1: Step<RecordOf<S>, A>, sink: Sink<A, R>, options: PipelineOptions): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, sink: Sink<C, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, sink: Sink<B, R>, options: PipelineOptions): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, sink: Sink<D, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, sink: Sink<C, R>, options: PipelineOptions): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, E, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, sink: Sink<E, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, sink: Sink<D, R>, options: PipelineOptions): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, E, F, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, sink: Sink<F, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, E, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, sink: Sink<E, R>, options: PipelineOptions): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, E, F, G, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, s7: Step<F, G>, sink: Sink<G, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, E, F, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, sink: Sink<F, R>, options: PipelineOptions): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, E, F, G, H, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, s7: Step<F, G>, s8: Step<G, H>, sink: Sink<H, R>): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, E, F, G, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, s7: Step<F, G>, sink: Sink<G, R>, options: PipelineOptions): Run<R>;
+export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, E, F, G, H, R>(source: S, s1: Step<RecordOf<S>, A>, s2: Step<A, B>, s3: Step<B, C>, s4: Step<C, D>, s5: Step<D, E>, s6: Step<E, F>, s7: Step<F, G>, s8: Step<G, H>, sink: Sink<H, R>, options: PipelineOptions): Run<R>;
 
 // ---- sources ----
 /** The stream at `options.path` as byte chunks; a producer failing mid-stream → TRUNCATED. */
@@ -246,13 +330,16 @@ export declare function defineSource<T>(name: string, open: (ctx: { signal: Abor
 
 // ---- steps ----
 export interface MapOptions {
-  /** Records in flight at once (async fn). Default 1. */
+  /** Calls of an async fn in flight at once. Default 1. */
   concurrency?: number;
   /** Keep input order (default true); false passes results on as they finish. */
   ordered?: boolean;
 }
+/** `fn(record, index)` for every record, sync or async. */
 export declare function map<I, O>(fn: (record: I, index: number) => O | Promise<O>, options?: MapOptions): Step<I, O>;
+/** Keeps the records for which `fn` is truthy; a type guard narrows the records' type. */
 export declare function filter<I, O extends I = I>(fn: ((record: I, index: number) => record is O) | ((record: I, index: number) => unknown)): Step<I, O>;
+/** `fn` returns the records to pass on for one record: an array, an (async) iterable, or null/undefined for none. */
 export declare function flatMap<I, O>(fn: (record: I, index: number) => Iterable<O> | AsyncIterable<O> | O[] | null | undefined | Promise<Iterable<O> | O[] | null | undefined>): Step<I, O>;
 export interface TapOptions {
   /** When `buffer` records wait for the side branch: 'block' (default) holds the main line; 'drop' skips the side branch for that record. */
@@ -260,69 +347,110 @@ export interface TapOptions {
   /** Records waiting for the side branch, at most. Default 1024. */
   buffer?: number;
 }
+/** A side branch: `fn(record, index)` one record at a time, in order; the records pass on unchanged. */
 export declare function tap<T>(fn: (record: T, index: number) => unknown, options?: TapOptions): Step<T, T>;
 export interface BatchOptions<T> {
   /** Records per batch, at most (default 1000; unlimited when only maxBytes is given). */
   maxItems?: number;
-  /** Pass the batch on once its size reaches this many bytes (`size`). */
+  /** Pass the batch on once its size reaches this many bytes (as measured by `size`). */
   maxBytes?: number;
-  /** Milliseconds after a batch's first record at which it is passed on, full or not. */
+  /** Milliseconds after a batch's first record at which it is passed on, full or not. Default: no limit. */
   maxWaitMs?: number;
-  /** A record's size for maxBytes: default byteLength / string length / JSON length. */
+  /** A record's size in bytes for maxBytes. Default: byteLength / string length / JSON length. */
   size?: (record: T) => number;
 }
+/** Groups records into arrays (at `maxItems`, `maxBytes`, `maxWaitMs`, and at the end). */
 export declare function batch<T>(options?: BatchOptions<T>): Step<T, T[]>;
+/** Names a point of the line in the report and stats(); records pass on unchanged. */
 export declare function meter<T>(name?: string): Step<T, T>;
+/** Compresses byte chunks (the runtime's CompressionStream). */
 export declare function gzip(): Step<Uint8Array, Uint8Array>;
+/** Decompresses byte chunks (the runtime's DecompressionStream); corrupt input → INVALID_RECORD. */
 export declare function gunzip(): Step<Uint8Array, Uint8Array>;
+/** Encrypts byte chunks, as encryptStream. */
 export declare function encrypt(options: EncryptOptions): Step<Uint8Array, Uint8Array>;
+/** Decrypts byte chunks, as decryptStream. */
 export declare function decrypt(options: DecryptOptions): Step<Uint8Array, Uint8Array>;
-export declare function lines(options?: { skipEmpty?: boolean }): Step<Uint8Array | string, string>;
+export interface LinesOptions {
+  /** Drop empty lines. Default false. */
+  skipEmpty?: boolean;
+}
+/** Byte chunks (or strings) → lines, without their "\n" / "\r\n"; a last line without a newline counts. */
+export declare function lines(options?: LinesOptions): Step<Uint8Array | string, string>;
+export interface NdjsonDecodeOptions {
+  /** Passed to JSON.parse for every line. */
+  reviver?: (this: unknown, key: string, value: unknown) => unknown;
+}
+export interface NdjsonEncodeOptions {
+  /** Passed to JSON.stringify for every record. */
+  replacer?: (this: unknown, key: string, value: unknown) => unknown;
+}
 export declare const ndjson: {
   /** Byte chunks (or strings) → one JSON value per non-blank line; bad JSON → INVALID_RECORD "line N". */
-  decode<T = unknown>(options?: { reviver?: (this: any, key: string, value: any) => any }): Step<Uint8Array | string, T>;
-  /** Values → one Uint8Array per chunk of records, each record a line. */
-  encode<T = unknown>(options?: { replacer?: (this: any, key: string, value: any) => any }): Step<T, Uint8Array>;
+  decode<T = unknown>(options?: NdjsonDecodeOptions): Step<Uint8Array | string, T>;
+  /** Values → one Uint8Array per chunk of records, each record a line; a value with no JSON form → INVALID_RECORD. */
+  encode<T = unknown>(options?: NdjsonEncodeOptions): Step<T, Uint8Array>;
 };
-/** A step from a sans-IO transformer factory (`push(items) => out[]`, `end() => out[]`). */
+/** A step from a sans-IO transformer factory (`push(items) => out[]`, `end() => out[]`), made fresh per run. */
 export declare function transformStep<I, O>(name: string, make: () => { push(items: I[]): O[]; end(): O[] }): Step<I, O>;
 /** A custom step: `run(input, ctx)` maps an async iterable of record chunks (arrays) to another. */
 export declare function defineStep<I, O>(name: string, run: (input: AsyncIterable<I[]>, ctx: StepContext) => AsyncIterable<O[]>): Step<I, O>;
+/** What a custom step or sink gets besides its input. */
 export interface StepContext {
+  /** Aborts when the run fails or is aborted: stop then. */
   signal: AbortSignal;
+  /** The run's clock (PipelineOptions.clock). */
   clock: Clock;
   /** Fails the run with `error`. */
   fail(error: unknown): void;
+  /** Its position and name for messages, e.g. "step 2 (map)" or "sink (mine)". */
   label: string;
 }
 
 // ---- sinks ----
 /** Sends the byte chunks (Uint8Array or string records) with the SDK's send options. */
 export declare function toPipe(options: SendOptions): Sink<Uint8Array | string>;
+/** The records, in order, as the report's `result`. */
 export declare function collect<T>(): Sink<T, T[]>;
+/** A custom sink: `run(input, ctx)` consumes the record chunks (arrays); its result is the report's `result`. An error of its own → SINK_FAILED. */
+export declare function defineSink<I, R = undefined>(name: string, run: (input: AsyncIterable<I[]>, ctx: StepContext) => Promise<R> | R): Sink<I, R>;
 export interface DeliveryInfo {
   /** Idempotency key: the item's position in the sink's input (or `key(item, seq)`), stable across retries and re-runs over the same input. */
   key: string;
   /** 1 for the first try. */
   attempt: number;
+  /** Aborts when the run fails or is aborted. */
   signal: AbortSignal;
 }
 export interface RetryOptions {
   /** Tries in all, including the first. Default 3. */
   attempts?: number;
-  /** Delay before retry n: 'exponential' (baseDelayMs·2^(n−1), default), 'fixed' (baseDelayMs) or a function. */
+  /** Delay before retry n: 'exponential' (baseDelayMs·2^(n−1), default), 'fixed' (baseDelayMs) or a function of n returning milliseconds. */
   backoff?: 'exponential' | 'fixed' | ((attempt: number) => number);
   /** Milliseconds, default 100. */
   baseDelayMs?: number;
-  /** Milliseconds, default 30 000. */
+  /** Milliseconds, the longest delay. Default 30 000. */
   maxDelayMs?: number;
   /** true (default): the delay is drawn from [d/2, d]; a number j in (0, 1]: from [d(1−j), d]; false: none. */
   jitter?: boolean | number;
   /** Whether a failure is worth another try (default: unless `error.retryable === false`). */
   retryOn?: (error: unknown, attempt: number) => boolean;
 }
-export interface DeadLetter<T> { key: string; attempts: number; code?: string; error: string; record: T }
+/** A dead-letter entry, as a dead-letter sink receives it (NDJSON, one per line). */
+export interface DeadLetter<T> {
+  /** The item's idempotency key. */
+  key: string;
+  /** Attempts made. */
+  attempts: number;
+  /** The last error's code, when it had one. */
+  code?: string;
+  /** The last error's message. */
+  error: string;
+  /** The item (a record, or a batch after batch()). */
+  record: T;
+}
 export interface SinkOptions<T> {
+  /** Retries of a failed delivery. Default: 3 attempts, exponential backoff from 100 ms. */
   retry?: RetryOptions;
   /** Where an item goes after its last failed attempt: a function, or a sink (e.g. toPipe) that receives NDJSON DeadLetter entries. Without it the run fails with SINK_FAILED. */
   deadLetter?: ((item: T, info: { key: string; error: unknown; attempts: number }) => unknown) | Sink<Uint8Array | string>;
@@ -330,9 +458,10 @@ export interface SinkOptions<T> {
   concurrency?: number;
   /** The idempotency key of an item: default its position in the sink's input. */
   key?: (item: T, seq: number) => string | number;
-  /** Random source for jitter (tests). */
+  /** Random numbers in [0, 1) for jitter (tests). Default Math.random. */
   random?: () => number;
 }
+/** Delivers each record (or batch) with `fn(item, { key, attempt, signal })`, retried per `retry`. */
 export declare function sink<T>(fn: (item: T, info: DeliveryInfo) => unknown, options?: SinkOptions<T>): Sink<T>;
 export interface PartitionOptions<T> extends Omit<SendOptions, 'path'> {
   /** One stream path per worker. */
@@ -342,13 +471,19 @@ export interface PartitionOptions<T> extends Omit<SendOptions, 'path'> {
   /** How each lane's records become bytes (default ndjson.encode()). */
   encode?: Step<T, Uint8Array>;
 }
+/** Spreads the records over several stream paths, one transfer (worker) per path. */
 export declare function partition<T>(options: PartitionOptions<T>): Sink<T>;
 
 // ---- run on arrival ----
+/** A peer that arrived: spread it into toPipe()/fromPipe(). */
 export interface Peer {
-  relay: string; path: string; token?: string;
-  /** Already met on the Connect API: spread the peer into toPipe()/fromPipe(). */
+  /** Relay base URL and stream path, from the Connect API's data URL. */
+  relay: string; path: string;
+  /** The token of the serve options. */
+  token?: string;
+  /** Already met on the Connect API. */
   rendezvous: false;
+  /** Aborts when serving is aborted. */
   signal: AbortSignal;
   /** 1 for the first peer served. */
   round: number;
@@ -356,29 +491,44 @@ export interface Peer {
   dataUrl: string;
 }
 export interface ServeOptions {
-  relay: string; path: string;
+  /** Relay base URL. */
+  relay: string;
+  /** Stream path. */
+  path: string;
   /** 'await-reader': the producer side waits for each consumer; 'await-writer': the consumer side waits for each producer. */
   mode: 'await-reader' | 'await-writer';
+  /** Access token (PROTOCOL.md §6). */
   token?: string;
-  /** Seconds per wait on the Connect API (then it waits again). */
+  /** Seconds per wait on the Connect API (then it waits again). Default: no limit. */
   timeout?: number;
+  /** Aborting it stops serving, as `abort()`. */
   signal?: AbortSignal;
   /** Serve this many peers, then stop. Default: until aborted. */
   rounds?: number;
   /** After each round that completed, with its report. */
   onRound?: (report: PipelineReport<unknown>, round: number) => void;
+  /** After each round that failed (serving goes on). */
   onError?: (error: HttpipeError, round: number) => void;
 }
 export interface ServeReport {
+  /** Peers served, completed rounds, failed rounds. */
   rounds: number; completed: number; failed: number;
+  /** The completed rounds' reports. */
   reports: PipelineReport<unknown>[];
   failures: Array<{ round: number; error: unknown }>;
-  durationMs: number; aborted: boolean;
+  /** Milliseconds since serve() was called. */
+  durationMs: number;
+  /** Whether serving was aborted. */
+  aborted: boolean;
+  /** The round in progress (stats() only). */
   current?: PipelineReport<unknown>;
 }
+/** Runs `factory(peer)` for every peer that arrives on the Connect API, one at a time. */
 export declare function serve(factory: (peer: Peer) => Run<unknown>, options: ServeOptions): {
   /** Resolves after abort() (or `rounds` peers); rejects on a refusal such as UNAUTHORIZED. */
   done: Promise<ServeReport>;
+  /** Stops waiting and tears down the current round; `done` resolves. */
   abort(reason?: unknown): void;
+  /** The summary so far. */
   stats(): ServeReport;
 };

@@ -2,45 +2,58 @@
 // httpipe entry for browsers, Web Workers, Node ≥ 20 and Deno. The wasm module loads
 // automatically: synchronously at import in Node and Deno (from the package directory),
 // on first use in browsers (or explicitly: `await init()` / `await init(urlOrModule)`).
+// A module that can't be loaded rejects init() (and every async function) with an
+// HttpipeError WASM_LOAD_FAILED naming the URL it tried.
 import { initSync } from './httpipe_wasm.js';
-import { setLoader, markInitialised } from './api.js';
+import { setLoader, markInitialised } from './loader.js';
 
 export * from './api.js';
 export * from './pipeline/index.js';
 
 const wasmUrl = new URL('./httpipe_wasm_bg.wasm', import.meta.url);
 
-function readLocalSync() {
-  if (wasmUrl.protocol !== 'file:') return null;
+function fileUrl(source) {
+  if (typeof source !== 'string' && !(source instanceof URL)) return null;
+  try {
+    const url = new URL(source);
+    return url.protocol === 'file:' ? url : null;
+  } catch {
+    return null; // a relative URL: the runtime's fetch resolves it
+  }
+}
+
+function readFileSync(url) {
   if (typeof globalThis.Deno !== 'undefined' && typeof globalThis.Deno.readFileSync === 'function') {
-    return globalThis.Deno.readFileSync(wasmUrl);
+    return globalThis.Deno.readFileSync(url);
   }
   const proc = globalThis.process;
   if (proc && proc.versions && proc.versions.node && typeof proc.getBuiltinModule === 'function') {
-    return proc.getBuiltinModule('fs').readFileSync(wasmUrl);
+    return proc.getBuiltinModule('fs').readFileSync(url);
   }
   return null;
 }
 
-async function readLocal() {
-  const sync = readLocalSync();
+// Node and Deno read file: URLs from disk (their fetch can't); anything else is fetched.
+async function read(source) {
+  const url = fileUrl(source);
+  if (!url) return source;
+  const sync = readFileSync(url);
   if (sync) return sync;
-  if (wasmUrl.protocol === 'file:') {
-    const fsName = 'node:fs/promises';
-    const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ fsName);
-    return fs.readFile(wasmUrl);
-  }
-  return wasmUrl;
+  const fsName = 'node:fs/promises';
+  const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ fsName);
+  return fs.readFile(url);
 }
 
-setLoader(readLocal);
-
-try {
-  const bytes = readLocalSync();
-  if (bytes) {
-    initSync({ module: bytes });
-    markInitialised();
+let failure = null;
+if (wasmUrl.protocol === 'file:') {
+  try {
+    const bytes = readFileSync(wasmUrl);
+    if (bytes) {
+      initSync({ module: bytes });
+      markInitialised();
+    }
+  } catch (e) {
+    failure = e; // reported by generateIdentity(); init() tries again asynchronously
   }
-} catch {
-  // Fall back to asynchronous loading on first use.
 }
+setLoader({ where: wasmUrl, read, failure });

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the npm package into pkg/: Rust (root crate) → wasm32 (release, +simd128 from
 # .cargo/config.toml) → wasm-bindgen (--target web) → wasm-opt (npm binaryen) → the
-# hand-written ESM entries and package.json from js/.
+# hand-written ESM entries, README.md and package.json from js/, the LICENSE files from the root.
+# The package's version is the root crate's (Cargo.toml, [workspace.package] version): the one
+# source of truth, written into pkg/package.json here (js/package.json has none).
 # Honours CARGO_TARGET_DIR (default target/). HTTPIPE_SDK_PROFILE=dev builds unoptimised
 # (faster, for local iteration).
 set -euo pipefail
@@ -36,12 +38,16 @@ if [ "$profile" = release ]; then
   mv "$tmp/httpipe_wasm_bg.opt.wasm" "$tmp/httpipe_wasm_bg.wasm"
 fi
 
-cp js/index.js js/api.js js/workerd.js js/index.d.ts js/workerd.d.ts js/package.json "$tmp/"
+cp js/index.js js/api.js js/loader.js js/workerd.js js/index.d.ts js/workerd.d.ts js/README.md LICENSE-MIT LICENSE-APACHE "$tmp/"
 cp -r js/pipeline "$tmp/"
-[ -f README.md ] && cp README.md "$tmp/README.md"
+# wasm-bindgen's own declarations are internal (the package's types are index.d.ts, which the
+# entries name with @ts-self-types): not shipped, and the glue no longer points at them.
+rm -f "$tmp/httpipe_wasm.d.ts" "$tmp/httpipe_wasm_bg.wasm.d.ts"
+sed -i '1{/@ts-self-types/d}' "$tmp/httpipe_wasm.js"
+version=$(node scripts/pkg-manifest.mjs js/package.json "$tmp/package.json")
 rm -rf "$out"
 mv "$tmp" "$out"
 trap - EXIT
 raw=$(wc -c < "$out/httpipe_wasm_bg.wasm")
 gz=$(gzip -9 -c "$out/httpipe_wasm_bg.wasm" | wc -c)
-log "pkg/ ready: httpipe_wasm_bg.wasm $raw bytes raw, $gz bytes gzipped ($profile)"
+log "pkg/ ready (httpipe@$version): httpipe_wasm_bg.wasm $raw bytes raw, $gz bytes gzipped ($profile)"

@@ -36,9 +36,8 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   bounded 900 cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings
 scripts/build-www.sh
 
-step "TypeScript types (tsc --strict and deno check over tests/types: valid pipelines, rejected adjacencies)"
-bounded 300 node_modules/.bin/tsc -p tests/types
-DENO_NO_UPDATE_CHECK=1 NO_COLOR=1 bounded 300 node_modules/.bin/deno check tests/types/pipeline.ts
+step "TypeScript types (tests/types: tsc --strict with DOM, WebWorker, ES2022 alone, @types/node, workers-types; deno check)"
+bounded 300 tests/types/run.sh
 
 if compgen -G "tests/js/*.test.mjs" >/dev/null; then
   step "JavaScript tests (Node, Deno, Workers, Chromium)"

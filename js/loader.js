@@ -1,0 +1,23 @@
+// Internal (the package does not export it): how the entry (index.js, workerd.js) tells
+// api.js where the wasm module is. The entry calls setLoader() once at import, and
+// markInitialised() when it instantiated the module synchronously (Node, Deno, workerd).
+export const wasmState = {
+  /** The default location of the .wasm file, for `init()` without an argument (URL or text). */
+  where: undefined,
+  /** `read(source)`: the bytes of a local (file:) source, else the source itself. */
+  read: (source) => source,
+  /** The error of a synchronous load at import that did not work (reported by generateIdentity). */
+  syncFailure: null,
+  initialised: false,
+};
+
+export function setLoader({ where, read, failure }) {
+  wasmState.where = where;
+  if (read) wasmState.read = read;
+  wasmState.syncFailure = failure || null;
+}
+
+export function markInitialised() {
+  wasmState.initialised = true;
+  wasmState.syncFailure = null;
+}

@@ -1,0 +1,217 @@
+// The npm package as published (pkg/, from scripts/build-sdk.sh): a wasm module that can't be
+// loaded is an HttpipeError WASM_LOAD_FAILED naming what it tried (Node, Deno, Chromium: a
+// bundler that didn't copy the .wasm, a dev server answering with its index.html); the
+// tarball holds exactly what the entries import plus README, LICENSEs and package.json; the
+// version is the root crate's; every runtime export is declared in index.d.ts and the other
+// way round; `npm publish --dry-run` is clean.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ROOT, startRelay } from './lib/relay.mjs';
+import { launchChromium } from './lib/demo-browser.mjs';
+
+const PKG_DIR = path.join(ROOT, 'pkg');
+const WASM = 'httpipe_wasm_bg.wasm';
+const DENO = path.join(ROOT, 'node_modules/.bin/deno');
+
+// A copy of the package without its .wasm file: what a bundler that didn't copy it serves.
+// Each test imports its own copy, so each gets fresh module state.
+const copies = [];
+function brokenCopy() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-nowasm-'));
+  copies.push(dir);
+  fs.cpSync(PKG_DIR, dir, { recursive: true });
+  fs.rmSync(path.join(dir, WASM));
+  return dir;
+}
+let server;
+let base;
+before(async () => {
+  // /missing.wasm → 404; /spa/... → 200 text/html (a dev server's fallback page); /ok.wasm → the module
+  server = http.createServer((req, res) => {
+    if (req.url.startsWith('/spa/')) { res.setHeader('content-type', 'text/html'); res.end('<!doctype html><title>app</title>'); return; }
+    if (req.url === '/ok.wasm') { res.setHeader('content-type', 'application/wasm'); res.end(fs.readFileSync(path.join(PKG_DIR, WASM))); return; }
+    res.statusCode = 404; res.end('not found');
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+});
+after(() => {
+  server?.close();
+  for (const dir of copies) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function wasmLoadFailed(...mustName) {
+  return (e) => {
+    assert.equal(e.name, 'HttpipeError', String(e));
+    assert.equal(e.code, 'WASM_LOAD_FAILED', String(e));
+    for (const s of mustName) assert.ok(e.message.includes(s), `message should name ${s}: ${e.message}`);
+    // ...and say what to do
+    assert.match(e.message, /Serve httpipe_wasm_bg\.wasm next to the package's index\.js/);
+    assert.match(e.message, /init\(url \| bytes \| WebAssembly\.Module \| Response\)/);
+    assert.match(e.message, /"Bundlers" in the httpipe README/);
+    return true;
+  };
+}
+
+test('Node: a package without its .wasm → WASM_LOAD_FAILED naming the file (init, send, generateIdentity); a later init() with the module works', async () => {
+  const broken = brokenCopy();
+  const sdk = await import(pathToFileURL(path.join(broken, 'index.js')).href);
+  const where = pathToFileURL(path.join(broken, WASM)).href;
+  assert.throws(() => sdk.generateIdentity(), wasmLoadFailed(where, 'ENOENT'));
+  await assert.rejects(sdk.init(), wasmLoadFailed(where, 'ENOENT'));
+  await assert.rejects(sdk.send('x', { relay: 'http://127.0.0.1:9', path: '/x' }), wasmLoadFailed(where));
+  await assert.rejects(sdk.receive({ relay: 'http://127.0.0.1:9', path: '/x' }), wasmLoadFailed(where));
+  const { readable, writable } = sdk.encryptStream({ passphrase: 'pw' });
+  const w = writable.getWriter();
+  w.write(new Uint8Array(1)).catch(() => {});
+  await assert.rejects(readable.getReader().read(), wasmLoadFailed(where));
+  // the URLs, bytes and pages it was given are named too
+  await assert.rejects(sdk.init('http://127.0.0.1:1/nope.wasm'), wasmLoadFailed('http://127.0.0.1:1/nope.wasm', 'fetch failed'));
+  await assert.rejects(sdk.init(`${base}/missing.wasm`), wasmLoadFailed(`${base}/missing.wasm`, 'HTTP 404'));
+  await assert.rejects(sdk.init(new URL(`${base}/spa/httpipe_wasm_bg.wasm`)),
+    wasmLoadFailed(`${base}/spa/httpipe_wasm_bg.wasm`, 'Content-Type text/html: a web page, not the .wasm file'));
+  await assert.rejects(sdk.init(new Uint8Array([1, 2, 3])), wasmLoadFailed('the 3 bytes given to init()', 'CompileError'));
+  await assert.rejects(sdk.init(Promise.reject(new Error('no module for you'))), wasmLoadFailed('no module for you'));
+  // a failure is not remembered: the next init() tries again
+  await sdk.init(`${base}/ok.wasm`);
+  assert.match(sdk.generateIdentity(), /^AGE-SECRET-KEY-1/);
+});
+
+test('Node: init() with a file: URL reads it from disk', async () => {
+  const broken = brokenCopy();
+  const sdk = await import(pathToFileURL(path.join(broken, 'index.js')).href);
+  await assert.rejects(sdk.init(pathToFileURL(path.join(broken, 'nope.wasm'))), wasmLoadFailed('nope.wasm', 'ENOENT'));
+  await sdk.init(pathToFileURL(path.join(PKG_DIR, WASM)));
+  assert.match(sdk.identityToRecipient(sdk.generateIdentity()), /^age1/);
+});
+
+test('Deno: a package without its .wasm → WASM_LOAD_FAILED naming the file', { timeout: 60_000 }, async () => {
+  const broken = brokenCopy();
+  const script = `
+    const sdk = await import(${JSON.stringify(pathToFileURL(path.join(broken, 'index.js')).href)});
+    const out = {};
+    try { sdk.generateIdentity(); } catch (e) { out.sync = { code: e.code, message: e.message }; }
+    try { await sdk.init(); } catch (e) { out.init = { code: e.code, message: e.message }; }
+    console.log(JSON.stringify(out));`;
+  const r = spawnSync(DENO, ['eval', '--quiet', script], { encoding: 'utf8', env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
+  assert.equal(r.status, 0, r.stderr);
+  const stdout = r.stdout;
+  const out = JSON.parse(stdout.trim().split('\n').at(-1));
+  const where = pathToFileURL(path.join(broken, WASM)).href;
+  for (const k of ['sync', 'init']) {
+    assert.ok(out[k], `${k}: ${stdout}`);
+    wasmLoadFailed(where)({ name: 'HttpipeError', ...out[k] });
+  }
+});
+
+test('Chromium: the .wasm missing (404) or answered by an HTML page → WASM_LOAD_FAILED naming its URL; init() works once it is there', { timeout: 120_000 }, async () => {
+  const relay = await startRelay();
+  const browser = await launchChromium();
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(`${relay.http}/version`);
+    const wasmUrl = `${relay.http}/assets/pkg/${WASM}`;
+    const attempt = () => page.evaluate(async () => {
+      const sdk = await import('/assets/pkg/index.js');
+      try { await sdk.init(); return { ok: true, id: sdk.generateIdentity().slice(0, 16) }; } catch (e) { return { name: e.name, code: e.code, message: e.message }; }
+    });
+    await page.route(`**/${WASM}`, (route) => route.fulfill({ status: 404, body: 'not found' }));
+    wasmLoadFailed(wasmUrl, 'HTTP 404')(await attempt());
+    await page.unroute(`**/${WASM}`);
+    await page.route(`**/${WASM}`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>app</title>' }));
+    wasmLoadFailed(wasmUrl, 'text/html: a web page, not the .wasm file')(await attempt());
+    await page.unroute(`**/${WASM}`);
+    assert.deepEqual(await attempt(), { ok: true, id: 'AGE-SECRET-KEY-1' });
+  } finally {
+    await browser.close();
+    await relay.stop();
+  }
+});
+
+// ---- the tarball ----
+
+/** Relative files a module imports, re-exports or loads with `new URL('...', import.meta.url)`. */
+function imports(file) {
+  const src = fs.readFileSync(file, 'utf8');
+  const specs = [
+    ...src.matchAll(/^\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]/gm),
+    ...src.matchAll(/^\s*import\s*['"](\.[^'"]+)['"]/gm),
+    ...src.matchAll(/new URL\(\s*['"](\.?\.?\/?[^'"]+)['"]\s*,\s*import\.meta\.url\s*\)/g),
+    ...src.matchAll(/@ts-self-types="(\.[^"]+)"/g),
+  ].map((m) => m[1]);
+  return specs.map((s) => path.resolve(path.dirname(file), s));
+}
+
+function closure(entries) {
+  const seen = new Set();
+  const todo = entries.map((e) => path.join(PKG_DIR, e));
+  while (todo.length) {
+    const f = todo.pop();
+    if (seen.has(f)) continue;
+    seen.add(f);
+    assert.ok(fs.existsSync(f), `${path.relative(PKG_DIR, f)} is imported but not in pkg/`);
+    if (/\.(m?js|d\.ts)$/.test(f)) todo.push(...imports(f));
+  }
+  return [...seen].map((f) => path.relative(PKG_DIR, f));
+}
+
+const manifest = JSON.parse(fs.readFileSync(path.join(PKG_DIR, 'package.json'), 'utf8'));
+
+function exportTargets(exp) {
+  if (typeof exp === 'string') return [exp];
+  return Object.values(exp).flatMap(exportTargets);
+}
+
+test('npm pack: exactly what the entries import, their types, README, LICENSEs, package.json', () => {
+  const json = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PKG_DIR, encoding: 'utf8' });
+  const [packed] = JSON.parse(json);
+  const files = packed.files.map((f) => f.path).sort();
+  const entries = [...new Set(exportTargets(manifest.exports).map((t) => t.replace(/^\.\//, '')))];
+  const expected = [...new Set([...closure(entries), 'README.md', 'LICENSE-MIT', 'LICENSE-APACHE', 'package.json'])].sort();
+  assert.deepEqual(files, expected);
+  assert.equal(packed.name, 'httpipe');
+  assert.equal(packed.version, manifest.version);
+  // the package README is js/README.md, not the workspace's
+  assert.equal(fs.readFileSync(path.join(PKG_DIR, 'README.md'), 'utf8'), fs.readFileSync(path.join(ROOT, 'js/README.md'), 'utf8'));
+  for (const f of ['LICENSE-MIT', 'LICENSE-APACHE']) {
+    assert.equal(fs.readFileSync(path.join(PKG_DIR, f), 'utf8'), fs.readFileSync(path.join(ROOT, f), 'utf8'));
+  }
+  console.log(`# npm pack: ${files.length} files, ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
+});
+
+test('package.json: version = the root crate\'s (Cargo.toml), publish metadata present', () => {
+  const meta = JSON.parse(execFileSync('cargo', ['metadata', '--no-deps', '--format-version', '1', '--offline'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20 }));
+  assert.equal(manifest.version, meta.packages.find((p) => p.name === 'httpipe').version);
+  assert.match(manifest.version, /^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/);
+  assert.equal(JSON.parse(fs.readFileSync(path.join(ROOT, 'js/package.json'), 'utf8')).version, undefined, 'js/package.json must not carry a version');
+  for (const k of ['description', 'license', 'repository', 'homepage', 'bugs', 'keywords', 'author', 'engines', 'sideEffects', 'exports', 'types', 'files']) {
+    assert.ok(manifest[k] !== undefined, `package.json lacks ${k}`);
+  }
+  assert.equal(manifest.license, 'MIT OR Apache-2.0');
+  assert.equal(manifest.engines.node, '>=20');
+});
+
+test('npm publish --dry-run: no warning but the one about not being logged in', () => {
+  const r = spawnSync('npm', ['publish', '--dry-run', '--offline', '--ignore-scripts'], { cwd: PKG_DIR, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\+ httpipe@\d/m);
+  const warnings = r.stderr.split('\n').filter((l) => /\b(warn|WARN|ERR!?)\b/.test(l) && !/requires you to be logged in/.test(l));
+  assert.deepEqual(warnings, []);
+});
+
+test('index.d.ts declares every runtime export, and nothing more', async () => {
+  const sdk = await import(pathToFileURL(path.join(PKG_DIR, 'index.js')).href);
+  const runtime = Object.keys(sdk).sort();
+  const dts = fs.readFileSync(path.join(PKG_DIR, 'index.d.ts'), 'utf8');
+  const declared = [...new Set([...dts.matchAll(/^export declare (?:function|const|class) (\w+)/gm)].map((m) => m[1]))].sort();
+  assert.deepEqual(runtime, declared);
+  // the workerd entry exports the same modules
+  const reexports = (f) => [...fs.readFileSync(path.join(PKG_DIR, f), 'utf8').matchAll(/^export \* from '([^']+)'/gm)].map((m) => m[1]);
+  assert.deepEqual(reexports('workerd.js'), reexports('index.js'));
+});
