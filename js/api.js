@@ -4,7 +4,7 @@
 import * as wasm from './httpipe_wasm.js';
 
 const CODES = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
-  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK']);
+  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'INVALID_RECORD']);
 
 /** The one error class of the package: `code` is stable, `message` says what to do. */
 export class HttpipeError extends Error {

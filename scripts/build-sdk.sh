@@ -37,6 +37,7 @@ if [ "$profile" = release ]; then
 fi
 
 cp js/index.js js/api.js js/workerd.js js/index.d.ts js/workerd.d.ts js/package.json "$tmp/"
+cp -r js/pipeline "$tmp/"
 [ -f README.md ] && cp README.md "$tmp/README.md"
 rm -rf "$out"
 mv "$tmp" "$out"
