@@ -457,8 +457,10 @@ class CsvEncoder {
     this.rows = 0; // rows written (header included)
     this.started = false;
     const esc = delimiter.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&');
-    // A leading BOM is quoted too: at the start of the output a reader would drop it.
-    this.needsQuotes = new RegExp(`[${esc}"\\r\\n]|^[ \\t\\uFEFF]|[ \\t]$`);
+    // Quoted: a delimiter, quote, CR or LF anywhere; a space or tab first or last (readers
+    // that trim would lose it); a BOM first (at the start of the output a reader drops it).
+    // The ends are checked with charCodeAt: anchored alternatives slow the scan down.
+    this.special = new RegExp(`[${esc}"\\r\\n]`);
   }
 
   push(records) {
@@ -480,65 +482,78 @@ class CsvEncoder {
       if (this.header === undefined) this.header = this.columns !== null;
       if (this.header) {
         if (this.columns === null) throw unsupported('csv.encode: `header: true` needs `columns` (records are arrays)');
-        head = this.join(this.columns, this.rows + 1) + this.eol;
+        head = this.fields(this.columns, this.columns.length, null, this.rows + 1) + this.eol;
         this.rows++;
       }
     }
     const n = this.rows + 1;
-    let fields;
+    const cols = this.columns;
+    let line;
     if (Array.isArray(r)) {
-      if (this.columns !== null && r.length !== this.columns.length) {
-        throw invalid(`csv.encode: row ${n} has ${r.length} field${r.length === 1 ? '' : 's'}, the columns are ${this.columns.length}`);
+      if (cols !== null && r.length !== cols.length) {
+        throw invalid(`csv.encode: row ${n} has ${r.length} field${r.length === 1 ? '' : 's'}, the columns are ${cols.length}`);
       }
-      fields = r;
+      line = this.fields(r, r.length, null, n);
     } else if (r !== null && typeof r === 'object') {
-      if (this.columns === null) throw invalid(`csv.encode: row ${n}: an object record needs \`columns\` (the first record was an array)`);
-      fields = this.columns.map((c) => {
-        const v = r[c];
-        return typeof v === 'function' && !Object.hasOwn(r, c) ? undefined : v; // not an inherited method
-      });
+      if (cols === null) throw invalid(`csv.encode: row ${n}: an object record needs \`columns\` (the first record was an array)`);
+      line = this.fields(cols, cols.length, r, n);
     } else {
       throw invalid(`csv.encode: row ${n}: a record must be an object or an array, not ${r === null ? 'null' : typeof r}`);
     }
     this.rows++;
-    return head + this.join(fields, n) + this.eol;
+    return head + line + this.eol;
   }
 
-  join(fields, n) {
-    if (fields.length === 1) {
-      const v = this.value(fields[0], n);
-      // A lone empty field would be a blank line, which readers skip.
-      return v === '' ? '""' : v;
-    }
+  /** The fields of one row: `a`'s values, or (`r` given) `r`'s values under the names `a`. */
+  fields(a, w, r, n) {
+    const d = this.d;
     let s = '';
-    for (let k = 0; k < fields.length; k++) {
-      if (k > 0) s += this.d;
-      s += this.value(fields[k], n);
+    for (let k = 0; k < w; k++) {
+      let v;
+      if (r === null) {
+        v = a[k];
+      } else {
+        v = r[a[k]];
+        if (typeof v === 'function' && !Object.hasOwn(r, a[k])) v = undefined; // an inherited method
+      }
+      if (k > 0) s += d;
+      s += typeof v === 'string' ? this.text(v) : this.value(v, n);
+    }
+    // A lone empty field would be a blank line, which readers skip.
+    return w === 1 && s === '' ? '""' : s;
+  }
+
+  text(s) {
+    const len = s.length;
+    if (len === 0) return s;
+    const a = s.charCodeAt(0);
+    const z = s.charCodeAt(len - 1);
+    if (a === 32 || a === 9 || a === 0xfeff || z === 32 || z === 9 || this.special.test(s)) {
+      return `"${s.replaceAll('"', '""')}"`;
     }
     return s;
   }
 
   value(v, n) {
-    let s;
     switch (typeof v) {
-      case 'string': s = v; break;
       case 'number': case 'bigint': case 'boolean': return String(v);
       case 'undefined': return '';
       case 'symbol': case 'function':
         throw invalid(`csv.encode: row ${n}: a ${typeof v} is not a CSV value`);
-      default:
+      default: {
         if (v === null) return '';
         if (v instanceof Date) {
           if (Number.isNaN(v.getTime())) throw invalid(`csv.encode: row ${n}: an invalid Date`);
           return v.toISOString();
         }
+        let s;
         try {
           s = JSON.stringify(v);
         } catch (e) {
           throw invalid(`csv.encode: row ${n}: a value JSON.stringify can't write (${e.message})`);
         }
-        if (s === undefined) return '';
+        return s === undefined ? '' : this.text(s);
+      }
     }
-    return this.needsQuotes.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
   }
 }
