@@ -14,7 +14,8 @@
 //   csv-parse   npm csv-parse (sans-IO `transform` API), reference only, if installed where
 //   papaparse   Node resolves it or in $CSV_REF_MODULES (papaparse: whole text, not streamed)
 // Medians of `runs`, the decoders interleaved in each round; wall-clock and CPU time (the
-// machine is shared: CPU time is the steadier figure); ratios (CPU) against `js`.
+// machine is shared: CPU time is the steadier figure); "vs js": the median of each round's
+// CPU-time ratio to `js` (the references: to js's median).
 // CSV_BENCH_ONLY=js,wasm picks decoders by name prefix.
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
@@ -232,27 +233,33 @@ function measure(data, impls, runs = RUNS) {
   const wall = impls.map(() => []);
   const cpu = impls.map(() => []);
   for (let run = 0; run < runs; run++) {
-    impls.forEach(([name, f], i) => {
+    // Alternate the order: a round's second decoder runs in the first one's GC aftermath.
+    const order = impls.map((_, i) => i);
+    if (run % 2) order.reverse();
+    for (const i of order) {
+      const [name, f] = impls[i];
       const t = timed(() => f(data.chunks, data.all));
       if (t.result !== data.rows) throw new Error(`${name}: ${t.result} rows, expected ${data.rows}`);
       wall[i].push(t.wall);
       cpu[i].push(t.cpu);
-    });
+    }
   }
-  return { wall: wall.map(median), cpu: cpu.map(median) };
+  // "vs js": the median of the rounds' CPU-time ratios (paired: drift of the machine cancels).
+  const ratio = impls.map((_, i) => median(cpu[0].map((c0, r) => c0 / cpu[i][r])));
+  return { wall: wall.map(median), cpu: cpu.map(median), ratio };
 }
 
 const HEAD = `${'implementation'.padEnd(24)}${'wall ms'.padStart(9)}${'MB/s'.padStart(7)}${'Mrows/s'.padStart(9)}${'cpu ms'.padStart(9)}${'MB/s'.padStart(7)}${'vs js'.padStart(7)}`;
-function line(name, wallMs, cpuMs, bytes, rows, baseCpu) {
+function line(name, wallMs, cpuMs, bytes, rows, ratio) {
   const rate = (ms) => bytes / 1e6 / (ms / 1e3);
   return `${name.padEnd(24)}${fmt(wallMs, 0, 9)}${fmt(rate(wallMs), 0, 7)}${fmt(rows / 1e6 / (wallMs / 1e3), 2, 9)}`
-    + `${fmt(cpuMs, 0, 9)}${fmt(rate(cpuMs), 0, 7)}${fmt(baseCpu / cpuMs, 2, 7)}`;
+    + `${fmt(cpuMs, 0, 9)}${fmt(rate(cpuMs), 0, 7)}${fmt(ratio, 2, 7)}`;
 }
 
 function table(title, data, impls, m) {
   console.log(`\n${title}: ${(data.all.length / 1e6).toFixed(1)} MB, ${data.rows} rows, medians of ${RUNS} (references: of ${Math.min(RUNS, 3)})`);
   console.log(HEAD);
-  impls.forEach(([name], i) => console.log(line(name, m.wall[i], m.cpu[i], data.all.length, data.rows, m.cpu[0])));
+  impls.forEach(([name], i) => console.log(line(name, m.wall[i], m.cpu[i], data.all.length, data.rows, m.ratio[i])));
 }
 
 if (process.env.CSV_BENCH_ONLY) {
@@ -269,6 +276,7 @@ for (const [title, utf8] of [['decode, ASCII', false], ['decode, 30% of rows wit
     const r = measure(data, references, Math.min(RUNS, 3));
     m.wall.push(...r.wall);
     m.cpu.push(...r.cpu);
+    m.ratio.push(...r.cpu.map((c) => m.cpu[0] / c));
   }
   table(title, data, [...decoders, ...references], m);
 }
@@ -316,5 +324,5 @@ for (const [title, utf8] of [['decode, ASCII', false], ['decode, 30% of rows wit
   console.log(`\nencode: ${records.length} records (objects) in batches of ${BATCH} → ${(outBytes / 1e6).toFixed(1)} MB, medians of ${RUNS}`);
   console.log(HEAD);
   const cpuMs = cpu.map(median);
-  encoders.forEach(([name], i) => console.log(line(name, median(wall[i]), cpuMs[i], outBytes, records.length, cpuMs[0])));
+  encoders.forEach(([name], i) => console.log(line(name, median(wall[i]), cpuMs[i], outBytes, records.length, median(cpu[0].map((c0, r) => c0 / cpu[i][r])))));
 }

@@ -144,7 +144,8 @@ class CsvDecoder {
     this.state = ROW;
     this.field = '';
     this.fields = [];
-    this.done = false;
+    this.ended = false;
+    this.failure = null; // the error this decoder failed with (thrown again on any later call)
   }
 
   setColumns(cols) {
@@ -158,42 +159,52 @@ class CsvDecoder {
   }
 
   push(chunks) {
-    if (this.done) throw unsupported('csv.decode: push() after end()');
+    this.check('push');
     const out = [];
-    for (const chunk of chunks) {
-      if (!(chunk instanceof Uint8Array)) {
-        this.done = true;
-        throw unsupported('csv.decode: input chunks must be Uint8Arrays');
+    try {
+      for (const chunk of chunks) {
+        if (!(chunk instanceof Uint8Array)) throw unsupported('csv.decode: input chunks must be Uint8Arrays');
+        this.bytes(chunk, out);
       }
-      this.bytes(chunk, out);
+    } catch (e) {
+      this.failure = e;
+      throw e;
     }
     return out;
   }
 
   end() {
-    if (this.done) return [];
-    this.done = true;
+    this.check('end');
+    this.ended = true;
     const out = [];
-    if (this.carry !== null) {
-      const what = firstInvalidUtf8(this.carry) < 0 ? 'invalid UTF-8 (a sequence cut short at the end of input)' : 'invalid UTF-8';
-      throw invalid(`csv.decode: row ${this.rows + 1}: ${what}`);
+    try {
+      if (this.carry !== null) {
+        const what = firstInvalidUtf8(this.carry) < 0 ? 'invalid UTF-8 (a sequence cut short at the end of input)' : 'invalid UTF-8';
+        throw invalid(`csv.decode: row ${this.rows + 1}: ${what}`);
+      }
+      this.tdStream.decode(); // nothing is pending (whole sequences only)
+      switch (this.state) {
+        case QUOTED:
+          throw invalid(`csv.decode: row ${this.rows + 1}: unterminated quoted field at end of input`);
+        case FIELD:
+        case UNQUOTED:
+        case QUOTE_SEEN:
+          this.fields.push(this.field);
+          this.endRow(this.fields, out);
+          break;
+        default:
+      }
+    } catch (e) {
+      this.failure = e;
+      throw e;
     }
-    this.tdStream.decode(); // nothing is pending (whole sequences only)
-    switch (this.state) {
-      case QUOTED:
-        throw invalid(`csv.decode: row ${this.rows + 1}: unterminated quoted field at end of input`);
-      case FIELD:
-      case UNQUOTED:
-      case QUOTE_SEEN:
-        this.fields.push(this.field);
-        this.field = '';
-        this.endRow(this.fields, out);
-        this.fields = [];
-        break;
-      default:
-    }
-    this.state = ROW;
     return out;
+  }
+
+  /** A failed decoder keeps failing with its error; an ended one takes nothing more. */
+  check(what) {
+    if (this.failure !== null) throw this.failure;
+    if (this.ended) throw unsupported(`csv.decode: ${what}() after end()`);
   }
 
   /** Decodes a chunk: whole UTF-8 sequences now, the one the chunk's end cuts later. */
@@ -224,7 +235,6 @@ class CsvDecoder {
       s = this.ascii ? this.tdWhole.decode(b) : this.tdStream.decode(b, { stream: true });
     } catch {
       // Parse the good text before the bad bytes (for the row number), then fail.
-      this.done = true;
       const bad = firstInvalidUtf8(b);
       if (bad > 0) this.text(new TextDecoder('utf-8', { ignoreBOM: true }).decode(b.subarray(0, bad)), out);
       throw invalid(`csv.decode: row ${this.rows + 1}: invalid UTF-8`);
@@ -271,7 +281,6 @@ class CsvDecoder {
   }
 
   fail(what) {
-    this.done = true;
     throw invalid(`csv.decode: row ${this.rows + 1}: ${what}`);
   }
 

@@ -239,11 +239,21 @@ test('every INVALID_RECORD case names its row, however the input is chunked', ()
   }
 });
 
-test('rows before the bad one are returned by earlier pushes; after an error the decoder stays failed', () => {
+test('rows before the bad one come from earlier pushes; a failed decoder keeps its error; nothing after end()', () => {
   const d = csvDecoder();
   assert.deepEqual(d.push([te.encode('a,b\r\n1,2\r\n')]), [{ a: '1', b: '2' }]);
-  assert.throws(() => d.push([te.encode('3,"4"x\r\n')]), /row 3: text after the closing quote/);
-  assert.throws(() => d.push([te.encode('5,6\r\n')]), (e) => e.code === 'UNSUPPORTED');
+  let first;
+  assert.throws(() => d.push([te.encode('3,"4"x\r\n')]), (e) => { first = e; return /row 3: text after the closing quote/.test(e.message); });
+  assert.throws(() => d.push([te.encode('5,6\r\n')]), (e) => e === first);
+  assert.throws(() => d.end(), (e) => e === first);
+  const w = csvDecoder();
+  assert.throws(() => w.push([te.encode('a,b\r\n1\r\n2,3\r\n')]), /row 2 has 1 field/);
+  assert.throws(() => w.end(), /row 2 has 1 field/);
+  const e = csvDecoder();
+  assert.deepEqual(e.push([te.encode('a\r\n1')]), []);
+  assert.deepEqual(e.end(), [{ a: '1' }]);
+  assert.throws(() => e.end(), (x) => x.code === 'UNSUPPORTED' && x.message === 'csv.decode: end() after end()');
+  assert.throws(() => e.push([]), (x) => x.code === 'UNSUPPORTED' && x.message === 'csv.decode: push() after end()');
 });
 
 // ---- encoding ----------------------------------------------------------------------------------
