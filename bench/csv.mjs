@@ -4,13 +4,12 @@
 // some quoted fields with commas, doubled quotes and newlines, pushed in 64 KiB chunks, one
 // chunk per push() as a fetch body would come; rows are counted and dropped.
 // Decoders measured:
-//   js          the shipped csvDecoder (js/pipeline/csv.js): a JS state machine over the text of
-//               a streaming TextDecoder
-//   wasm        Rust csv-core in the wasm module (+ the strict quote check and UTF-8 validation
-//               the step needs), field ends in UTF-16 units crossing into JS with one TextDecoder
-//               per chunk, rows built in JS as in `js`. Only when pkg/ exports CsvSplitter: the
-//               Rust side lives in the history of branch pipeline-csv (src/wasm/csv.rs, see
-//               the commit "bench: csv-core in the wasm module"); it lost and was removed
+//   js          a JS state machine over the text of a fatal TextDecoder, field-level fast path
+//               (cached indexOf of LF, CR, quote, delimiter): bench/csv-js-decoder.mjs
+//   wasm        the shipped csvDecoder (js/pipeline/csv.js): Rust csv-core in the wasm module
+//               (src/wasm/csv.rs, + the strict quote check), field bytes and ends (UTF-16 units)
+//               crossing as views into wasm memory, one TextDecoder per chunk
+//   (both build rows the same way: the same unrolled row-object builder)
 //   csv-parse   npm csv-parse (sans-IO `transform` API), reference only, if installed where
 //   papaparse   Node resolves it or in $CSV_REF_MODULES (papaparse: whole text, not streamed)
 // Medians of `runs`, the decoders interleaved in each round; wall-clock and CPU time (the
@@ -20,9 +19,8 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import '../pkg/index.js';
-import * as wasm from '../pkg/httpipe_wasm.js';
-import { HttpipeError } from '../pkg/api.js';
 import { csvDecoder, csvEncoder } from '../pkg/pipeline/csv.js';
+import { csvDecoder as jsDecoder } from './csv-js-decoder.mjs';
 
 const MB = Number(process.argv[2] || 100);
 const RUNS = Number(process.argv[3] || 5);
@@ -73,93 +71,6 @@ function runTransformer(t, chunks) {
   return n + t.end().length;
 }
 
-// The shipped decoder's row builder (js/pipeline/csv.js), so both build rows the same way.
-function rowObject(cols, f, w) {
-  const o = {};
-  if (w > 0) o[cols[0]] = f[0];
-  if (w > 1) o[cols[1]] = f[1];
-  if (w > 2) o[cols[2]] = f[2];
-  if (w > 3) o[cols[3]] = f[3];
-  if (w > 4) o[cols[4]] = f[4];
-  if (w > 5) o[cols[5]] = f[5];
-  if (w > 6) o[cols[6]] = f[6];
-  if (w > 7) o[cols[7]] = f[7];
-  for (let k = 8; k < w; k++) o[cols[k]] = f[k];
-  return o;
-}
-
-// csv-core in the wasm module, rows built in JS like the shipped decoder (header: true).
-class WasmCsvDecoder {
-  constructor() {
-    this.sp = new wasm.CsvSplitter(44);
-    // As in the shipped decoder: non-streaming decode while the text is ASCII (~4x faster in
-    // Node 20), streaming otherwise (~1.5x faster there); `text` is whole sequences either way.
-    this.tdWhole = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-    this.tdStream = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-    this.ascii = true;
-    this.columns = null;
-    this.rows = 0;
-  }
-
-  push(chunks) {
-    const out = [];
-    for (const c of chunks) this.take(this.call(() => this.sp.push(c)), out);
-    return out;
-  }
-
-  end() {
-    const out = [];
-    this.take(this.call(() => this.sp.finish()), out);
-    this.sp.free();
-    this.sp = null;
-    return out;
-  }
-
-  call(f) {
-    try {
-      return f();
-    } catch (e) {
-      this.sp.free();
-      this.sp = null;
-      throw new HttpipeError(e.message, 'INVALID_RECORD');
-    }
-  }
-
-  take(n, out) {
-    if (n === 0) return;
-    let s;
-    try {
-      const b = this.sp.text();
-      s = this.ascii ? this.tdWhole.decode(b) : this.tdStream.decode(b, { stream: true });
-      this.ascii = s.length === b.length;
-    } catch {
-      const row = this.sp.badUtf8Row();
-      this.sp.free();
-      this.sp = null;
-      throw new HttpipeError(`csv.decode: row ${row}: invalid UTF-8`, 'INVALID_RECORD');
-    }
-    const ends = this.sp.ends();
-    const counts = this.sp.counts();
-    let f = 0;
-    let pos = 0;
-    for (let r = 0; r < n; r++) {
-      const c = counts[r];
-      const fields = new Array(c);
-      for (let k = 0; k < c; k++) {
-        const e = ends[f++];
-        fields[k] = s.slice(pos, e);
-        pos = e;
-      }
-      const row = ++this.rows;
-      if (this.columns === null) { this.columns = fields; continue; }
-      const cols = this.columns;
-      const w = cols.length;
-      if (c !== w) throw new HttpipeError(`csv.decode: row ${row} has ${c} field${c === 1 ? '' : 's'}, the header has ${w}`, 'INVALID_RECORD');
-      out.push(rowObject(cols, fields, w));
-    }
-  }
-}
-
 async function reference(name) {
   const dirs = [process.env.CSV_REF_MODULES, '/work/csv-ref/node_modules'].filter(Boolean);
   try {
@@ -174,10 +85,10 @@ async function reference(name) {
   return null;
 }
 
-const decoders = [['js', (chunks) => runTransformer(csvDecoder(), chunks)]];
-if (typeof wasm.CsvSplitter === 'function') {
-  decoders.push(['wasm (csv-core)', (chunks) => runTransformer(new WasmCsvDecoder(), chunks)]);
-}
+const decoders = [
+  ['js', (chunks) => runTransformer(jsDecoder(), chunks)],
+  ['wasm (shipped)', (chunks) => runTransformer(csvDecoder(), chunks)],
+];
 // The references run in rounds of their own after js and wasm (their garbage, e.g. papaparse's
 // whole result, would otherwise weigh on the next decoder's GC).
 const references = [];

@@ -6,8 +6,8 @@
 //! `csv-core` never fails (it prefers *a* parse over none), so the strict parts of RFC 4180
 //! are checked here, over the raw bytes: a quote only at the start of a field, nothing but a
 //! delimiter or a line end after a closing quote, no unterminated quoted field; and the
-//! field bytes must be UTF-8 (checked by the caller's fatal `TextDecoder`; `badUtf8Row` then
-//! finds the row). Errors name the row (1-based, the header counts).
+//! field bytes must be UTF-8 (checked by the caller's fatal `TextDecoder`; `badUtf8` then names
+//! the row). Errors name the row (1-based, the header counts).
 
 use csv_core::{ReadRecordResult, Reader, ReaderBuilder};
 use js_sys::{Uint32Array, Uint8Array};
@@ -47,14 +47,16 @@ pub struct JsCsvSplitter {
     /// Published: field ends (bytes, then UTF-16 units) from `out[0]`, fields per record.
     ends: Vec<u32>,
     counts: Vec<u32>,
-    /// Published: where each record ends in `out` (bytes), for [`JsCsvSplitter::bad_utf8_row`].
+    /// Published: where each record ends in `out` (bytes), for [`JsCsvSplitter::bad_utf8`].
     record_ends: Vec<u32>,
     /// Records completed before this call (header included).
     rows: u64,
+    /// Why the last call stopped early.
+    error: Option<String>,
 }
 
-fn err(row: u64, what: &str) -> JsError {
-    JsError::new(&format!("csv.decode: row {row}: {what}"))
+fn err(row: u64, what: &str) -> String {
+    format!("csv.decode: row {row}: {what}")
 }
 
 #[wasm_bindgen(js_class = CsvSplitter)]
@@ -83,51 +85,32 @@ impl JsCsvSplitter {
             counts: Vec::new(),
             record_ends: Vec::new(),
             rows: 0,
+            error: None,
         })
     }
 
     /// Reads `chunk`; returns the number of records completed (read them with `text`, `ends`,
-    /// `counts` before the next call).
-    pub fn push(&mut self, chunk: &[u8]) -> Result<u32, JsError> {
+    /// `counts` before the next call), then check `error`: bad input stops the records there.
+    pub fn push(&mut self, chunk: &[u8]) -> u32 {
         self.begin();
-        let mut input = chunk;
-        if !self.started {
-            // The BOM may come split over chunks: hold its bytes until it is decided.
-            let take = (BOM.len() - self.bom.len()).min(input.len());
-            self.bom.extend_from_slice(&input[..take]);
-            input = &input[take..];
-            if !BOM.starts_with(&self.bom) {
-                self.started = true;
-                let held = std::mem::take(&mut self.bom);
-                self.split(&held)?;
-            } else if self.bom.len() == BOM.len() {
-                self.started = true;
-            } else {
-                return Ok(0);
-            }
+        if let Err(e) = self.push_bytes(chunk) {
+            self.error = Some(e);
         }
-        self.split(input)?;
         self.publish()
     }
 
-    /// The end of input: the last record (if not ended by a line end).
-    pub fn finish(&mut self) -> Result<u32, JsError> {
+    /// The end of input: the last record (if not ended by a line end); then check `error`.
+    pub fn finish(&mut self) -> u32 {
         self.begin();
-        if !self.started {
-            let held = std::mem::take(&mut self.bom);
-            self.started = true;
-            if held.as_slice() != BOM {
-                self.split(&held)?;
-            }
+        if let Err(e) = self.finish_bytes() {
+            self.error = Some(e);
         }
-        if self.quotes == Quotes::Inside {
-            return Err(err(
-                self.rows + self.counts.len() as u64 + 1,
-                "unterminated quoted field at end of input",
-            ));
-        }
-        self.read(&[], true);
         self.publish()
+    }
+
+    /// Why the last call stopped early (the message names the row), if it did.
+    pub fn error(&self) -> Option<String> {
+        self.error.clone()
     }
 
     /// The field bytes of the records of the last call. A view into wasm memory: decode it
@@ -153,6 +136,44 @@ impl JsCsvSplitter {
 }
 
 impl JsCsvSplitter {
+    fn push_bytes(&mut self, chunk: &[u8]) -> Result<(), String> {
+        let mut input = chunk;
+        if !self.started {
+            // The BOM may come split over chunks: hold its bytes until it is decided.
+            let take = (BOM.len() - self.bom.len()).min(input.len());
+            self.bom.extend_from_slice(&input[..take]);
+            input = &input[take..];
+            if !BOM.starts_with(&self.bom) {
+                self.started = true;
+                let held = std::mem::take(&mut self.bom);
+                self.split(&held)?;
+            } else if self.bom.len() == BOM.len() {
+                self.started = true;
+            } else {
+                return Ok(());
+            }
+        }
+        self.split(input)
+    }
+
+    fn finish_bytes(&mut self) -> Result<(), String> {
+        if !self.started {
+            let held = std::mem::take(&mut self.bom);
+            self.started = true;
+            if held.as_slice() != BOM {
+                self.split(&held)?;
+            }
+        }
+        if self.quotes == Quotes::Inside {
+            return Err(err(
+                self.rows + self.counts.len() as u64 + 1,
+                "unterminated quoted field at end of input",
+            ));
+        }
+        self.read(&[], true);
+        Ok(())
+    }
+
     /// Drops what the last call published; the partial record moves to the front.
     fn begin(&mut self) {
         self.rows += self.counts.len() as u64;
@@ -162,10 +183,11 @@ impl JsCsvSplitter {
         self.ends.clear();
         self.counts.clear();
         self.record_ends.clear();
+        self.error = None;
     }
 
     /// Checks the quoting of `input`, then splits the good part into records.
-    fn split(&mut self, input: &[u8]) -> Result<(), JsError> {
+    fn split(&mut self, input: &[u8]) -> Result<(), String> {
         match self.check_quotes(input) {
             Ok(()) => {
                 self.read(input, false);
@@ -288,11 +310,11 @@ impl JsCsvSplitter {
     }
 
     /// Turns the field ends into UTF-16 units (the text is UTF-8-validated by the caller's
-    /// fatal `TextDecoder`; [`JsCsvSplitter::bad_utf8_row`] finds the row if it is not).
-    fn publish(&mut self) -> Result<u32, JsError> {
+    /// fatal `TextDecoder`; [`JsCsvSplitter::bad_utf8`] finds the row if it is not).
+    fn publish(&mut self) -> u32 {
         let text = &self.out[..self.published];
         if text.is_ascii() {
-            return Ok(self.counts.len() as u32);
+            return self.counts.len() as u32;
         }
         let mut units = 0u32;
         let mut pos = 0usize;
@@ -309,20 +331,20 @@ impl JsCsvSplitter {
             pos = end;
             *e = units;
         }
-        Ok(self.counts.len() as u32)
+        self.counts.len() as u32
     }
 }
 
 #[wasm_bindgen(js_class = CsvSplitter)]
 impl JsCsvSplitter {
-    /// After the caller's `TextDecoder` rejected `text`: the row (1-based, the header counts)
-    /// holding the first invalid UTF-8.
-    #[wasm_bindgen(js_name = badUtf8Row)]
-    pub fn bad_utf8_row(&self) -> f64 {
+    /// After the caller's `TextDecoder` rejected `text`: the message naming the row (1-based,
+    /// the header counts) of the first invalid UTF-8; `at_end`: the text came from `finish`.
+    #[wasm_bindgen(js_name = badUtf8)]
+    pub fn bad_utf8(&self, at_end: bool) -> String {
         let text = &self.out[..self.published];
-        let bad = match std::str::from_utf8(text) {
-            Ok(_) => return 0.0,
-            Err(e) => e.valid_up_to(),
+        let (bad, cut) = match std::str::from_utf8(text) {
+            Ok(_) => (text.len(), false),
+            Err(e) => (e.valid_up_to(), e.error_len().is_none()),
         };
         // The first record that ends after the bad byte.
         let record = self
@@ -330,6 +352,11 @@ impl JsCsvSplitter {
             .iter()
             .take_while(|&&e| e as usize <= bad)
             .count();
-        (self.rows + record as u64 + 1) as f64
+        let what = if cut && at_end {
+            "invalid UTF-8 (a sequence cut short at the end of input)"
+        } else {
+            "invalid UTF-8"
+        };
+        format!("csv.decode: row {}: {what}", self.rows + record as u64 + 1)
     }
 }

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import '../../pkg/index.js'; // loads the wasm module (the decoder splits in it)
 import { csvDecoder, csvEncoder } from '../../pkg/pipeline/csv.js';
 import { HttpipeError } from '../../pkg/api.js';
 
@@ -132,6 +133,15 @@ test('bad options are UNSUPPORTED', () => {
   }
   const d = csvDecoder();
   assert.throws(() => d.push(['a,b\n']), (e) => e.code === 'UNSUPPORTED', 'a string chunk');
+});
+
+test('without the wasm module loaded, csvDecoder says to call init() (the encoder needs none)', () => {
+  const script = `import('./pkg/pipeline/csv.js').then((m) => {
+    m.csvEncoder().push([{ a: 1 }]);
+    try { m.csvDecoder(); console.log('no error'); } catch (e) { console.log(e.code, e.message.split(':')[0]); }
+  });`;
+  const got = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(got.trim(), 'UNSUPPORTED csv.decode needs the wasm module');
 });
 
 // ---- chunk boundaries --------------------------------------------------------------------------
@@ -377,24 +387,33 @@ test('pandas.read_csv and Python\'s csv module read the encoder\'s output back i
   // pandas treats a BOM at the start of a cell's text as data, like us (only the file's first is dropped).
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-csv-'));
   try {
-    for (const eol of ['\r\n', '\n']) {
+    const eols = ['\r\n', '\n'];
+    const files = eols.map((eol) => {
       const e = csvEncoder({ columns, eol });
       const file = path.join(dir, `out${eol.length}.csv`);
       fs.writeFileSync(file, concat([...e.push(records.slice(0, 50)), ...e.push(records.slice(50)), ...e.end()]));
-      const script = `
+      return file;
+    });
+    // One Python for both files (importing pandas is the slow part).
+    const script = `
 import csv, json, sys, pandas
-df = pandas.read_csv(sys.argv[1], dtype=str, keep_default_na=False)
-with open(sys.argv[1], newline='', encoding='utf-8') as f:
-    rows = list(csv.reader(f))
-json.dump({'pandas': {'columns': list(df.columns), 'rows': df.values.tolist()}, 'csv': rows}, sys.stdout)`;
-      const got = JSON.parse(execFileSync(PYTHON, ['-c', script, file], { encoding: 'utf8' }));
-      const want = records.map((r) => columns.map((c) => (r[c] === null ? '' : String(r[c]))));
+out = []
+for name in sys.argv[1:]:
+    df = pandas.read_csv(name, dtype=str, keep_default_na=False)
+    with open(name, newline='', encoding='utf-8') as f:
+        rows = list(csv.reader(f))
+    out.append({'pandas': {'columns': list(df.columns), 'rows': df.values.tolist()}, 'csv': rows})
+json.dump(out, sys.stdout)`;
+    const results = JSON.parse(execFileSync(PYTHON, ['-c', script, ...files], { encoding: 'utf8' }));
+    const want = records.map((r) => columns.map((c) => (r[c] === null ? '' : String(r[c]))));
+    results.forEach((got, i) => {
+      const eol = JSON.stringify(eols[i]);
       assert.deepEqual(got.pandas.columns, columns);
-      assert.deepEqual(got.pandas.rows, want, `pandas, eol ${JSON.stringify(eol)}`);
-      assert.deepEqual(got.csv, [columns, ...want], `csv module, eol ${JSON.stringify(eol)}`);
+      assert.deepEqual(got.pandas.rows, want, `pandas, eol ${eol}`);
+      assert.deepEqual(got.csv, [columns, ...want], `csv module, eol ${eol}`);
       // And our decoder reads the same file back.
-      assert.deepEqual(decode(fs.readFileSync(file)).map((r) => columns.map((c) => r[c])), want);
-    }
+      assert.deepEqual(decode(fs.readFileSync(files[i])).map((r) => columns.map((c) => r[c])), want);
+    });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
