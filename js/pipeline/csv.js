@@ -69,6 +69,8 @@ export function csvDecoder(options) {
   let columns = null;
   if (Array.isArray(header)) {
     columns = header.map(String);
+    const twice = columns.find((c, i) => columns.indexOf(c) !== i);
+    if (twice !== undefined) throw unsupported(`csv.decode: \`header\` names the column ${JSON.stringify(twice)} twice`);
   } else if (typeof header !== 'boolean') {
     throw unsupported('csv.decode: `header` must be true, false or an array of column names');
   }

@@ -125,7 +125,7 @@ test('unicode values and column names; a column called __proto__ is an own prope
 });
 
 test('bad options are UNSUPPORTED', () => {
-  for (const o of [{ delimiter: '' }, { delimiter: ',,' }, { delimiter: '"' }, { delimiter: '\n' }, { header: 'yes' }]) {
+  for (const o of [{ delimiter: '' }, { delimiter: ',,' }, { delimiter: '"' }, { delimiter: '\n' }, { delimiter: '¦' }, { header: 'yes' }, { header: ['a', 'b', 'a'] }]) {
     assert.throws(() => csvDecoder(o), (e) => e instanceof HttpipeError && e.code === 'UNSUPPORTED', JSON.stringify(o));
   }
   for (const o of [{ delimiter: '\r' }, { eol: '\r' }, { columns: 'a,b' }, { header: 1 }]) {
@@ -264,6 +264,19 @@ test('rows before the bad one come from earlier pushes; a failed decoder keeps i
   assert.deepEqual(e.end(), [{ a: '1' }]);
   assert.throws(() => e.end(), (x) => x.code === 'UNSUPPORTED' && x.message === 'csv.decode: end() after end()');
   assert.throws(() => e.push([]), (x) => x.code === 'UNSUPPORTED' && x.message === 'csv.decode: push() after end()');
+});
+
+test('the wasm splitter is freed at end() and on the first error', () => {
+  const ok = csvDecoder();
+  ok.push([te.encode('a\r\n1\r\n')]);
+  assert.notEqual(ok.sp, null);
+  ok.end();
+  assert.equal(ok.sp, null);
+  for (const input of ['a\r\n"x"y\r\n', 'a,b\r\n1\r\n', 'a\r\n"']) {
+    const d = csvDecoder();
+    assert.throws(() => { d.push([te.encode(input)]); d.end(); }, (e) => e.code === 'INVALID_RECORD');
+    assert.equal(d.sp, null, input);
+  }
 });
 
 // ---- encoding ----------------------------------------------------------------------------------
