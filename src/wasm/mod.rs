@@ -13,12 +13,15 @@
 //! - [`chunks`]: byte streams of `Uint8Array`s: validation, progress, replay for fallback.
 //! - [`connect`], [`send`], [`receive`]: the operations, each a loop driving the core.
 //! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
+//! - [`csv`]: CSV splitting on `csv-core` for `csv.decode` (`js/pipeline/csv.js`; measured against
+//!   a JS decoder in `bench/csv.mjs`).
 
 pub mod abort;
 pub mod bindings;
 pub mod chunks;
 pub mod connect;
 pub mod crypto;
+pub mod csv;
 pub mod error;
 pub mod http;
 pub mod options;
