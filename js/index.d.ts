@@ -391,6 +391,29 @@ export declare const ndjson: {
   /** Values → one Uint8Array per chunk of records, each record a line; a value with no JSON form → INVALID_RECORD. */
   encode<T = unknown>(options?: NdjsonEncodeOptions): Step<T, Uint8Array>;
 };
+export interface CsvDecodeOptions {
+  /** true (default): the first row names the columns and rows are objects; false: rows are string arrays; string[]: these column names, no header row in the input. */
+  header?: boolean | string[];
+  /** One ASCII character, default ",". */
+  delimiter?: string;
+}
+export interface CsvEncodeOptions {
+  /** Column names, in order (default: the keys of the first record, for object records). */
+  columns?: string[];
+  /** Write the column row first (default true for object records). */
+  header?: boolean;
+  /** One character other than a quote, CR or LF; default ",". */
+  delimiter?: string;
+  /** Line end, default "\r\n" (RFC 4180). */
+  eol?: '\r\n' | '\n';
+}
+/** RFC 4180 CSV. Values stay strings when decoding; bad quoting, a row wider or narrower than the header, invalid UTF-8 → INVALID_RECORD "row N". */
+export declare const csv: {
+  /** Byte chunks (split anywhere) → rows: objects keyed by the header, or string arrays with `header: false`. */
+  decode<T = Record<string, string>>(options?: CsvDecodeOptions): Step<Uint8Array, T>;
+  /** Rows (objects or arrays) → one Uint8Array per chunk of rows: null/undefined empty, Date ISO, other objects JSON. */
+  encode<T = Record<string, unknown> | unknown[]>(options?: CsvEncodeOptions): Step<T, Uint8Array>;
+};
 /** A step from a sans-IO transformer factory (`push(items) => out[]`, `end() => out[]`), made fresh per run. */
 export declare function transformStep<I, O>(name: string, make: () => { push(items: I[]): O[]; end(): O[] }): Step<I, O>;
 /** A custom step: `run(input, ctx)` maps an async iterable of record chunks (arrays) to another. */

@@ -1,8 +1,9 @@
 // Framing steps between byte chunks and records: NDJSON and lines (csv.js: CSV). Sans-IO
 // transformers (push(items) => out[], end() => out[]) wrapped by transformStep; bad input is
 // INVALID_RECORD naming the line.
-import { HttpipeError } from '../api.js';
-import { transformStep } from './core.js';
+import { HttpipeError, init } from '../api.js';
+import { defineStep, transformStep } from './core.js';
+import { csvDecoder, csvEncoder } from './csv.js';
 
 const encoder = new TextEncoder();
 
@@ -88,3 +89,19 @@ function encodeNdjson({ replacer } = {}) {
 
 /** NDJSON (one JSON value per line): `decode()` bytes → values, `encode()` values → bytes. */
 export const ndjson = Object.freeze({ decode: decodeNdjson, encode: encodeNdjson });
+
+// csv.decode splits in the wasm module (js/pipeline/csv.js): the module is loaded first, so a
+// browser pipeline needs no explicit `await init()`.
+function decodeCsv(options) {
+  const inner = transformStep('csv.decode', () => csvDecoder(options));
+  return defineStep('csv.decode', async function* run(input, ctx) {
+    await init();
+    yield* inner.run(input, ctx);
+  });
+}
+
+/** CSV (RFC 4180): `decode(options)` bytes → rows, `encode(options)` rows → bytes (js/pipeline/csv.js). */
+export const csv = Object.freeze({
+  decode: decodeCsv,
+  encode: (options) => transformStep('csv.encode', () => csvEncoder(options)),
+});

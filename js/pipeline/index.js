@@ -3,6 +3,6 @@
 export { pipeline, defineStep, defineSink, transformStep } from './core.js';
 export { fromPipe, defineSource } from './sources.js';
 export { map, filter, flatMap, tap, batch, meter, gzip, gunzip, encrypt, decrypt } from './steps.js';
-export { ndjson, lines } from './codecs.js';
+export { ndjson, csv, lines } from './codecs.js';
 export { toPipe, sink, collect, partition } from './sinks.js';
 export { serve } from './serve.js';
