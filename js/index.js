@@ -10,7 +10,18 @@ import { setLoader, markInitialised } from './loader.js';
 export * from './api.js';
 export * from './pipeline/index.js';
 
-const wasmUrl = new URL('./httpipe_wasm_bg.wasm', import.meta.url);
+// Bundlers that understand this pattern (Vite, webpack 5, Next.js, Parcel) emit the file and
+// rewrite the URL; the others (esbuild, Rollup) leave it resolved against the bundle's own URL:
+// see "Bundlers" in the README (httpipe/inline carries the module inside the JavaScript).
+// A bundle without import.meta.url (esbuild's default IIFE, CommonJS) gets no URL at all: the
+// import must not throw, init() says what to do.
+const NO_URL = 'httpipe_wasm_bg.wasm';
+let wasmUrl = null;
+try {
+  wasmUrl = new URL('./httpipe_wasm_bg.wasm', import.meta.url);
+} catch {
+  wasmUrl = null;
+}
 
 function fileUrl(source) {
   if (typeof source !== 'string' && !(source instanceof URL)) return null;
@@ -35,6 +46,10 @@ function readFileSync(url) {
 
 // Node and Deno read file: URLs from disk (their fetch can't); anything else is fetched.
 async function read(source) {
+  if (wasmUrl === null && source === NO_URL) {
+    throw new Error('this bundle has no import.meta.url to locate it by (esbuild --format=iife or cjs?): '
+      + 'import from \'httpipe/inline\' (the module inside the JavaScript), or bundle as ESM');
+  }
   const url = fileUrl(source);
   if (!url) return source;
   const sync = readFileSync(url);
@@ -45,7 +60,7 @@ async function read(source) {
 }
 
 let failure = null;
-if (wasmUrl.protocol === 'file:') {
+if (wasmUrl && wasmUrl.protocol === 'file:') {
   try {
     const bytes = readFileSync(wasmUrl);
     if (bytes) {
@@ -56,4 +71,4 @@ if (wasmUrl.protocol === 'file:') {
     failure = e; // reported by generateIdentity(); init() tries again asynchronously
   }
 }
-setLoader({ where: wasmUrl, read, failure });
+setLoader({ where: wasmUrl || NO_URL, read, failure });

@@ -1,0 +1,45 @@
+// @ts-self-types="./index.d.ts"
+// httpipe entry with the wasm module inside the JavaScript, for bundlers that don't emit
+// `new URL('./httpipe_wasm_bg.wasm', import.meta.url)` as an asset (esbuild, Rollup without a
+// plugin) and for any output format (also esbuild's default IIFE): no file to copy, nothing to
+// configure. The same API as the main entry (`import { send } from 'httpipe/inline'`).
+// The module is stored gzip-compressed as base64 (httpipe_wasm_inline.js, written by
+// scripts/build-sdk.sh): about 220 KB in the bundle and 165 KB over the wire gzipped, as much
+// as the separate .wasm file. Browsers decompress it on first use (DecompressionStream) or at
+// `await init()`; Node loads it synchronously at import (zlib).
+import { initSync } from './httpipe_wasm.js';
+import { setLoader, markInitialised } from './loader.js';
+import wasmGzipBase64 from './httpipe_wasm_inline.js';
+
+export * from './api.js';
+export * from './pipeline/index.js';
+
+const where = 'the wasm module inlined in httpipe/inline';
+
+function fromBase64(text) {
+  if (typeof Uint8Array.fromBase64 === 'function') return Uint8Array.fromBase64(text);
+  const bin = atob(text);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+async function inflate() {
+  if (typeof DecompressionStream !== 'function') {
+    throw new Error('this runtime has no DecompressionStream to unpack it: use the main entry (\'httpipe\') and serve httpipe_wasm_bg.wasm');
+  }
+  const gz = new Blob([fromBase64(wasmGzipBase64)]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Uint8Array(await new Response(gz).arrayBuffer());
+}
+
+let failure = null;
+const proc = globalThis.process;
+if (proc && proc.versions && proc.versions.node && typeof proc.getBuiltinModule === 'function') {
+  try {
+    initSync({ module: proc.getBuiltinModule('zlib').gunzipSync(fromBase64(wasmGzipBase64)) });
+    markInitialised();
+  } catch (e) {
+    failure = e; // reported by generateIdentity(); init() tries again asynchronously
+  }
+}
+setLoader({ where, read: (source) => (source === where ? inflate() : source), failure });
