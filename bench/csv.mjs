@@ -11,7 +11,9 @@
 //               crossing as views into wasm memory, one TextDecoder per chunk
 //   (both build rows the same way: the same unrolled row-object builder)
 //   csv-parse   npm csv-parse (sans-IO `transform` API), reference only, if installed where
-//   papaparse   Node resolves it or in $CSV_REF_MODULES (papaparse: whole text, not streamed)
+//   papaparse   Node resolves it or in $CSV_REF_MODULES, a node_modules folder (papaparse: the
+//               whole text at once, not streamed). Not dependencies of the package: e.g.
+//               `npm install --prefix /tmp/ref csv-parse papaparse`, CSV_REF_MODULES=/tmp/ref/node_modules
 // Medians of `runs`, the decoders interleaved in each round; wall-clock and CPU time (the
 // machine is shared: CPU time is the steadier figure); "vs js": the median of each round's
 // CPU-time ratio to `js` (the references: to js's median).
@@ -72,7 +74,7 @@ function runTransformer(t, chunks) {
 }
 
 async function reference(name) {
-  const dirs = [process.env.CSV_REF_MODULES, '/work/csv-ref/node_modules'].filter(Boolean);
+  const dirs = [process.env.CSV_REF_MODULES].filter(Boolean);
   try {
     return createRequire(import.meta.url).resolve(name);
   } catch {

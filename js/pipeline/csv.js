@@ -5,8 +5,9 @@
 // Decoding splits the bytes in the wasm module (src/wasm/csv.rs: BurntSushi's csv-core plus
 // the strict RFC 4180 checks); the records cross as one buffer of field bytes per chunk, which
 // one TextDecoder turns into a string that the field ends (UTF-16 units) slice; rows are built
-// here. Measured against a JS state machine (bench/csv.mjs): as fast on ASCII text, 15-21%
-// less CPU on text with non-ASCII characters (V8 scans two-byte strings more slowly).
+// here. Measured against a JS state machine (bench/csv.mjs, bench/csv-js-decoder.mjs; four
+// runs, paired medians): 0.99-1.18x on ASCII text, 1.07-1.21x on text with non-ASCII
+// characters (V8 scans two-byte strings more slowly; csv-core sees bytes either way).
 // Encoding is string building, in JS.
 import { HttpipeError } from '../api.js';
 import * as wasm from '../httpipe_wasm.js';
