@@ -244,8 +244,6 @@ export function partition({ paths, key, encode = ndjson.encode(), ...options } =
       return sendChunks(encode.run(records, laneCtx), { ...options, path }, ctx, `partition ${path}`)
         .then((report) => ({ path, records: laneCounts[i], ...report }));
     });
-    // A lane that fails fails the run at once, even while the source is idle (a log tail).
-    for (const p of sends) p.catch((e) => ctx.fail(e));
     const failed = Promise.race(sends.map((p) => p.then(() => new Promise(() => {}))));
     failed.catch(() => {});
     let rr = 0;
