@@ -32,7 +32,12 @@ step "build SDK (wasm)"
 scripts/build-sdk.sh
 
 step "wasm binding unit tests (wasm-bindgen-test in Node)"
-CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+# The runner writes its JS glue (CommonJS) to the temp dir: a package.json with "type": "module"
+# above it (a stray /tmp/package.json made CI fail) would make Node refuse it, so it gets a temp
+# dir of its own whose package.json says commonjs.
+wasm_tmp=$(mktemp -d)
+echo '{ "type": "commonjs" }' > "$wasm_tmp/package.json"
+TMPDIR="$wasm_tmp" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   bounded 900 cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings
 scripts/build-www.sh
 
