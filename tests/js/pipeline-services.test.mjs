@@ -5,16 +5,15 @@
 // report counts; then shared fate across the service, both ways.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
+import { runCollected } from './lib/child.mjs';
+import { startWrangler } from './lib/wrangler.mjs';
 
 const sdk = await import(PKG);
 const EX = path.join(ROOT, 'examples/pipeline');
-const WRANGLER = path.join(ROOT, 'node_modules/.bin/wrangler');
 const DENO = path.join(ROOT, 'node_modules/.bin/deno');
 // The worker's environment (wrangler.toml [vars], overridden here so the test knows them).
 const RAW = 'raw passphrase (test)';
@@ -25,30 +24,8 @@ let worker;
 let workerUrl;
 const children = new Set();
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
 /** A child process with its output collected; `done` resolves on exit, bounded by `ms`. */
-function child(name, cmd, args, ms) {
-  const proc = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
-  children.add(proc);
-  let out = '';
-  let err = '';
-  proc.stdout.setEncoding('utf8'); // a character may be split between two reads
-  proc.stderr.setEncoding('utf8');
-  proc.stdout.on('data', (d) => { out += d; });
-  proc.stderr.on('data', (d) => { err += d; });
-  const done = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`${name} did not exit within ${ms} ms:\n${err}`)); }, ms);
-    proc.on('exit', (code, signal) => { clearTimeout(timer); children.delete(proc); resolve({ code, signal, out, err }); });
-  });
-  done.catch(() => {});
-  return { proc, done };
-}
+const child = (name, cmd, args, ms) => runCollected(name, cmd, args, { ms, env: { DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }, children });
 
 const producer = (p, n, ms = 90_000) => child('producer.ts', DENO, ['run', '--no-prompt', '--allow-net', '--allow-read', path.join(EX, 'producer.ts'), relay.http, p, RAW, String(n)], ms);
 const consumer = (p, ms = 90_000) => child('consumer.mjs', process.execPath, [path.join(EX, 'consumer.mjs'), relay.http, p, CLEAN], ms);
@@ -59,37 +36,14 @@ const within = (p, ms, what) => Promise.race([p, new Promise((_, reject) => setT
 
 before(async () => {
   relay = await startRelay();
-  const port = await freePort();
-  worker = spawn(WRANGLER, ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(await freePort()),
-    '--var', `RAW_PASSPHRASE:${RAW}`, '--var', `CLEAN_PASSPHRASE:${CLEAN}`, '--var', `PSEUDONYM_KEY:${KEY}`], {
-    cwd: path.join(EX, 'worker'),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', CI: 'true', NO_COLOR: '1' },
-    detached: true,
-  });
-  let out = '';
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${out}`)), 90_000);
-    const onData = (d) => {
-      out += d;
-      if (/Ready on http/.test(out)) { clearTimeout(timer); resolve(); }
-    };
-    worker.stdout.on('data', onData);
-    worker.stderr.on('data', onData);
-    worker.on('exit', (code) => { clearTimeout(timer); reject(new Error(`wrangler exited ${code}:\n${out}`)); });
-  });
-  workerUrl = `http://127.0.0.1:${port}`;
+  worker = await startWrangler(path.join(EX, 'worker'),
+    ['--var', `RAW_PASSPHRASE:${RAW}`, '--var', `CLEAN_PASSPHRASE:${CLEAN}`, '--var', `PSEUDONYM_KEY:${KEY}`]);
+  workerUrl = worker.url;
 });
 
 after(async () => {
   for (const c of children) c.kill('SIGKILL');
-  if (worker && worker.exitCode === null && worker.signalCode === null) {
-    // wrangler starts workerd as a child: end the whole process group we started.
-    const exited = new Promise((r) => { worker.once('exit', r); setTimeout(r, 5000).unref(); });
-    try { process.kill(-worker.pid, 'SIGTERM'); } catch { /* gone */ }
-    await exited;
-    try { process.kill(-worker.pid, 'SIGKILL'); } catch { /* gone */ }
-  }
+  await worker?.stop();
   await relay?.stop();
 });
 

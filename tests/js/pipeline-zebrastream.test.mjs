@@ -7,18 +7,17 @@
 //       object straight into pandas.read_csv(f) (the seed's example): shape, dtypes, checksum.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
+import { runCollected } from './lib/child.mjs';
 
 const sdk = await import(PKG);
 const PYTHON = path.join(ROOT, '.venv/bin/python');
 const skip = !fs.existsSync(PYTHON) && 'no .venv (scripts/setup.sh full)';
-const skipCsv = skip || (!sdk.csv && 'csv.encode() is not in this build (branch pipeline-csv)');
 let relay;
 const children = new Set();
 before(async () => { relay = await startRelay(); });
@@ -28,22 +27,7 @@ after(async () => {
 });
 
 /** python -c `code` args...: stdout/stderr collected; `done` resolves on exit, bounded by `ms`. */
-function python(code, args, ms = 60_000) {
-  const proc = spawn(PYTHON, ['-c', code, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(proc);
-  let out = '';
-  let err = '';
-  proc.stdout.setEncoding('utf8'); // a character may be split between two reads
-  proc.stderr.setEncoding('utf8');
-  proc.stdout.on('data', (d) => { out += d; });
-  proc.stderr.on('data', (d) => { err += d; });
-  const done = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`python did not exit within ${ms} ms:\n${err}`)); }, ms);
-    proc.on('exit', (code) => { clearTimeout(timer); children.delete(proc); resolve({ code, out, err }); });
-  });
-  done.catch(() => {});
-  return { proc, done };
-}
+const python = (code, args, ms = 60_000) => runCollected('python', PYTHON, ['-c', code, ...args], { ms, children });
 const zsArgs = (p, passphrase) => [p, `${relay.http}/connect/v0/`, ...(passphrase ? [passphrase] : [])];
 
 // (a) The producer: records from a formula (unicode, nesting, null, booleans, floats), one JSON
@@ -110,7 +94,7 @@ function inventory(n) {
 for (const passphrase of [undefined, 'pandas passphrase']) {
   const kind = passphrase ? 'age-rt passphrase' : 'plain';
 
-  test(`SDK pipeline csv.encode() → toPipe → ZebraStream reader → pandas.read_csv(f): shape, dtypes and checksum (${kind})`, { skip: skipCsv, timeout: 90_000 }, async () => {
+  test(`SDK pipeline csv.encode() → toPipe → ZebraStream reader → pandas.read_csv(f): shape, dtypes and checksum (${kind})`, { skip: skip, timeout: 90_000 }, async () => {
     const N = 3000;
     const p = uniquePath('zs-csv');
     const py = python(PY_READ_CSV, zsArgs(p, passphrase));

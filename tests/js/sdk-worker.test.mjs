@@ -2,54 +2,24 @@
 // it produces an age-rt encrypted NDJSON feed into the real relay; a Node consumer decrypts it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
+import { startWrangler } from './lib/wrangler.mjs';
 
 const sdk = await import(PKG);
-const WRANGLER = path.join(ROOT, 'node_modules/.bin/wrangler');
 let relay;
 let worker;
 let workerUrl;
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
 before(async () => {
   relay = await startRelay();
-  const port = await freePort();
-  worker = spawn(WRANGLER, ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(await freePort())], {
-    cwd: path.join(ROOT, 'examples/worker'),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', CI: 'true', NO_COLOR: '1' },
-    detached: true,
-  });
-  let out = '';
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${out}`)), 90_000);
-    const onData = (d) => {
-      out += d;
-      if (/Ready on http/.test(out)) { clearTimeout(timer); resolve(); }
-    };
-    worker.stdout.on('data', onData);
-    worker.stderr.on('data', onData);
-    worker.on('exit', (code) => { clearTimeout(timer); reject(new Error(`wrangler exited ${code}:\n${out}`)); });
-  });
-  workerUrl = `http://127.0.0.1:${port}`;
+  worker = await startWrangler(path.join(ROOT, 'examples/worker'));
+  workerUrl = worker.url;
 });
 
 after(async () => {
-  if (worker && worker.exitCode === null) {
-    // wrangler starts workerd as a child: end the whole process group we started.
-    try { process.kill(-worker.pid, 'SIGTERM'); } catch { /* gone */ }
-    await new Promise((r) => { worker.once('exit', r); setTimeout(r, 5000).unref(); });
-  }
+  await worker?.stop();
   await relay?.stop();
 });
 

@@ -2,6 +2,7 @@
 // Options: `env`; `command` (another executable than this Node, e.g. Deno, with `args` as its
 // arguments); `stdin: true` to talk to the child with `send(obj)` (one JSON line).
 import { spawn } from 'node:child_process';
+import { ROOT } from './relay.mjs';
 
 export function runChild(args, { env, command = process.execPath, stdin = false, cwd } = {}) {
   const proc = spawn(command, args, { cwd, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...(env || {}) } });
@@ -52,4 +53,26 @@ export function runChild(args, { env, command = process.execPath, stdin = false,
     send(obj) { proc.stdin.write(`${JSON.stringify(obj)}\n`); },
     kill(sig = 'SIGKILL') { if (proc.exitCode === null && proc.signalCode === null) proc.kill(sig); },
   };
+}
+
+/**
+ * Any command with its output collected as UTF-8 (a character may be split between two
+ * reads): `done` resolves with `{ code, signal, out, err }` on exit, or rejects after `ms`
+ * (the child killed). `children`, if given, holds the live ones (for `after` to kill).
+ */
+export function runCollected(name, cmd, args, { ms = 60_000, env, children } = {}) {
+  const proc = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...(env || {}) } });
+  if (children) children.add(proc);
+  let out = '';
+  let err = '';
+  proc.stdout.setEncoding('utf8');
+  proc.stderr.setEncoding('utf8');
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { err += d; });
+  const done = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`${name} did not exit within ${ms} ms:\n${err}`)); }, ms);
+    proc.on('exit', (code, signal) => { clearTimeout(timer); if (children) children.delete(proc); resolve({ code, signal, out, err }); });
+  });
+  done.catch(() => {});
+  return { proc, done };
 }
