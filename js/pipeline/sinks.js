@@ -47,10 +47,8 @@ export function toPipe(options) {
 }
 
 async function sendChunks(input, options, ctx, what) {
-  // An error upstream must cut the upload, never end it: workerd (Cloudflare Workers) ends a
-  // request whose body stream errors as if the body were complete, so the relay would report
-  // success and a plain consumer would see a short but clean stream. Aborting the request
-  // first makes every runtime cut the connection (the consumer gets TRUNCATED).
+  // An error upstream makes the body stream error, and `send` then cuts the upload (never ends
+  // it: PROTOCOL.md §11.2 step 5), so the consumer gets TRUNCATED. `cut` follows both signals.
   const cut = new AbortController();
   const follow = [ctx.signal, options.signal].filter(Boolean).map((s) => {
     const onAbort = () => cut.abort(s.reason);
@@ -59,7 +57,7 @@ async function sendChunks(input, options, ctx, what) {
   });
   let upstream = null;
   async function* watched() {
-    try { yield* input; } catch (e) { upstream = e; cut.abort(e); throw e; }
+    try { yield* input; } catch (e) { upstream = e; throw e; }
   }
   let report;
   try {
@@ -69,7 +67,7 @@ async function sendChunks(input, options, ctx, what) {
   } finally {
     for (const off of follow) off();
   }
-  if (upstream) throw upstream; // a send that resolved anyway must not make the run succeed
+  if (upstream) throw upstream; // belt and braces: an upstream error never makes the run succeed
   return report;
 }
 
