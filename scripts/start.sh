@@ -3,6 +3,13 @@
 # Extra arguments go to httpipe-relay (e.g. `npm start -- --http-port 9000`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# `npm start -- --help` (or -h, --version, -V, or the `token` subcommand): the relay's own
+# answer and nothing else on stdout: no setup or build chatter (scripts/relay.sh builds the
+# binary first only if it is missing, on stderr).
+case "${1:-}" in token) exec scripts/relay.sh "$@" ;; esac
+for a in "$@"; do
+  case "$a" in --help | -h | --version | -V) exec scripts/relay.sh "$@" ;; esac
+done
 scripts/setup.sh core
 scripts/build-sdk.sh
 scripts/build-www.sh
