@@ -1,4 +1,5 @@
-// Starts the real relay binary (target/release/httpipe-relay) on 127.0.0.1 with free ports
+// Starts the real relay binary ($CARGO_TARGET_DIR/release/httpipe-relay, else
+// target/release/httpipe-relay; HTTPIPE_RELAY_BIN overrides) on 127.0.0.1 with free ports
 // (port 0) and reads the chosen ports from its start-up lines:
 //   listening http://127.0.0.1:PORT
 //   listening https://127.0.0.1:PORT
@@ -12,7 +13,9 @@ import path from 'node:path';
 import fs from 'node:fs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-export const RELAY_BIN = process.env.HTTPIPE_RELAY_BIN || path.join(ROOT, 'target/release/httpipe-relay');
+/** Where cargo puts release binaries: $CARGO_TARGET_DIR/release (relative to the repo), else target/release. */
+export const RELEASE_DIR = path.join(path.resolve(ROOT, process.env.CARGO_TARGET_DIR || 'target'), 'release');
+export const RELAY_BIN = process.env.HTTPIPE_RELAY_BIN || path.join(RELEASE_DIR, 'httpipe-relay');
 
 /**
  * @param {{ args?: string[], env?: Record<string,string>, timeoutMs?: number }} [opts]
