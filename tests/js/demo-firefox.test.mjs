@@ -11,10 +11,12 @@ import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 import { startRelay } from './lib/relay.mjs';
 import { launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf, screenshot, ARTIFACTS } from './lib/demo-browser.mjs';
+import { skipUnless } from './lib/tools.mjs';
 
 const FIREFOX = process.env.HTTPIPE_FIREFOX || '/usr/bin/firefox-esr';
+const skipFirefox = skipUnless(FIREFOX, 'Firefox ESR');
 
-test('Firefox sends over the plain port with the segmented fallback', { timeout: 240000, skip: !fs.existsSync(FIREFOX) && 'no firefox-esr' }, async () => {
+test('Firefox sends over the plain port with the segmented fallback', { timeout: 240000, skip: skipFirefox }, async () => {
   const relay = await startRelay();
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
   const src = randomFile(24 * 1024 * 1024 + 7, 'firefox upload.bin');
@@ -59,7 +61,7 @@ test('Firefox sends over the plain port with the segmented fallback', { timeout:
   }
 });
 
-test('Firefox receives through the Service Worker streaming download', { timeout: 240000, skip: !fs.existsSync(FIREFOX) && 'no firefox-esr' }, async () => {
+test('Firefox receives through the Service Worker streaming download', { timeout: 240000, skip: skipFirefox }, async () => {
   const relay = await startRelay();
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
   const downloads = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-dl-'));

@@ -8,10 +8,11 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, textOf } from './lib/demo-browser.mjs';
+import { skipUnless } from './lib/tools.mjs';
 
 const ZEBRASTREAM = path.join(ROOT, '.venv/bin/zebrastream');
 
-test('a page-sent passphrase stream decrypts with the ZebraStream Python client', { timeout: 180000, skip: !fs.existsSync(ZEBRASTREAM) && 'no .venv (scripts/setup.sh full)' }, async () => {
+test('a page-sent passphrase stream decrypts with the ZebraStream Python client', { timeout: 180000, skip: skipUnless(ZEBRASTREAM, 'the ZebraStream client (.venv)') }, async () => {
   const relay = await startRelay();
   const browser = await launchChromium();
   const src = randomFile(5 * 1024 * 1024 + 123, 'measurements.csv');

@@ -11,9 +11,11 @@ import puppeteer from 'puppeteer-core';
 import { startRelay } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
+import { skipUnless } from './lib/tools.mjs';
 
 const sdk = await import(PKG);
 const FIREFOX = process.env.HTTPIPE_FIREFOX || '/usr/bin/firefox-esr';
+const skipFirefox = skipUnless(FIREFOX, 'Firefox ESR');
 const N = 20_000;
 let relay;
 let browser;
@@ -79,7 +81,7 @@ test('Node producer pipeline → Chromium consumer pipeline with batches and a r
   } finally { await page.close(); }
 });
 
-test('Firefox ESR producer pipeline (HTTP/1.1: segmented upload, wasm cipher) → Node consumer pipeline', { timeout: 180_000, skip: !fs.existsSync(FIREFOX) && 'no firefox-esr' }, async () => {
+test('Firefox ESR producer pipeline (HTTP/1.1: segmented upload, wasm cipher) → Node consumer pipeline', { timeout: 180_000, skip: skipFirefox }, async () => {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
   let firefox;
   try {

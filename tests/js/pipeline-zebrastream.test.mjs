@@ -9,15 +9,15 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import fs from 'node:fs';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
 import { runCollected } from './lib/child.mjs';
+import { skipUnless } from './lib/tools.mjs';
 
 const sdk = await import(PKG);
 const PYTHON = path.join(ROOT, '.venv/bin/python');
-const skip = !fs.existsSync(PYTHON) && 'no .venv (scripts/setup.sh full)';
+const skip = skipUnless(PYTHON, 'the Python venv with zebrastream-io and pandas (.venv)');
 let relay;
 const children = new Set();
 before(async () => { relay = await startRelay(); });

@@ -9,11 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { PKG, uniquePath, hashStream, randomBytes, sha256 } from './lib/sdk.mjs';
+import { skipUnless } from './lib/tools.mjs';
 
 const sdk = await import(PKG);
 const ZEBRASTREAM = path.join(ROOT, '.venv/bin/zebrastream');
 const PYTHON = path.join(ROOT, '.venv/bin/python');
-const skip = !fs.existsSync(ZEBRASTREAM) && 'no .venv (scripts/setup.sh full)';
+const skip = skipUnless(ZEBRASTREAM, 'the ZebraStream client (.venv)');
 let relay;
 let dir;
 before(async () => {
