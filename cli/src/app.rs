@@ -90,7 +90,11 @@ fn init_logging(level: Option<&str>) -> Result<(), CliError> {
             ))
         }
     };
+    // Colours only when stderr is a terminal (not in a pipe or a log file) and without NO_COLOR.
+    use std::io::IsTerminal;
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()

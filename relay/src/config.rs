@@ -23,6 +23,9 @@ pub struct Config {
     pub tls_key: Option<PathBuf>,
     /// Auth keys (§6): the first signs, all verify. Empty: open mode.
     pub auth_keys: Vec<Vec<u8>>,
+    /// The file `auth_keys` were read from, as given (`--auth-key-file`): /help's token recipe
+    /// names it. `None` when the keys came from `--auth-key` / `HTTPIPE_AUTH_KEY` (or the library).
+    pub auth_key_file: Option<PathBuf>,
     /// Public base URL for Connect API answers and /help (default: from Host and scheme).
     pub public_url: Option<String>,
     /// Honour X-Forwarded-Proto / X-Forwarded-Host (only behind a trusted proxy).
@@ -66,6 +69,7 @@ impl Default for Config {
             tls_cert: None,
             tls_key: None,
             auth_keys: Vec::new(),
+            auth_key_file: None,
             public_url: None,
             trust_proxy: false,
             www: None,
@@ -231,6 +235,7 @@ impl ServeArgs {
     pub fn into_config(self) -> std::io::Result<Config> {
         Ok(Config {
             auth_keys: self.keys.load()?,
+            auth_key_file: self.keys.auth_key_file,
             host: self.host,
             http_port: self.http_port,
             https_port: self.https_port,

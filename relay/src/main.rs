@@ -153,7 +153,11 @@ fn init_logs(format: &str) -> tracing_appender::non_blocking::WorkerGuard {
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(true)
         .finish(std::io::stderr());
+    // Colours only for a terminal (not for a pipe, a file or a log collector) and without NO_COLOR.
+    use std::io::IsTerminal;
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
+        .with_ansi(ansi)
         .with_env_filter(filter)
         .with_writer(writer)
         .log_internal_errors(false);

@@ -73,14 +73,26 @@ pub async fn start(config: Config) -> io::Result<Running> {
     let mut config = config;
     let keys = config.auth_keys.clone();
     find_static_dirs(&mut config);
-    let plain = TcpListener::bind((config.host.as_str(), config.http_port)).await?;
+    let plain = bind(
+        &config.host,
+        config.http_port,
+        "--http-port",
+        "HTTPIPE_HTTP_PORT",
+    )
+    .await?;
     let http_addr = plain.local_addr()?;
     let (tls_listener, tls) = if config.no_tls {
         (None, None)
     } else {
         let files = config.tls_cert.as_deref().zip(config.tls_key.as_deref());
         let tls = tls::load(files)?;
-        let l = TcpListener::bind((config.host.as_str(), config.https_port)).await?;
+        let l = bind(
+            &config.host,
+            config.https_port,
+            "--https-port",
+            "HTTPIPE_HTTPS_PORT",
+        )
+        .await?;
         (Some(l), Some(tls))
     };
     let https_addr = match &tls_listener {
@@ -122,6 +134,31 @@ pub async fn start(config: Config) -> io::Result<Running> {
         auth_mode: state.auth.is_some(),
         stop,
         task,
+    })
+}
+
+/// Listens on `host:port`; an error names the address and the flag that changes it (the
+/// binary prints it as is: `error: ...`).
+async fn bind(host: &str, port: u16, flag: &str, env: &str) -> io::Result<TcpListener> {
+    TcpListener::bind((host, port)).await.map_err(|e| {
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let msg = match e.kind() {
+            io::ErrorKind::AddrInUse => format!(
+                "port {port} is already in use ({addr}: another relay or server is listening \
+                 there); stop it, or choose another port with {flag} PORT (or {env}=PORT; \
+                 0 picks a free one; with npm start: npm start -- {flag} PORT)"
+            ),
+            io::ErrorKind::PermissionDenied => format!(
+                "not allowed to listen on {addr} ({e}); ports below 1024 need privileges: \
+                 choose another with {flag} PORT"
+            ),
+            _ => format!("cannot listen on {addr} ({flag}, --host): {e}"),
+        };
+        io::Error::new(e.kind(), msg)
     })
 }
 

@@ -1,5 +1,6 @@
 //! The relay's own paths (PROTOCOL.md §2, §3.7, §9), `Expect: 100-continue` with the real curl,
-//! and the real binary's start-up lines, SIGTERM and `token` subcommand.
+//! the `/help` recipes (open and auth mode) run as printed, and the real binary's start-up
+//! lines and errors (a port in use), log colours, SIGTERM and `token` subcommand.
 
 mod common;
 use common::*;
@@ -142,9 +143,11 @@ async fn static_files_and_mime_types() {
 /// answer before sending the body; the relay answers at once, so bytes flow immediately.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curl_expect_100_continue_does_not_stall() {
-    if Command::new("curl").arg("--version").output().is_err() {
-        eprintln!("skipped: curl not installed");
-        return;
+    if !have_curl() {
+        return missing_tool(
+            "curl_expect_100_continue_does_not_stall",
+            "curl is not installed",
+        );
     }
     let r = relay().await;
     for receiver_first in [true, false] {
@@ -227,9 +230,8 @@ fn binary_prints_listening_lines_and_stops_on_sigterm() {
 /// The curl recipes printed by /help work as printed (a consumer and a producer, run by sh).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_recipes_work() {
-    if Command::new("curl").arg("--version").output().is_err() {
-        eprintln!("skipped: curl not installed");
-        return;
+    if !have_curl() {
+        return missing_tool("help_recipes_work", "curl is not installed");
     }
     let r = relay().await;
     let mut c = r.get(T::H1, "/help").await;
@@ -327,4 +329,279 @@ fn binary_finds_the_demo_from_any_directory() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+}
+
+/// Auth mode: /help's recipes carry the tokens they need and mint them with the relay's key
+/// file as it was given; run as printed (by sh, the real curl, the real `httpipe-relay token`),
+/// the plain pair and the Connect pair transfer, and the HTTP mint answers a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_recipes_work_in_auth_mode() {
+    if !have_curl() {
+        return missing_tool("help_recipes_work_in_auth_mode", "curl is not installed");
+    }
+    let dir = temp_dir("help-auth");
+    std::fs::write(
+        dir.join("relay.key"),
+        "c2VjcmV0LWtleS1mb3ItdGhlLWhlbHAtdGVzdA==\n",
+    )
+    .unwrap();
+    let r = relay_with(|c| {
+        c.auth_keys = vec![b"c2VjcmV0LWtleS1mb3ItdGhlLWhlbHAtdGVzdA==".to_vec()];
+        c.auth_key_file = Some("relay.key".into());
+    })
+    .await;
+    let mut c = r.get(T::H1, "/help").await;
+    let help = text(c.response().await).await;
+    let line = |prefix: &str| -> String {
+        help.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no '{prefix}' in {help}"))
+            .to_string()
+    };
+    let write_token = line("WRITE_TOKEN=$(httpipe-relay token --auth-key-file relay.key ");
+    let read_token = line("READ_TOKEN=$(httpipe-relay token --auth-key-file relay.key ");
+    let mint = line("curl -H \"Authorization: Bearer $(head -1 relay.key)\"");
+    let send = line("echo 'hello, world' | curl -T - -H \"Authorization: Bearer $WRITE_TOKEN\" ");
+    let recv = line("curl -H \"Authorization: Bearer $READ_TOKEN\" http");
+    assert!(recv.ends_with("/mypath"), "{recv}");
+    let connect_producer =
+        line("curl -T myfile -H \"Authorization: Bearer $WRITE_TOKEN\" \"$(curl");
+    let connect_consumer = line("curl -L -H \"Authorization: Bearer $READ_TOKEN\" ");
+    let strip = |l: &str| l.split("   # ").next().unwrap().to_string();
+    std::fs::write(dir.join("myfile"), "via connect\n").unwrap();
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_httpipe-relay"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = format!(
+        "set -e\n{write_token}\n{read_token}\n\
+         {recv} > plain.out &\nsleep 0.2\n{send} > plain.log\nwait\n\
+         {consumer} > connect.out &\n{producer} > connect.log\nwait\n\
+         {mint} > mint.json\n",
+        consumer = strip(&connect_consumer),
+        producer = strip(&connect_producer),
+    );
+    let out = within(
+        30.0,
+        "the auth-mode /help recipes",
+        tokio::process::Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(&dir)
+            .env("PATH", path)
+            .output(),
+    )
+    .await
+    .unwrap();
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read("plain.out"), "hello, world\n");
+    assert!(
+        read("plain.log").ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"),
+        "{}",
+        read("plain.log")
+    );
+    assert_eq!(read("connect.out"), "via connect\n");
+    assert!(
+        read("connect.log").ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"),
+        "{}",
+        read("connect.log")
+    );
+    assert!(
+        read("mint.json").contains("\"token\":\"hp1."),
+        "{}",
+        read("mint.json")
+    );
+    r.shutdown().await;
+}
+
+/// Open mode: the Connect pair of /help transfers as printed (the producer's half puts the
+/// data URL the Connect API answers into `curl -T`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_connect_recipe_transfers() {
+    if !have_curl() {
+        return missing_tool("help_connect_recipe_transfers", "curl is not installed");
+    }
+    let dir = temp_dir("help-connect");
+    std::fs::write(dir.join("myfile"), "via connect\n").unwrap();
+    let r = relay().await;
+    let mut c = r.get(T::H1, "/help").await;
+    let help = text(c.response().await).await;
+    let find = |prefix: &str| -> String {
+        let l = help
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no '{prefix}' in {help}"));
+        l.split("   # ").next().unwrap().to_string()
+    };
+    let producer = find("curl -T myfile \"$(curl -sSf '");
+    let consumer = find("curl -L '");
+    let script = format!("set -e\n{producer} > log &\n{consumer}\nwait\ncat log\n");
+    let out = within(
+        30.0,
+        "the Connect recipe",
+        tokio::process::Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(&dir)
+            .output(),
+    )
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("via connect\n"), "{stdout}");
+    assert!(
+        stdout.ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"),
+        "{stdout}"
+    );
+    r.shutdown().await;
+}
+
+/// Starts the binary with `args` (stdout and stderr piped) and returns it with its first
+/// stdout line.
+fn spawn_relay(args: &[&str]) -> (KillOnDrop, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_httpipe-relay"))
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    (child, first)
+}
+
+/// A second relay on a port in use fails at once with one line naming the port and the flag
+/// that changes it (not just "Address already in use (os error 98)"); both ports.
+#[test]
+fn port_in_use_names_the_port_and_the_flag() {
+    let (_first, http) = spawn_relay(&[
+        "--host",
+        "127.0.0.1",
+        "--http-port",
+        "0",
+        "--https-port",
+        "0",
+    ]);
+    let port = http.rsplit(':').next().unwrap().to_string();
+    for (flag, env, args) in [
+        (
+            "--http-port",
+            "HTTPIPE_HTTP_PORT",
+            vec!["--http-port", port.as_str(), "--no-tls"],
+        ),
+        (
+            "--https-port",
+            "HTTPIPE_HTTPS_PORT",
+            vec!["--http-port", "0", "--https-port", port.as_str()],
+        ),
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_httpipe-relay"));
+        cmd.args(["--host", "127.0.0.1"]).args(&args);
+        let out = within_blocking(10, flag, cmd);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {stderr}");
+        let msg = stderr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_else(|| panic!("{stderr}"));
+        assert!(
+            msg.contains(&format!("port {port} is already in use")),
+            "{msg}"
+        );
+        assert!(msg.contains(&format!("127.0.0.1:{port}")), "{msg}");
+        assert!(
+            msg.contains(&format!("{flag} PORT")) && msg.contains(env),
+            "{msg}"
+        );
+        assert!(msg.contains(&format!("npm start -- {flag} PORT")), "{msg}");
+        assert!(
+            out.stdout.is_empty(),
+            "no listening line: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+fn within_blocking(secs: u64, what: &str, mut cmd: Command) -> std::process::Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{what}: still running after {secs}s (it should have failed at once)")
+        }
+    }
+}
+
+/// Log lines written to a pipe (not a terminal) carry no ANSI colour codes, text format.
+#[test]
+fn logs_to_a_pipe_have_no_colours() {
+    let (mut child, http) = spawn_relay(&["--host", "127.0.0.1", "--http-port", "0", "--no-tls"]);
+    let port: u16 = http.rsplit(':').next().unwrap().parse().unwrap();
+    // one transfer: its start and end lines come after "relay started"
+    let consumer = std::thread::spawn(move || {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            s,
+            "GET /colours HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut body = String::new();
+        let _ = std::io::Read::read_to_string(&mut s, &mut body);
+        body
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            s,
+            "POST /colours HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi"
+        )
+        .unwrap();
+        let mut log = String::new();
+        let _ = std::io::Read::read_to_string(&mut s, &mut log);
+        assert!(log.contains("[STATE:TRANSFER_SUCCESSFUL]"), "{log}");
+    }
+    assert!(consumer.join().unwrap().ends_with("hi"));
+    child.sigterm_and_wait("SIGTERM");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("relay started"), "{stderr}");
+    assert!(
+        stderr.lines().count() >= 3,
+        "a transfer's lines too: {stderr}"
+    );
+    assert!(
+        !stderr.contains('\x1b'),
+        "ANSI escape codes in piped logs: {stderr:?}"
+    );
 }

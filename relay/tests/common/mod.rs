@@ -58,7 +58,7 @@ pub async fn relay() -> Relay {
     relay_with(|_| {}).await
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
+pub fn temp_dir(tag: &str) -> PathBuf {
     let mut rnd = [0u8; 8];
     getrandom::fill(&mut rnd).unwrap();
     let d = std::env::temp_dir().join(format!("httpipe-relay-test-{tag}-{}", hex::encode(rnd)));
@@ -409,4 +409,29 @@ impl KillOnDrop {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// A tool a test needs (curl, `.venv`, ...) is missing: the test fails with `what` and how to
+/// get it, so a CI machine without it can't pass by skipping; with HTTPIPE_ALLOW_MISSING_TOOLS=1
+/// it prints SKIPPED and the caller returns (the test passes without having run).
+pub fn missing_tool(test: &str, what: &str) {
+    if std::env::var_os("HTTPIPE_ALLOW_MISSING_TOOLS").is_some_and(|v| v == "1") {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: {what} (HTTPIPE_ALLOW_MISSING_TOOLS=1)"
+        );
+        return;
+    }
+    panic!(
+        "{test}: {what}; `scripts/setup.sh full` installs it (set HTTPIPE_ALLOW_MISSING_TOOLS=1 to skip instead)"
+    );
+}
+
+/// Whether `curl` runs.
+pub fn have_curl() -> bool {
+    std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok()
 }
