@@ -14,11 +14,12 @@ case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
 profile="${HTTPIPE_SDK_PROFILE:-release}"
 log() { printf '[build-sdk] %s\n' "$*" >&2; }
 
+# The cdylib only here (Cargo.toml declares no crate-type: see the note there).
 if [ "$profile" = release ]; then
-  cargo build -p httpipe --lib --target wasm32-unknown-unknown --release
+  cargo rustc -p httpipe --lib --target wasm32-unknown-unknown --release --crate-type cdylib
   wasm="$target_dir/wasm32-unknown-unknown/release/httpipe.wasm"
 else
-  cargo build -p httpipe --lib --target wasm32-unknown-unknown
+  cargo rustc -p httpipe --lib --target wasm32-unknown-unknown --crate-type cdylib
   wasm="$target_dir/wasm32-unknown-unknown/debug/httpipe.wasm"
 fi
 
