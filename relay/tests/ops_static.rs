@@ -422,6 +422,7 @@ async fn help_recipes_work_in_auth_mode() {
         read("mint.json")
     );
     r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Open mode: the Connect pair of /help transfers as printed (the producer's half puts the
@@ -469,6 +470,7 @@ async fn help_connect_recipe_transfers() {
         "{stdout}"
     );
     r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Starts the binary with `args` (stdout and stderr piped) and returns it with its first
