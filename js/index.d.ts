@@ -31,6 +31,8 @@ declare global {
 export type HttpipeErrorCode =
   | 'UNAUTHORIZED' | 'FORBIDDEN' | 'CONNECT_TIMEOUT' | 'PEER_DISCONNECTED' | 'TRUNCATED'
   | 'DECRYPT_FAILED' | 'WRONG_KEY' | 'RELAY_ERROR' | 'ABORTED' | 'UNSUPPORTED' | 'NETWORK'
+  // send(): the receiver promised a receipt (docs/PROTOCOL.md §12) and none valid arrived
+  | 'UNCONFIRMED'
   // the package: init() could not fetch, read or instantiate the .wasm module
   | 'WASM_LOAD_FAILED'
   // pipelines: a record that can't be decoded, a step's callback threw, a sink gave up
@@ -89,11 +91,37 @@ export interface SendOptions extends CommonOptions {
   upload?: 'auto' | 'stream' | 'segmented';
   /** Segmented upload part size in bytes. Default 1 MiB (1048576), at most 16 MiB. */
   partSize?: number;
+  /**
+   * Delivery receipts (PROTOCOL.md §12). Default true: when the receiver sends receipts (this
+   * SDK does), `send()` resolves only on its valid receipt (`report.receipt`); otherwise (curl,
+   * the ZebraStream clients, `rendezvous: false`) on the relay's verdict, without `receipt`.
+   * false: no receipt asked for.
+   */
+  receipt?: boolean;
+  /** Seconds to wait for the receipt after the relay delivered every byte, then UNCONFIRMED. Default 120. */
+  receiptTimeout?: number;
 }
 
 export interface ReceiveOptions extends CommonOptions {
   /** X25519 identities "AGE-SECRET-KEY-1..." to decrypt with (instead of a passphrase). */
   identities?: string[];
+  /**
+   * Delivery receipts (PROTOCOL.md §12), when the sender asks for one. true (default): sent
+   * when the stream was read to its end (its last read resolves after the sender has it,
+   * at most 30 s later); 'manual': sent by `confirm()` (e.g. after saving the file); false:
+   * never. A cancelled stream tells the sender so; a failed one sends its error code.
+   */
+  receipt?: boolean | 'manual';
+}
+
+/** A verified delivery receipt (PROTOCOL.md §12.2). */
+export interface Receipt {
+  /** Plaintext bytes the receiver released to its application: equal to `report.bytes`. */
+  bytes: number;
+  /** BLAKE3-256 (hex) of the bytes (plain) or of the chunk tags (encrypted), equal to the sender's. */
+  digest: string;
+  /** Signed with a key derived from the transfer's file key (encrypted transfers): neither the relay nor anyone without the key could have made it. */
+  authenticated: boolean;
 }
 
 export interface SendReport {
@@ -105,6 +133,8 @@ export interface SendReport {
   transport: 'stream' | 'segmented';
   /** The relay's final status line, "[STATE:TRANSFER_SUCCESSFUL]". */
   relayState: string;
+  /** The receiver's verified receipt; undefined when the receiver doesn't send receipts (then only `relayState` says the bytes left the relay). */
+  receipt?: Receipt;
 }
 
 export interface Received {
@@ -116,6 +146,13 @@ export interface Received {
   filename?: string;
   /** Bytes: the producer's Content-Length or declared size (plain streams, when it sent one). */
   size?: number;
+  /**
+   * With `receipt: 'manual'`: tells the sender every byte arrived (call it after the stream
+   * ended and the data is saved). Resolves when the sender has the receipt (or asked for
+   * none); rejects UNSUPPORTED before the stream's end, UNCONFIRMED if the sender didn't
+   * come for it within 30 s.
+   */
+  confirm?: () => Promise<void>;
 }
 
 /** What `send` takes: bytes, text, a Blob/File, a byte stream or an (async) iterable of chunks. */

@@ -82,7 +82,10 @@ pub fn exit_for(code: ErrorCode) -> Exit {
         ErrorCode::ConnectTimeout => Exit::ConnectTimeout,
         // The consumer left (producer side) or the producer's stream broke off
         // (consumer side): either way the peer disconnected.
-        ErrorCode::PeerDisconnected | ErrorCode::Truncated => Exit::PeerDisconnected,
+        // An unconfirmed delivery (§12) is the same failure seen from the producer.
+        ErrorCode::PeerDisconnected | ErrorCode::Truncated | ErrorCode::Unconfirmed => {
+            Exit::PeerDisconnected
+        }
         ErrorCode::DecryptFailed
         | ErrorCode::WrongKey
         | ErrorCode::RelayError
@@ -127,6 +130,9 @@ pub fn fix_for(code: ErrorCode, role: Role) -> &'static str {
         (ErrorCode::Unsupported, _) => "this build or relay can't do that; see httpipe --help",
         (ErrorCode::Network, _) => {
             "check the relay URL (--relay or -U/--connect-url) and the network connection"
+        }
+        (ErrorCode::Unconfirmed, _) => {
+            "the consumer did not confirm it got the data; ask the receiving side, or run both sides again"
         }
     }
 }

@@ -8,12 +8,14 @@
 
 use super::disposition;
 use super::error::{classify_response, Error, ErrorCode, Failure, StopReason};
+use super::receipt::ReceiptPlan;
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
 use super::urls::{ConnectMode, RelayBase};
 use crate::protocol::headers::{
-    declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, X_PIPING,
+    declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, PEER_HELLO, X_PIPING,
 };
+use crate::protocol::hello::{consumer_hello, PeerHello};
 
 /// Everything a receive needs to know up front.
 #[derive(Debug, Clone)]
@@ -29,6 +31,8 @@ pub struct ReceiveConfig {
     pub encrypted: bool,
     /// The plaintext size the caller knows (progress total when decrypting).
     pub size: Option<u64>,
+    /// Send delivery receipts (§12): say so in the rendezvous hello.
+    pub receipt: bool,
 }
 
 /// What the consumer learns when the stream starts.
@@ -76,6 +80,8 @@ enum State {
 pub struct Consumer {
     cfg: ReceiveConfig,
     state: State,
+    /// The producer's transfer id, when it waits for a receipt (§12.1).
+    receipt_transfer: Option<String>,
 }
 
 impl Consumer {
@@ -84,6 +90,7 @@ impl Consumer {
         Ok(Consumer {
             cfg,
             state: State::Start,
+            receipt_transfer: None,
         })
     }
 
@@ -97,6 +104,7 @@ impl Consumer {
                     let token = c.token.as_deref();
                     match Begin::new(&c.relay, &c.path, mode, c.rendezvous, c.timeout_s, token) {
                         Ok(Begin::Rendezvous(r)) => {
+                            let r = r.with_hello(consumer_hello(c.receipt));
                             let req = r.request().clone();
                             self.state = State::AwaitRendezvous(r);
                             return Step::Rendezvous(req);
@@ -146,14 +154,38 @@ impl Consumer {
     }
 
     /// The answer to [`Step::Rendezvous`].
-    pub fn on_response(&mut self, status: u16, body: &str) {
+    pub fn on_response(&mut self, status: u16, headers: &dyn Headers, body: &str) {
         self.state = match &self.state {
             State::AwaitRendezvous(r) => match r.on_response(status, body) {
-                Ok(url) => State::Get(url),
+                Ok(url) => {
+                    let peer = headers
+                        .get(PEER_HELLO)
+                        .map(|h| PeerHello::parse(&h))
+                        .unwrap_or_default();
+                    if self.cfg.receipt && peer.receipt {
+                        self.receipt_transfer = peer.transfer;
+                    }
+                    State::Get(url)
+                }
                 Err(e) => State::Failed(Some(e)),
             },
             _ => State::Failed(Some(misuse("an answer nobody asked for"))),
         };
+    }
+
+    /// The transfer id, when the producer waits for this consumer's receipt (§12.1).
+    pub fn receipt_transfer(&self) -> Option<&str> {
+        self.receipt_transfer.as_deref()
+    }
+
+    /// How to deliver this transfer's receipt (§12.2), when the producer waits for one.
+    pub fn receipt_plan(&self) -> Option<ReceiptPlan> {
+        Some(ReceiptPlan {
+            relay: self.cfg.relay.clone(),
+            path: self.cfg.path.clone(),
+            token: self.cfg.token.clone(),
+            transfer: self.receipt_transfer.clone()?,
+        })
     }
 
     /// The [`Step::Rendezvous`] or [`Step::Get`] request failed below HTTP.
@@ -274,6 +306,8 @@ impl BodyCheck {
 mod tests {
     use super::*;
     use crate::client::error::Cause;
+    use crate::client::receipt::{self, Outcome};
+    use crate::client::request::NoHeaders;
 
     fn cfg(rendezvous: bool, encrypted: bool) -> ReceiveConfig {
         ReceiveConfig {
@@ -284,7 +318,48 @@ mod tests {
             timeout_s: Some(5.0),
             encrypted,
             size: Some(99),
+            receipt: true,
         }
+    }
+
+    #[test]
+    fn a_producer_that_waits_gets_a_receipt_call() {
+        let mut c = Consumer::new(cfg(true, false)).unwrap();
+        let Step::Rendezvous(_) = c.poll() else {
+            panic!()
+        };
+        let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; receipt")];
+        c.on_response(200, &h, "http://h:1/p\n");
+        assert_eq!(c.receipt_transfer(), Some("TID"));
+        let mut k = receipt::Committer::new();
+        k.update(b"abc");
+        let req = c
+            .receipt_plan()
+            .unwrap()
+            .request(Outcome::Ok, &k.commitment(), None)
+            .unwrap();
+        assert_eq!(
+            req.url,
+            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=30"
+        );
+        let (_, hello) = req
+            .headers
+            .iter()
+            .find(|(n, _)| *n == crate::protocol::headers::HELLO)
+            .unwrap();
+        assert!(hello.starts_with("httpipe-receipt=1; status=ok; bytes=3; digest="));
+        // receipts turned off: the producer's wish is ignored
+        let mut off = cfg(true, false);
+        off.receipt = false;
+        let mut c = Consumer::new(off).unwrap();
+        let Step::Rendezvous(r) = c.poll() else {
+            panic!()
+        };
+        assert!(r
+            .headers
+            .contains(&(crate::protocol::headers::HELLO, "httpipe=1".into())));
+        c.on_response(200, &h, "http://h:1/p\n");
+        assert!(c.receipt_plan().is_none());
     }
 
     #[test]
@@ -294,7 +369,11 @@ mod tests {
             panic!()
         };
         assert_eq!(r.url, "http://h:1/connect/v0/p?mode=await-writer&timeout=5");
-        c.on_response(200, "http://other:2/p\n");
+        assert!(r
+            .headers
+            .contains(&(crate::protocol::headers::HELLO, "httpipe=1; receipt".into())));
+        c.on_response(200, &NoHeaders, "http://other:2/p\n");
+        assert_eq!(c.receipt_transfer(), None, "a producer without a hello");
         let Step::Get(g) = c.poll() else { panic!() };
         assert_eq!(g.url, "http://other:2/p");
         assert_eq!(g.timeout_ms, None, "the rendezvous already waited");

@@ -33,11 +33,13 @@ pub enum ErrorCode {
     Unsupported,
     /// The connection to the relay failed or broke.
     Network,
+    /// (producer) The consumer promised a receipt and none valid arrived in time (§12).
+    Unconfirmed,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 12] = [
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::ConnectTimeout,
@@ -49,6 +51,7 @@ impl ErrorCode {
         ErrorCode::Aborted,
         ErrorCode::Unsupported,
         ErrorCode::Network,
+        ErrorCode::Unconfirmed,
     ];
 
     /// The code as the string JavaScript sees, e.g. `"PEER_DISCONNECTED"`.
@@ -65,6 +68,7 @@ impl ErrorCode {
             ErrorCode::Aborted => "ABORTED",
             ErrorCode::Unsupported => "UNSUPPORTED",
             ErrorCode::Network => "NETWORK",
+            ErrorCode::Unconfirmed => "UNCONFIRMED",
         }
     }
 

@@ -23,6 +23,7 @@ pub mod error;
 pub mod parts;
 pub mod producer;
 pub mod rate;
+pub mod receipt;
 pub mod rendezvous;
 pub mod request;
 pub mod status;

@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 use super::disposition;
 use super::error::{classify_response, Error, ErrorCode, Failure, Source, StopReason};
 use super::parts::{ByteChunk, PartCutter};
+use super::receipt::{self, Commitment, ReceiptReport};
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
 use super::status::{StatusLog, Verdict};
@@ -26,8 +27,9 @@ use super::urls::{origin, part_url, ConnectMode, RelayBase};
 use crate::protocol::control::Code;
 use crate::protocol::headers::{
     size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE, OCTET_STREAM,
-    X_PIPING,
+    PEER_HELLO, X_PIPING,
 };
+use crate::protocol::hello::{producer_hello, PeerHello};
 use crate::protocol::upload::HEADER as UPLOAD_HEADER;
 
 /// Tries per segmented part after the first (network errors only; the relay accepts an
@@ -71,6 +73,20 @@ pub struct SendConfig {
     pub encrypted: bool,
     /// The runtime can send a streaming request body (feature detection, §10).
     pub runtime_streams: bool,
+    /// Delivery receipts (§12): the transfer's id and whether to wait for a receipt. `None`:
+    /// no hello at all (the rendezvous is plain §5).
+    pub receipt: Option<ReceiptConfig>,
+}
+
+/// The producer's side of §12.
+#[derive(Debug, Clone)]
+pub struct ReceiptConfig {
+    /// The transfer id ([`receipt::transfer_id`]).
+    pub transfer: String,
+    /// Wait for a receipt (when the consumer sends them).
+    pub wait: bool,
+    /// Seconds to wait for it after the relay's success.
+    pub timeout_s: f64,
 }
 
 /// Headers of the producer's request: token, `Content-Type`, `Content-Disposition` (§3.3) and
@@ -106,6 +122,8 @@ pub struct SendReport {
     pub transport: Transport,
     /// The relay's final status line, `[STATE:TRANSFER_SUCCESSFUL]`.
     pub relay_state: String,
+    /// The consumer's verified receipt (§12); `None` when the consumer doesn't send them.
+    pub receipt: Option<ReceiptReport>,
 }
 
 /// What the adapter must do next.
@@ -130,6 +148,10 @@ pub enum Step {
     /// `GET` this (any answer will do) to learn whether the relay is still up; answer with
     /// [`Producer::on_response`] or [`Producer::on_failure`].
     Probe(Request),
+    /// The relay reported success and the consumer sends receipts (§12.2): `GET` this
+    /// Connect call on the transfer's channel; answer with [`Producer::on_receipt`] (with what
+    /// was sent) or [`Producer::on_failure`].
+    Receipt(Request),
     /// Finished.
     Done(SendReport),
     /// Failed; the adapter stops whatever still runs.
@@ -346,6 +368,11 @@ enum State<T> {
         seg: Box<Segmented<T>>,
         phase: SegPhase,
     },
+    AwaitReceipt {
+        request: Request,
+        report: SendReport,
+        issued: bool,
+    },
     Finished(Option<Result<SendReport, Error>>),
 }
 
@@ -356,6 +383,23 @@ pub struct Producer<T> {
     state: State<T>,
     data_url: Option<String>,
     learned: Option<(String, bool)>,
+    /// The consumer's rendezvous hello said it sends receipts (§12.1).
+    peer_sends_receipts: bool,
+}
+
+/// No receipt came (§12.2 verdicts): `UNCONFIRMED`, with the network failure if there was one.
+fn no_receipt(timeout_s: f64, failure: Option<Failure>) -> Error {
+    let msg = "the relay delivered every byte, but the receiver sent no receipt";
+    match failure {
+        None => Error::new(
+            ErrorCode::Unconfirmed,
+            format!("{msg} within {timeout_s} s (PROTOCOL.md §12.2; raise receiptTimeout, or ask the receiving side)"),
+        ),
+        Some(f) => f.into_error(
+            ErrorCode::Unconfirmed,
+            &format!("{msg}: waiting for it failed"),
+        ),
+    }
 }
 
 fn misuse(what: &str) -> Error {
@@ -376,7 +420,19 @@ impl<T: ByteChunk> Producer<T> {
             state: State::Start,
             data_url: None,
             learned: None,
+            peer_sends_receipts: false,
         })
+    }
+
+    /// True once the rendezvous said the consumer sends receipts and this producer waits for
+    /// one (§12.1): the adapter then commits to what it sends ([`receipt::Committer`]).
+    pub fn expects_receipt(&self) -> bool {
+        self.peer_sends_receipts && self.cfg.receipt.as_ref().is_some_and(|r| r.wait)
+    }
+
+    /// The transfer id of the rendezvous hello (§12.1), if any.
+    pub fn transfer_id(&self) -> Option<&str> {
+        self.cfg.receipt.as_ref().map(|r| r.transfer.as_str())
     }
 
     /// The data URL, once known (after the rendezvous).
@@ -482,6 +538,15 @@ impl<T: ByteChunk> Producer<T> {
                     }
                     _ => return Step::Failed(misuse("poll while waiting for an answer")),
                 },
+                State::AwaitReceipt {
+                    request, issued, ..
+                } => {
+                    if *issued {
+                        return Step::Failed(misuse("poll while waiting for the receipt"));
+                    }
+                    *issued = true;
+                    return Step::Receipt(request.clone());
+                }
                 State::Finished(outcome) => {
                     return match outcome.take() {
                         Some(Ok(r)) => Step::Done(r),
@@ -496,14 +561,20 @@ impl<T: ByteChunk> Producer<T> {
     fn begin(&self) -> Result<Begin, Error> {
         let c = &self.cfg;
         let mode = ConnectMode::AwaitReader;
-        Begin::new(
+        let begin = Begin::new(
             &c.relay,
             &c.path,
             mode,
             c.rendezvous,
             c.timeout_s,
             c.token.as_deref(),
-        )
+        )?;
+        Ok(match (begin, &c.receipt) {
+            (Begin::Rendezvous(r), Some(rc)) => {
+                Begin::Rendezvous(r.with_hello(producer_hello(&rc.transfer, rc.wait)))
+            }
+            (b, _) => b,
+        })
     }
 
     fn fail(&mut self, e: Error) {
@@ -511,10 +582,72 @@ impl<T: ByteChunk> Producer<T> {
     }
 
     fn succeed(&mut self, transport: Transport, relay_state: String) {
-        self.state = State::Finished(Some(Ok(SendReport {
+        let report = SendReport {
             transport,
             relay_state,
-        })));
+            receipt: None,
+        };
+        let c = &self.cfg;
+        let wait = match &c.receipt {
+            Some(rc) if rc.wait && self.peer_sends_receipts => Some(rc),
+            _ => None,
+        };
+        let Some(rc) = wait else {
+            self.state = State::Finished(Some(Ok(report)));
+            return;
+        };
+        match receipt::channel_request(
+            &c.relay,
+            &c.path,
+            &rc.transfer,
+            ConnectMode::AwaitReader,
+            rc.timeout_s,
+            c.token.as_deref(),
+            None,
+        ) {
+            Ok(request) => {
+                self.state = State::AwaitReceipt {
+                    request,
+                    report,
+                    issued: false,
+                }
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// The answer to a [`Step::Receipt`] call: `ours` is what was sent (plaintext bytes and
+    /// their digest, or the cipher's tag digest), `key` the receipt key of an encrypted
+    /// transfer (§12.2).
+    pub fn on_receipt(
+        &mut self,
+        status: u16,
+        headers: &dyn Headers,
+        body: &str,
+        ours: &Commitment,
+        key: Option<&[u8; 32]>,
+    ) {
+        let State::AwaitReceipt { report, .. } = &mut self.state else {
+            return self.fail(misuse("a receipt nobody asked for"));
+        };
+        let mut report = report.clone();
+        let (transfer, timeout) = match &self.cfg.receipt {
+            Some(rc) => (rc.transfer.clone(), rc.timeout_s),
+            None => return self.fail(misuse("a receipt without a transfer")),
+        };
+        let outcome = match (status, headers.get(PEER_HELLO)) {
+            (200, Some(text)) => receipt::verify(&text, &transfer, ours, key).map(|r| {
+                report.receipt = Some(r);
+                report
+            }),
+            (200, None) => Err(Error::new(
+                ErrorCode::Unconfirmed,
+                "the receipt call was answered without a receipt (is the relay an httpipe relay, PROTOCOL.md §5.1?); the delivery is not confirmed",
+            )),
+            (408, _) => Err(no_receipt(timeout, None)),
+            _ => Err(classify_response(status, body, "waiting for the receipt")),
+        };
+        self.state = State::Finished(Some(outcome));
     }
 
     fn stream_what(&self) -> String {
@@ -529,7 +662,14 @@ impl<T: ByteChunk> Producer<T> {
         let what = self.stream_what();
         match &mut self.state {
             State::AwaitRendezvous(r) => match r.on_response(status, body) {
-                Ok(url) => self.state = State::Plan(url),
+                Ok(url) => {
+                    let peer = headers
+                        .get(PEER_HELLO)
+                        .map(|h| PeerHello::parse(&h))
+                        .unwrap_or_default();
+                    self.peer_sends_receipts = peer.receipt;
+                    self.state = State::Plan(url)
+                }
                 Err(e) => self.fail(e),
             },
             State::Segmented { seg, phase } if *phase == SegPhase::AwaitPart => {
@@ -561,10 +701,21 @@ impl<T: ByteChunk> Producer<T> {
         }
     }
 
-    /// The [`Step::Rendezvous`], [`Step::Part`] or [`Step::Probe`] request failed below HTTP.
+    /// The [`Step::Rendezvous`], [`Step::Part`], [`Step::Probe`] or [`Step::Receipt`]
+    /// request failed below HTTP.
     pub fn on_failure(&mut self, f: Failure) {
         let what = self.stream_what();
         match &mut self.state {
+            State::AwaitReceipt { .. } => {
+                let timeout = self.cfg.receipt.as_ref().map_or(0.0, |r| r.timeout_s);
+                let e = match f.stop {
+                    StopReason::Timeout => no_receipt(timeout, None),
+                    StopReason::None => no_receipt(timeout, Some(f)),
+                    // the caller's abort stays ABORTED
+                    _ => f.into_error(ErrorCode::Unconfirmed, "waiting for the receipt"),
+                };
+                self.fail(e);
+            }
             State::AwaitRendezvous(r) => {
                 let e = r.on_failure(f);
                 self.fail(e);
@@ -773,6 +924,125 @@ mod tests {
             },
             encrypted: false,
             runtime_streams,
+            receipt: None,
+        }
+    }
+
+    fn with_receipt(mut c: SendConfig) -> SendConfig {
+        c.receipt = Some(ReceiptConfig {
+            transfer: "TID".into(),
+            wait: true,
+            timeout_s: 5.0,
+        });
+        c
+    }
+
+    /// Rendezvous (the consumer's hello `peer`), then a streaming upload the relay confirms.
+    fn streamed_to_success(p: &mut Producer<Vec<u8>>, mem: &mut OriginMemory, peer: Option<&str>) {
+        let Step::Rendezvous(r) = p.poll(mem) else {
+            panic!()
+        };
+        assert!(r.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe=1; transfer=TID; receipt".into()
+        )));
+        let h: Vec<(&str, &str)> = peer.map(|v| vec![(PEER_HELLO, v)]).unwrap_or_default();
+        p.on_response(200, &h, "http://h:1/p\n");
+        let Step::Stream(_) = p.poll(mem) else {
+            panic!()
+        };
+        p.on_stream_log(OK_LOG.as_bytes());
+        p.on_stream_end();
+    }
+
+    #[test]
+    fn a_receipt_confirms_the_delivery() {
+        let mut mem = OriginMemory::new();
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Auto, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+        let Step::Receipt(req) = p.poll(&mut mem) else {
+            panic!("the producer waits for the receipt")
+        };
+        assert_eq!(
+            req.url,
+            "http://h:1/connect/v0/p?mode=await-reader&channel=TID&timeout=5"
+        );
+        let mut c = receipt::Committer::new();
+        c.update(b"0123456789");
+        let ours = c.commitment();
+        let text = receipt::receipt_text("TID", receipt::Outcome::Ok, &ours, None);
+        let h = vec![(PEER_HELLO, text.as_str())];
+        p.on_receipt(200, &h, "http://h:1/p\n", &ours, None);
+        let Step::Done(rep) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let r = rep.receipt.expect("a receipt");
+        assert_eq!(r.bytes, 10);
+        assert!(!r.authenticated);
+    }
+
+    #[test]
+    fn without_a_receipt_promise_the_relay_verdict_stands() {
+        for peer in [None, Some("httpipe=1"), Some("receipt")] {
+            let mut mem = OriginMemory::new();
+            let mut p =
+                Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Auto, true, true))).unwrap();
+            streamed_to_success(&mut p, &mut mem, peer);
+            let Step::Done(rep) = p.poll(&mut mem) else {
+                panic!("{peer:?}")
+            };
+            assert_eq!(rep.receipt, None);
+        }
+    }
+
+    #[test]
+    fn a_missing_or_bad_receipt_is_unconfirmed() {
+        let ours = receipt::Committer::new().commitment();
+        let cases: Vec<(u16, Option<&str>, ErrorCode)> = vec![
+            (408, None, ErrorCode::Unconfirmed),
+            (200, None, ErrorCode::Unconfirmed),
+            (
+                200,
+                Some("httpipe-receipt=1; status=ok; bytes=3; digest=AAAA"),
+                ErrorCode::Unconfirmed,
+            ),
+            (
+                200,
+                Some("httpipe-receipt=1; status=cancelled; bytes=0; digest=AAAA"),
+                ErrorCode::PeerDisconnected,
+            ),
+            (403, None, ErrorCode::Forbidden),
+        ];
+        for (status, text, code) in cases {
+            let mut mem = OriginMemory::new();
+            let mut p =
+                Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Auto, true, true))).unwrap();
+            streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+            let Step::Receipt(_) = p.poll(&mut mem) else {
+                panic!()
+            };
+            let h: Vec<(&str, &str)> = text.map(|t| vec![(PEER_HELLO, t)]).unwrap_or_default();
+            p.on_receipt(status, &h, "", &ours, None);
+            let Step::Failed(e) = p.poll(&mut mem) else {
+                panic!("{status} {text:?}")
+            };
+            assert_eq!(e.code, code, "{status} {text:?}: {}", e.message);
+        }
+        // the local backstop fired, or the network broke
+        for f in [Failure::stopped(StopReason::Timeout, None), net()] {
+            let mut mem = OriginMemory::new();
+            let mut p =
+                Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Auto, true, true))).unwrap();
+            streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+            let Step::Receipt(_) = p.poll(&mut mem) else {
+                panic!()
+            };
+            p.on_failure(f);
+            let Step::Failed(e) = p.poll(&mut mem) else {
+                panic!()
+            };
+            assert_eq!(e.code, ErrorCode::Unconfirmed, "{}", e.message);
         }
     }
 

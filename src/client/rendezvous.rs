@@ -4,7 +4,7 @@
 use super::error::{classify_response, Error, ErrorCode, Failure};
 use super::request::Request;
 use super::urls::{parse_connect_body, ConnectMode, RelayBase};
-use crate::protocol::headers::{bearer, AUTHORIZATION};
+use crate::protocol::headers::{bearer, AUTHORIZATION, HELLO};
 
 /// Seconds the local timer waits beyond the relay's own `timeout` (§5: the relay answers 408
 /// at `timeout`; the local timer is the backstop for a relay that doesn't).
@@ -31,6 +31,12 @@ impl Rendezvous {
         let mut request = Request::get(url, auth_headers(token));
         request.timeout_ms = timeout_s.map(|t| (t + LOCAL_TIMEOUT_MARGIN_S) * 1000.0);
         Ok(Rendezvous { request, what })
+    }
+
+    /// The same wait with `hello` for the peer (`X-Httpipe-Hello`, §5.1).
+    pub fn with_hello(mut self, hello: String) -> Self {
+        self.request.headers.push((HELLO, hello));
+        self
     }
 
     /// The `GET /connect/v0/{path}?mode=...` to make; `timeout_ms` is the local backstop,

@@ -90,6 +90,32 @@ impl RelayBase {
         }
         Ok(url)
     }
+
+    /// The Connect URL on channel `channel` of a stream path (§5.1): the side room where
+    /// the peers of one transfer exchange its receipt (§12).
+    pub fn channel_url(
+        &self,
+        path: &str,
+        mode: ConnectMode,
+        channel: &str,
+        timeout_s: f64,
+    ) -> Result<String, Error> {
+        let mut url = format!(
+            "{}{}?{}={}&{}=",
+            self.connect_base(),
+            stream_path(path)?,
+            query::MODE,
+            mode.as_str(),
+            query::CHANNEL,
+        );
+        url.push_str(&percent_encode_component(channel));
+        url.push_str(&format!(
+            "&{}={}",
+            query::TIMEOUT,
+            timeout_s.ceil().max(0.0) as u64
+        ));
+        Ok(url)
+    }
 }
 
 /// A stream path as sent: must not be empty, must not carry a query or fragment.

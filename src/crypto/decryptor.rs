@@ -5,6 +5,7 @@ use super::keys::{payload_aead, FileKey, PAYLOAD_NONCE_LEN};
 use super::recipients::{scrypt, x25519};
 use super::stream::{age_rt, age_v1, Sealer};
 use super::{armor, Error, Format, Identity};
+use zeroize::Zeroizing;
 
 /// Reader limits and leniencies. `DecryptOptions::default()` is strict C2SP age.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +73,8 @@ pub struct Decryptor {
     stage: Stage,
     format: Option<Format>,
     state: Result<bool, Error>,
+    /// Kept once the header verified, for [`receipt_key`](Self::receipt_key).
+    file_key: Option<FileKey>,
 }
 
 impl Decryptor {
@@ -91,7 +94,26 @@ impl Decryptor {
             stage: Stage::Header(Vec::new()),
             format: None,
             state: Ok(false),
+            file_key: None,
         })
+    }
+
+    /// The delivery-receipt key of transfer `transfer_id` (PROTOCOL.md §12.2), once the
+    /// header has been verified.
+    pub fn receipt_key(&self, transfer_id: &str) -> Option<Zeroizing<[u8; 32]>> {
+        self.file_key
+            .as_ref()
+            .map(|k| super::keys::receipt_key(k, transfer_id))
+    }
+
+    /// BLAKE3 over the tag of every chunk opened so far, in order: the receipt digest of an
+    /// encrypted transfer (PROTOCOL.md §12.2). `None` before the payload started.
+    pub fn tag_digest(&self) -> Option<[u8; 32]> {
+        match &self.stage {
+            Stage::Age(r) => Some(r.sealer().tag_digest()),
+            Stage::AgeRt(r) => Some(r.sealer().tag_digest()),
+            _ => None,
+        }
     }
 
     /// The detected format, once the first header line has been parsed.
@@ -198,6 +220,7 @@ impl Decryptor {
                         self.format = Some(header.format);
                         let file_key = self.unwrap_file_key(&header)?;
                         header::verify_mac(&header, &buf, &file_key)?;
+                        self.file_key = Some(file_key.clone());
                         self.stage = Stage::Nonce {
                             format: header.format,
                             file_key,

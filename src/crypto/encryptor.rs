@@ -1,10 +1,11 @@
 //! Push-style encryption to age v1 or age-rt v0.2.
 
 use super::header::{self, Stanza};
-use super::keys::{payload_aead, FileKey, PAYLOAD_NONCE_LEN};
+use super::keys::{payload_aead, receipt_key, FileKey, PAYLOAD_NONCE_LEN};
 use super::rng::{draw, OsRandom, RandomSource};
 use super::stream::{age_rt, age_v1, Sealer};
 use super::{armor, Error, Format, Recipient};
+use zeroize::Zeroizing;
 
 enum Payload {
     Age(age_v1::Writer),
@@ -50,6 +51,8 @@ pub struct Encryptor {
     payload: Payload,
     armor: Option<armor::Writer>,
     state: Result<bool, Error>,
+    /// Kept for [`receipt_key`](Self::receipt_key) (wiped on drop).
+    file_key: FileKey,
 }
 
 impl Encryptor {
@@ -112,7 +115,23 @@ impl Encryptor {
             payload,
             armor: None,
             state: Ok(false),
+            file_key,
         })
+    }
+
+    /// The delivery-receipt key of transfer `transfer_id` (PROTOCOL.md §12.2):
+    /// HKDF-SHA-256(ikm = file key, salt = empty, info = "httpipe receipt v1" || id).
+    pub fn receipt_key(&self, transfer_id: &str) -> Zeroizing<[u8; 32]> {
+        receipt_key(&self.file_key, transfer_id)
+    }
+
+    /// BLAKE3 over the tag of every chunk sealed so far, in order: the receipt digest of an
+    /// encrypted transfer (PROTOCOL.md §12.2). Complete after [`finish`](Self::finish).
+    pub fn tag_digest(&self) -> [u8; 32] {
+        match &self.payload {
+            Payload::Age(w) => w.sealer().tag_digest(),
+            Payload::AgeRt(w) => w.sealer().tag_digest(),
+        }
     }
 
     /// Switches ASCII armor on. Call it before the first `update`/`flush`/`finish`; called

@@ -42,3 +42,12 @@ pub(crate) fn header_mac(file_key: &FileKey, header: &[u8]) -> Hmac<Sha256> {
     mac.update(header);
     mac
 }
+
+/// The delivery-receipt key of a transfer (PROTOCOL.md §12.2): HKDF-SHA-256(ikm = file key,
+/// salt = empty, info = "httpipe receipt v1" || transfer id).
+pub(crate) fn receipt_key(file_key: &FileKey, transfer_id: &str) -> Zeroizing<[u8; 32]> {
+    use crate::protocol::hello::RECEIPT_KEY_INFO;
+    let mut info = RECEIPT_KEY_INFO.to_vec();
+    info.extend_from_slice(transfer_id.as_bytes());
+    hkdf32(file_key.as_ref(), &[], &info)
+}

@@ -452,7 +452,7 @@ pub fn error_of(e: &io::Error) -> Option<&Error> {
 pub(crate) fn io_error(e: Error) -> io::Error {
     let kind = match e.code {
         ErrorCode::Truncated => io::ErrorKind::UnexpectedEof,
-        ErrorCode::PeerDisconnected => io::ErrorKind::BrokenPipe,
+        ErrorCode::PeerDisconnected | ErrorCode::Unconfirmed => io::ErrorKind::BrokenPipe,
         ErrorCode::WrongKey | ErrorCode::DecryptFailed => io::ErrorKind::InvalidData,
         ErrorCode::Unauthorized | ErrorCode::Forbidden => io::ErrorKind::PermissionDenied,
         ErrorCode::ConnectTimeout => io::ErrorKind::TimedOut,

@@ -67,6 +67,8 @@ pub(crate) async fn receive(
         timeout_s: opts.timeout.map(|d| d.as_secs_f64()),
         encrypted: dec.is_some(),
         size: opts.size,
+        // Delivery receipts (PROTOCOL.md §12) are not in the native client yet.
+        receipt: false,
     };
     let mut c = Consumer::new(cfg)?;
     let stop = Stop::new();
@@ -75,7 +77,7 @@ pub(crate) async fn receive(
         match c.poll() {
             Step::Rendezvous(req) => {
                 match text_request(http_client, &req, None, &stop, TimeoutAs::Stop).await {
-                    Ok(a) => c.on_response(a.status, &a.body),
+                    Ok(a) => c.on_response(a.status, &HeaderView(&a.headers), &a.body),
                     Err(f) => c.on_failure(f),
                 }
             }

@@ -109,6 +109,9 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         },
         encrypted: enc.is_some(),
         runtime_streams: true,
+        // Delivery receipts (PROTOCOL.md §12) are not in the native client yet: its
+        // rendezvous stays plain §5.
+        receipt: None,
     };
     let producer = Producer::new(cfg)?;
     let stop = Stop::new();
@@ -293,6 +296,13 @@ impl Driver {
                         _ = tokio::time::sleep(http::duration_of_ms(ms)) => self.producer.on_slept(),
                         _ = self.stop.stopped() => return Err(self.stop.error("segmented upload")),
                     }
+                }
+                // Not asked for: the native client sends no receipt hello (SendConfig::receipt).
+                Step::Receipt(_) => {
+                    return Err(Error::new(
+                        ErrorCode::Unsupported,
+                        "delivery receipts are not in the native client yet",
+                    ))
                 }
                 Step::Probe(req) => {
                     match text_request(&self.http, &req, None, &self.stop, TimeoutAs::Network).await

@@ -14,6 +14,10 @@ pub const X_PIPING: &str = "X-Piping";
 /// The machine-readable code of a relay refusal (§3.5), e.g. `unknown-upload`; exposed to
 /// browsers with `Access-Control-Expose-Headers`.
 pub const ERROR_CODE: &str = "X-Httpipe-Error";
+/// A Connect caller's hello for its peer (§5.1): request header.
+pub const HELLO: &str = "X-Httpipe-Hello";
+/// The peer's hello in a Connect answer (§5.1): response header, exposed to browsers.
+pub const PEER_HELLO: &str = "X-Httpipe-Peer-Hello";
 /// The content type an encrypting producer sends: nothing about the plaintext (§11.1).
 pub const OCTET_STREAM: &str = "application/octet-stream";
 /// `X-Piping` value prefix carrying the producer's declared plaintext size in bytes:

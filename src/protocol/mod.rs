@@ -9,10 +9,12 @@
 //! - [`upload`]: segmented-upload parameter names and limits (§4).
 //! - [`paths`]: reserved paths and stream-path limits (§2).
 //! - [`query`]: Data/Connect API query parameter names (§3.1, §5, §6).
+//! - [`hello`]: the items of Connect hellos and delivery receipts (§5.1, §12).
 //! - [`headers`]: header names and the `X-Piping: httpipe-size=N` declaration (§3.3, §11).
 
 pub mod control;
 pub mod headers;
+pub mod hello;
 pub mod paths;
 pub mod query;
 pub mod token;

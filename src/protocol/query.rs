@@ -13,6 +13,8 @@ pub const MODE_AWAIT_READER: &str = "await-reader";
 pub const MODE_AWAIT_WRITER: &str = "await-writer";
 /// Connect API wait limit in seconds (§5); elapsed → 408.
 pub const TIMEOUT: &str = "timeout";
+/// Connect API: `channel=ID` meets only Connect callers with the same channel (§5.1).
+pub const CHANNEL: &str = "channel";
 /// Connect API: `redirect=true` answers 307 to the data URL (§5).
 pub const REDIRECT: &str = "redirect";
 

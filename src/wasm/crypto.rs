@@ -6,6 +6,8 @@
 //! `DECRYPT_FAILED` (tampered or malformed ciphertext), `TRUNCATED` (no final record/chunk),
 //! `UNSUPPORTED` (bad keys or options).
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::str::FromStr;
 
 use futures::stream::{self, StreamExt};
@@ -81,32 +83,34 @@ fn bytes(out: &[u8]) -> Option<Result<Uint8Array, Error>> {
 /// write: undici sends nothing until the body has bytes), then each source chunk is flushed as
 /// it comes (age-rt: one record per write, so log lines leave at once), the final record at
 /// the end.
-pub fn encrypt_stream(input: ByteStream, o: &Options) -> Result<ByteStream, Error> {
-    let mut enc = encryptor_for(o)?;
+pub fn encrypt_stream(input: ByteStream, enc: Rc<RefCell<Encryptor>>) -> Result<ByteStream, Error> {
     let mut header = Vec::new();
-    enc.flush(&mut header)?;
+    enc.borrow_mut().flush(&mut header)?;
     let head = stream::iter(bytes(&header));
     let state = (input, Some(enc));
     Ok(head
-        .chain(stream::unfold(state, |(mut input, mut enc)| async move {
-            let e = enc.as_mut()?;
+        .chain(stream::unfold(state, |(mut input, enc)| async move {
+            let e = enc?;
             let mut out = Vec::new();
             loop {
                 match input.next().await {
                     Some(Ok(chunk)) => {
-                        let r = e
-                            .update(&chunk.to_vec(), &mut out)
-                            .and_then(|_| e.flush(&mut out));
+                        let r = {
+                            let mut e = e.borrow_mut();
+                            e.update(&chunk.to_vec(), &mut out)
+                                .and_then(|_| e.flush(&mut out))
+                        };
                         if let Err(err) = r {
                             return Some((Err(err.into()), (input, None)));
                         }
                         if let Some(item) = bytes(&out) {
-                            return Some((item, (input, enc)));
+                            return Some((item, (input, Some(e))));
                         }
                     }
                     Some(Err(err)) => return Some((Err(err), (input, None))),
                     None => {
                         let r = e
+                            .borrow_mut()
                             .finish(&mut out)
                             .map_err(Error::from)
                             .map(|_| Uint8Array::from(&out[..]));
@@ -118,26 +122,27 @@ pub fn encrypt_stream(input: ByteStream, o: &Options) -> Result<ByteStream, Erro
         .boxed_local())
 }
 
-/// Decrypts a byte stream; only authenticated plaintext is released; the stream errors with
-/// `WRONG_KEY` before any plaintext if the header does not open, `TRUNCATED` if the final
-/// record never came.
-pub fn decrypt_stream(input: ByteStream, dec: Decryptor) -> ByteStream {
-    stream::unfold((input, Some(dec)), |(mut input, mut dec)| async move {
-        let d = dec.as_mut()?;
+/// Decrypts `input`; `dec` stays shared so the receipt can read its tag digest and receipt
+/// key (§12.2).
+pub fn decrypt_stream(input: ByteStream, dec: Rc<RefCell<Decryptor>>) -> ByteStream {
+    stream::unfold((input, Some(dec)), |(mut input, dec)| async move {
+        let d = dec?;
         let mut out = Vec::new();
         loop {
             match input.next().await {
                 Some(Ok(chunk)) => {
-                    if let Err(err) = d.update(&chunk.to_vec(), &mut out) {
+                    let r = d.borrow_mut().update(&chunk.to_vec(), &mut out);
+                    if let Err(err) = r {
                         return Some((Err(err.into()), (input, None)));
                     }
                     if let Some(item) = bytes(&out) {
-                        return Some((item, (input, dec)));
+                        return Some((item, (input, Some(d))));
                     }
                 }
                 Some(Err(err)) => return Some((Err(err), (input, None))),
                 None => {
-                    return match d.finish(&mut out) {
+                    let r = d.borrow_mut().finish(&mut out);
+                    return match r {
                         Err(err) => Some((Err(err.into()), (input, None))),
                         Ok(()) => bytes(&out).map(|item| (item, (input, None))),
                     };
@@ -148,7 +153,6 @@ pub fn decrypt_stream(input: ByteStream, dec: Decryptor) -> ByteStream {
     .boxed_local()
 }
 
-/// An encryptor for `encryptStream` (a `TransformStream` in `js/index.js`).
 #[wasm_bindgen(js_name = Encryptor)]
 pub struct JsEncryptor(Encryptor);
 

@@ -12,6 +12,7 @@
 //! - [`http`]: requests (streaming bodies with `duplex: 'half'`), feature detection (§10).
 //! - [`chunks`]: byte streams of `Uint8Array`s: validation, progress, replay for fallback.
 //! - [`connect`], [`send`], [`receive`]: the operations, each a loop driving the core.
+//! - [`receipt`]: delivery receipts (§12): commitments as bytes pass, the consumer's call.
 //! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
 //! - [`csv`]: CSV splitting on `csv-core` for `csv.decode` (`js/pipeline/csv.js`; measured against
 //!   a JS decoder in `bench/csv.mjs`).
@@ -25,5 +26,6 @@ pub mod csv;
 pub mod error;
 pub mod http;
 pub mod options;
+pub mod receipt;
 pub mod receive;
 pub mod send;

@@ -10,10 +10,12 @@ use web_sys::AbortSignal;
 use crate::client::consumer::ReceiveConfig;
 use crate::client::error::Error;
 use crate::client::parts::part_size;
-use crate::client::producer::{Metadata, SendConfig};
+use crate::client::producer::{Metadata, ReceiptConfig, SendConfig};
 use crate::client::rate::Progress;
+use crate::client::receipt::transfer_id;
 use crate::client::transport::UploadMode;
 use crate::client::urls::RelayBase;
+use crate::protocol::hello::{RECEIPT_TIMEOUT_S, TRANSFER_ID_BYTES};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,6 +37,17 @@ pub struct Options {
     pub recipients: Option<Vec<String>>,
     pub identities: Option<Vec<String>>,
     pub format: Option<String>,
+    /// `send`: seconds to wait for the receiver's receipt (§12.2).
+    pub receipt_timeout: Option<f64>,
+}
+
+/// The `receipt` option (§12): `send` takes `true` / `false`; `receive` also `'manual'`
+/// (the application calls `confirm()` after it saved the data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiptMode {
+    Off,
+    Auto,
+    Manual,
 }
 
 /// Parsed options plus the JavaScript-only members.
@@ -42,6 +55,7 @@ pub struct Parsed {
     pub o: Options,
     pub signal: Option<AbortSignal>,
     pub on_progress: Option<Function>,
+    pub receipt: ReceiptMode,
 }
 
 impl Parsed {
@@ -68,10 +82,25 @@ impl Parsed {
                 return Err(usage("`timeout` must be a positive number of seconds"));
             }
         }
+        if let Some(t) = o.receipt_timeout {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(usage(
+                    "`receiptTimeout` must be a positive number of seconds",
+                ));
+            }
+        }
+        let receipt = match member(options, "receipt") {
+            None => ReceiptMode::Auto,
+            Some(v) if v.as_bool() == Some(true) => ReceiptMode::Auto,
+            Some(v) if v.as_bool() == Some(false) => ReceiptMode::Off,
+            Some(v) if v.as_string().as_deref() == Some("manual") => ReceiptMode::Manual,
+            Some(_) => return Err(usage("`receipt` must be true, false or 'manual'")),
+        };
         Ok(Parsed {
             o,
             signal,
             on_progress,
+            receipt,
         })
     }
 
@@ -101,6 +130,14 @@ impl Parsed {
             },
             encrypted: self.encrypted(),
             runtime_streams,
+            receipt: match self.receipt {
+                ReceiptMode::Off => None,
+                _ => Some(ReceiptConfig {
+                    transfer: new_transfer_id()?,
+                    wait: true,
+                    timeout_s: self.o.receipt_timeout.unwrap_or(RECEIPT_TIMEOUT_S),
+                }),
+            },
         })
     }
 
@@ -114,6 +151,7 @@ impl Parsed {
             timeout_s: self.o.timeout,
             encrypted: self.encrypted(),
             size: self.size(),
+            receipt: self.receipt != ReceiptMode::Off,
         })
     }
 
@@ -166,4 +204,16 @@ fn member(obj: &JsValue, name: &str) -> Option<JsValue> {
 /// An `UNSUPPORTED` usage error.
 pub fn usage(message: &str) -> Error {
     Error::usage(message)
+}
+
+/// A fresh transfer id (§12.1) from the runtime's randomness.
+fn new_transfer_id() -> Result<String, Error> {
+    let mut b = [0u8; TRANSFER_ID_BYTES];
+    getrandom::fill(&mut b).map_err(|e| {
+        Error::new(
+            crate::client::error::ErrorCode::Unsupported,
+            format!("no randomness for a transfer id: {e}"),
+        )
+    })?;
+    Ok(transfer_id(&b))
 }

@@ -17,7 +17,8 @@ use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
 use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
-use super::options::Parsed;
+use super::options::{Parsed, ReceiptMode};
+use super::receipt::{with_receipt, Receipt};
 use crate::client::consumer::{BodyCheck, Consumer, Step};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::rate::RateMeter;
@@ -37,7 +38,7 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
     let p = Parsed::from_js(options)?;
     // A decryptor is built first, so bad keys fail before anything waits on the relay.
     let decryptor = if p.encrypted() {
-        Some(decryptor_for(&p.o)?)
+        Some(Rc::new(RefCell::new(decryptor_for(&p.o)?)))
     } else {
         None
     };
@@ -47,7 +48,7 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
     loop {
         match consumer.poll() {
             Step::Rendezvous(req) => match exchange(&req, &mut abort, None).await {
-                Ok((status, _, body)) => consumer.on_response(status, &body),
+                Ok((status, headers, body)) => consumer.on_response(status, &headers, &body),
                 Err(f) => consumer.on_failure(f),
             },
             Step::Get(req) => {
@@ -77,9 +78,12 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                     Error::new(ErrorCode::RelayError, "the relay's response has no body")
                 })?;
                 let mut stream = checked(body, Rc::new(abort), check);
-                if let Some(dec) = decryptor {
-                    stream = decrypt_stream(stream, dec);
+                if let Some(dec) = &decryptor {
+                    stream = decrypt_stream(stream, dec.clone());
                 }
+                let manual = p.receipt == ReceiptMode::Manual;
+                let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);
+                stream = with_receipt(stream, receipt.clone());
                 let meter = Rc::new(RefCell::new(RateMeter::new(
                     now_ms(),
                     incoming.progress_total,
@@ -96,6 +100,9 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                     )
                 };
                 set("stream", chunks::to_js(stream).into()).map_err(js)?;
+                if manual {
+                    set("confirm", receipt.confirm_fn().into()).map_err(js)?;
+                }
                 if let Some(ct) = incoming.content_type {
                     set("contentType", ct.into()).map_err(js)?;
                 }

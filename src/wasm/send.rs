@@ -15,10 +15,11 @@ use web_sys::ReadableStream;
 use super::abort::Abort;
 use super::bindings::{now_ms, sleep};
 use super::chunks::{self, concat, ByteStream, Shared, View};
-use super::crypto::encrypt_stream;
+use super::crypto::{encrypt_stream, encryptor_for};
 use super::error::into_js;
 use super::http::{exchange, fetch, probe, streaming_uploads_supported, text, TEXT_LIMIT};
 use super::options::Parsed;
+use super::receipt::{self, Ledger};
 use crate::client::error::Error;
 use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
@@ -53,6 +54,13 @@ pub async fn send_stream(source: ReadableStream, options: JsValue) -> Result<JsV
     Reflect::set(&out, &"durationMs".into(), &(now_ms() - started).into())?;
     Reflect::set(&out, &"transport".into(), &report.transport.as_str().into())?;
     Reflect::set(&out, &"relayState".into(), &report.relay_state.into())?;
+    if let Some(r) = &report.receipt {
+        let receipt = Object::new();
+        Reflect::set(&receipt, &"bytes".into(), &(r.bytes as f64).into())?;
+        Reflect::set(&receipt, &"digest".into(), &r.digest.clone().into())?;
+        Reflect::set(&receipt, &"authenticated".into(), &r.authenticated.into())?;
+        Reflect::set(&out, &"receipt".into(), &receipt)?;
+    }
     Ok(out.into())
 }
 
@@ -63,21 +71,43 @@ async fn send_inner(
     meter: Rc<RefCell<RateMeter>>,
 ) -> Result<SendReport, Error> {
     let mut producer = Producer::<View>::new(p.send_config(streaming_uploads_supported())?)?;
-    let mut stream: ByteStream = chunks::metered(
-        chunks::source(source, abort.reason_cell()),
-        meter,
-        p.on_progress.clone(),
+    let ledger = Rc::new(RefCell::new(Ledger::default()));
+    let mut stream: ByteStream = receipt::committed(
+        chunks::metered(
+            chunks::source(source, abort.reason_cell()),
+            meter,
+            p.on_progress.clone(),
+        ),
+        ledger.clone(),
     );
-    if p.encrypted() {
-        stream = encrypt_stream(stream, &p.o)?;
+    let enc = if p.encrypted() {
+        Some(Rc::new(RefCell::new(encryptor_for(&p.o)?)))
+    } else {
+        None
+    };
+    if let Some(e) = &enc {
+        stream = encrypt_stream(stream, e.clone())?;
     }
     let mut stream = chunks::stoppable(stream, abort.reason_cell());
 
     loop {
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
         match step {
-            Step::Rendezvous(req) => match exchange(&req, abort, None).await {
-                Ok((status, headers, body)) => producer.on_response(status, &headers, &body),
+            Step::Rendezvous(req) => {
+                match exchange(&req, abort, None).await {
+                    Ok((status, headers, body)) => producer.on_response(status, &headers, &body),
+                    Err(f) => producer.on_failure(f),
+                }
+                // A plain transfer's receipt digest is the hash of its bytes (§12.2).
+                ledger.borrow_mut().hash = enc.is_none() && producer.expects_receipt();
+            }
+            Step::Receipt(req) => match exchange(&req, abort, None).await {
+                Ok((status, headers, body)) => {
+                    let transfer = producer.transfer_id().unwrap_or_default().to_string();
+                    let (ours, key) =
+                        receipt::producer_commitment(&ledger.borrow(), enc.as_deref(), &transfer);
+                    producer.on_receipt(status, &headers, &body, &ours, key.as_deref());
+                }
                 Err(f) => producer.on_failure(f),
             },
             Step::Stream(req) => {

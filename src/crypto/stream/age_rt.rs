@@ -13,6 +13,10 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
+    pub(crate) fn sealer(&self) -> &Sealer {
+        &self.sealer
+    }
+
     pub(crate) fn new(sealer: Sealer) -> Self {
         Writer {
             sealer,
@@ -73,6 +77,10 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
+    pub(crate) fn sealer(&self) -> &Sealer {
+        &self.sealer
+    }
+
     pub(crate) fn new(sealer: Sealer) -> Self {
         Reader {
             sealer,

@@ -22,15 +22,26 @@ fn nonce(counter: u64, last: bool) -> [u8; 12] {
     n
 }
 
-/// The running chunk counter and AEAD.
+/// The running chunk counter and AEAD, and the BLAKE3 hash of every tag sealed or opened so
+/// far (a delivery receipt's digest of an encrypted transfer, PROTOCOL.md §12.2).
 pub(crate) struct Sealer {
     aead: PayloadAead,
     counter: u64,
+    tags: blake3::Hasher,
 }
 
 impl Sealer {
     pub(crate) fn new(aead: PayloadAead) -> Self {
-        Sealer { aead, counter: 0 }
+        Sealer {
+            aead,
+            counter: 0,
+            tags: blake3::Hasher::new(),
+        }
+    }
+
+    /// BLAKE3 over the tags of the chunks sealed or opened so far, in order (§12.2).
+    pub(crate) fn tag_digest(&self) -> [u8; 32] {
+        *self.tags.finalize().as_bytes()
     }
 
     /// Index of the next chunk.
@@ -51,6 +62,7 @@ impl Sealer {
             .aead
             .seal(&nonce(self.counter, last), &mut out[start..]);
         out.extend_from_slice(&tag);
+        self.tags.update(&tag);
         self.advance()
     }
 
@@ -78,6 +90,7 @@ impl Sealer {
             out.truncate(start);
             return Ok(false);
         }
+        self.tags.update(&t);
         self.advance()?;
         Ok(true)
     }

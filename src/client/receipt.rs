@@ -1,0 +1,405 @@
+//! Delivery receipts (`docs/PROTOCOL.md` §12) as pure functions: what the consumer commits to
+//! while it releases bytes, the receipt text it sends, and the producer's verdict on the
+//! receipt it gets. The adapters only make the Connect calls (§5.1) and feed bytes in.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+use super::error::{Error, ErrorCode};
+use super::rendezvous::auth_headers;
+use super::request::Request;
+use super::urls::{ConnectMode, RelayBase};
+use crate::protocol::headers::HELLO;
+use crate::protocol::hello::{
+    self, item, BYTES, CODE, DIGEST, MAC_SEPARATOR, RECEIPT_VERSION, STATUS,
+};
+
+/// Bytes of a digest and of a MAC.
+pub const DIGEST_BYTES: usize = 32;
+
+/// What one side counted and hashed (§12.2): plaintext bytes released (consumer) or read
+/// from the source (producer), and the BLAKE3 digest of the commitments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Commitment {
+    pub bytes: u64,
+    pub digest: [u8; DIGEST_BYTES],
+}
+
+/// Counts bytes and, for a plain transfer, hashes them (§12.2). An encrypted transfer's
+/// digest is the cipher's tag digest instead ([`Committer::with_digest`]).
+#[derive(Clone, Default)]
+pub struct Committer {
+    bytes: u64,
+    hasher: blake3::Hasher,
+}
+
+impl Committer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Plain transfer: counts and hashes `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.bytes += bytes.len() as u64;
+        self.hasher.update(bytes);
+    }
+
+    /// Encrypted transfer: counts `n` plaintext bytes (the digest comes from the cipher).
+    pub fn count(&mut self, n: u64) {
+        self.bytes += n;
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The commitment of a plain transfer so far.
+    pub fn commitment(&self) -> Commitment {
+        Commitment {
+            bytes: self.bytes,
+            digest: *self.hasher.finalize().as_bytes(),
+        }
+    }
+
+    /// The commitment of an encrypted transfer: the byte count and the cipher's tag digest.
+    pub fn with_digest(&self, digest: [u8; DIGEST_BYTES]) -> Commitment {
+        Commitment {
+            bytes: self.bytes,
+            digest,
+        }
+    }
+}
+
+/// How the consumer's side ended (§12.2 `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every byte released (and, `receipt: 'manual'`, confirmed by the application).
+    Ok,
+    /// The application cancelled the stream.
+    Cancelled,
+    /// The consumer failed with this code.
+    Failed(ErrorCode),
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Failed(_) => "failed",
+        }
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// A digest as the report shows it: lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn mac(key: &[u8; 32], transfer: &str, text: &str) -> [u8; 32] {
+    // ok: HMAC takes keys of any length
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("hmac key");
+    m.update(transfer.as_bytes());
+    m.update(b"\n");
+    m.update(text.as_bytes());
+    m.finalize().into_bytes().into()
+}
+
+/// The receipt text the consumer sends (§12.2); `key` is the receipt key of an encrypted
+/// transfer (adds the MAC).
+pub fn receipt_text(
+    transfer: &str,
+    outcome: Outcome,
+    c: &Commitment,
+    key: Option<&[u8; 32]>,
+) -> String {
+    let mut t = format!(
+        "{RECEIPT_VERSION}=1; {STATUS}={}; {BYTES}={}; {DIGEST}={}",
+        outcome.as_str(),
+        c.bytes,
+        b64(&c.digest)
+    );
+    if let Outcome::Failed(code) = outcome {
+        t.push_str(&format!("; {CODE}={}", code.as_str()));
+    }
+    if let Some(k) = key {
+        let m = mac(k, transfer, &t);
+        t.push_str(MAC_SEPARATOR);
+        t.push_str(&b64(&m));
+    }
+    t
+}
+
+/// A verified receipt, as `send()` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptReport {
+    /// Plaintext bytes the consumer released.
+    pub bytes: u64,
+    /// The digest, lowercase hex.
+    pub digest: String,
+    /// Signed with the transfer's receipt key (encrypted transfers).
+    pub authenticated: bool,
+}
+
+fn unconfirmed(why: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::Unconfirmed,
+        format!("the receiver's receipt (PROTOCOL.md §12.2) {why}; the delivery is not confirmed"),
+    )
+}
+
+/// The producer's verdict on receipt `text` for transfer `transfer`: `ours` is what the
+/// producer sent; `key` the receipt key of an encrypted transfer (then the MAC is required).
+pub fn verify(
+    text: &str,
+    transfer: &str,
+    ours: &Commitment,
+    key: Option<&[u8; 32]>,
+) -> Result<ReceiptReport, Error> {
+    if item(text, RECEIPT_VERSION) != Some("1") {
+        return Err(unconfirmed("is not a version 1 receipt"));
+    }
+    let authenticated = match key {
+        Some(k) => {
+            let Some((signed, m)) = text.rsplit_once(MAC_SEPARATOR) else {
+                return Err(unconfirmed("has no MAC, but the transfer is encrypted"));
+            };
+            let Ok(m) = URL_SAFE_NO_PAD.decode(m.trim()) else {
+                return Err(unconfirmed("has a malformed MAC"));
+            };
+            let want = mac(k, transfer, signed);
+            if m.len() != want.len() || !bool::from(want.ct_eq(&m)) {
+                return Err(unconfirmed(
+                    "does not verify: it was not made with this transfer's key",
+                ));
+            }
+            true
+        }
+        None => false,
+    };
+    let bytes = item(text, BYTES).and_then(|b| b.parse::<u64>().ok());
+    let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d).ok());
+    let (Some(bytes), Some(digest)) = (bytes, digest) else {
+        return Err(unconfirmed("is malformed (no byte count or digest)"));
+    };
+    match item(text, STATUS) {
+        Some("ok") => {}
+        Some("cancelled") => {
+            return Err(Error::new(
+                ErrorCode::PeerDisconnected,
+                format!(
+                    "the receiver cancelled after {bytes} of {} bytes",
+                    ours.bytes
+                ),
+            ))
+        }
+        Some("failed") => {
+            let code = item(text, CODE).unwrap_or("an error");
+            return Err(Error::new(
+                ErrorCode::PeerDisconnected,
+                format!(
+                    "the receiver failed with {code} after {bytes} of {} bytes",
+                    ours.bytes
+                ),
+            ));
+        }
+        _ => return Err(unconfirmed("has no known status")),
+    }
+    if bytes != ours.bytes {
+        return Err(unconfirmed(format!(
+            "says {bytes} bytes arrived, but {} were sent",
+            ours.bytes
+        )));
+    }
+    if digest != ours.digest {
+        return Err(unconfirmed("has another digest than the bytes sent"));
+    }
+    Ok(ReceiptReport {
+        bytes,
+        digest: hex(&digest),
+        authenticated,
+    })
+}
+
+/// A fresh transfer id (§12.1) from 16 random bytes.
+pub fn transfer_id(random: &[u8; hello::TRANSFER_ID_BYTES]) -> String {
+    b64(random)
+}
+
+/// Where a consumer's receipt goes (§12.2): from [`super::consumer::Consumer::receipt_plan`].
+#[derive(Debug, Clone)]
+pub struct ReceiptPlan {
+    pub(crate) relay: RelayBase,
+    pub(crate) path: String,
+    pub(crate) token: Option<String>,
+    /// The producer's transfer id.
+    pub transfer: String,
+}
+
+impl ReceiptPlan {
+    /// The Connect call that delivers the receipt: `key` is the receipt key of an encrypted
+    /// transfer.
+    pub fn request(
+        &self,
+        outcome: Outcome,
+        released: &Commitment,
+        key: Option<&[u8; 32]>,
+    ) -> Result<Request, Error> {
+        let text = receipt_text(&self.transfer, outcome, released, key);
+        channel_request(
+            &self.relay,
+            &self.path,
+            &self.transfer,
+            ConnectMode::AwaitWriter,
+            hello::RECEIPT_SEND_TIMEOUT_S,
+            self.token.as_deref(),
+            Some(text),
+        )
+    }
+}
+
+/// The Connect call on the transfer's channel (§5.1, §12.2): the producer waits for the
+/// receipt (`AwaitReader`, no hello), the consumer sends it (`AwaitWriter`, hello = receipt).
+pub fn channel_request(
+    relay: &RelayBase,
+    path: &str,
+    transfer: &str,
+    mode: ConnectMode,
+    timeout_s: f64,
+    token: Option<&str>,
+    hello: Option<String>,
+) -> Result<Request, Error> {
+    let url = relay.channel_url(path, mode, transfer, timeout_s)?;
+    let mut headers = auth_headers(token);
+    if let Some(h) = hello {
+        headers.push((HELLO, h));
+    }
+    let mut req = Request::get(url, headers);
+    req.timeout_ms = Some((timeout_s + super::rendezvous::LOCAL_TIMEOUT_MARGIN_S) * 1000.0);
+    Ok(req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(bytes: &[u8]) -> Commitment {
+        let mut c = Committer::new();
+        c.update(bytes);
+        c.commitment()
+    }
+
+    #[test]
+    fn plain_receipt_verifies() {
+        let c = plain(b"hello");
+        let t = receipt_text("T", Outcome::Ok, &c, None);
+        assert!(
+            t.starts_with("httpipe-receipt=1; status=ok; bytes=5; digest="),
+            "{t}"
+        );
+        assert!(!t.contains("mac="));
+        let r = verify(&t, "T", &c, None).unwrap();
+        assert_eq!(r.bytes, 5);
+        assert_eq!(r.digest, hex(blake3::hash(b"hello").as_bytes()));
+        assert!(!r.authenticated);
+    }
+
+    #[test]
+    fn mismatches_are_unconfirmed() {
+        let c = plain(b"hello");
+        let other = plain(b"hellO");
+        let t = receipt_text("T", Outcome::Ok, &other, None);
+        assert_eq!(
+            verify(&t, "T", &c, None).unwrap_err().code,
+            ErrorCode::Unconfirmed
+        );
+        let short = plain(b"hell");
+        let t = receipt_text("T", Outcome::Ok, &short, None);
+        let e = verify(&t, "T", &c, None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::Unconfirmed);
+        assert!(
+            e.message.contains("4 bytes arrived, but 5"),
+            "{}",
+            e.message
+        );
+        for bad in [
+            "",
+            "status=ok",
+            "httpipe-receipt=1; status=ok; bytes=x; digest=AA",
+        ] {
+            assert_eq!(
+                verify(bad, "T", &c, None).unwrap_err().code,
+                ErrorCode::Unconfirmed
+            );
+        }
+    }
+
+    #[test]
+    fn encrypted_receipt_needs_the_key() {
+        let c = Committer::new().with_digest([7; 32]);
+        let key = [1u8; 32];
+        let t = receipt_text("T", Outcome::Ok, &c, Some(&key));
+        assert!(verify(&t, "T", &c, Some(&key)).unwrap().authenticated);
+        // another key, another transfer, no MAC, a changed count: all refused
+        for (text, id, k) in [
+            (t.clone(), "T", [2u8; 32]),
+            (t.clone(), "U", key),
+            (receipt_text("T", Outcome::Ok, &c, None), "T", key),
+            (t.replace("bytes=0", "bytes=1"), "T", key),
+        ] {
+            let e = verify(&text, id, &c, Some(&k)).unwrap_err();
+            assert_eq!(e.code, ErrorCode::Unconfirmed, "{text}");
+        }
+    }
+
+    #[test]
+    fn negative_receipts() {
+        let c = plain(b"abc");
+        let t = receipt_text("T", Outcome::Cancelled, &plain(b"a"), None);
+        let e = verify(&t, "T", &c, None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
+        assert!(
+            e.message.contains("cancelled after 1 of 3"),
+            "{}",
+            e.message
+        );
+        let t = receipt_text("T", Outcome::Failed(ErrorCode::DecryptFailed), &c, None);
+        assert!(t.contains("; code=DECRYPT_FAILED"));
+        let e = verify(&t, "T", &c, None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
+        assert!(e.message.contains("DECRYPT_FAILED"), "{}", e.message);
+    }
+
+    #[test]
+    fn ids_and_channel_calls() {
+        let id = transfer_id(&[0xff; 16]);
+        assert_eq!(id.len(), 22);
+        assert!(hello::valid_value(&id));
+        let base = RelayBase::parse("http://h:1").unwrap();
+        let r = channel_request(
+            &base,
+            "/p",
+            &id,
+            ConnectMode::AwaitWriter,
+            30.0,
+            Some("tok"),
+            Some("httpipe-receipt=1".into()),
+        )
+        .unwrap();
+        assert_eq!(
+            r.url,
+            format!("http://h:1/connect/v0/p?mode=await-writer&channel={id}&timeout=30")
+        );
+        assert!(r
+            .headers
+            .contains(&(HELLO, "httpipe-receipt=1".to_string())));
+        assert_eq!(r.timeout_ms, Some(32_000.0));
+    }
+}

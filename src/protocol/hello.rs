@@ -1,0 +1,152 @@
+//! Hellos and receipts (`docs/PROTOCOL.md` §5.1, §12): the items peers exchange through the
+//! Connect API's `X-Httpipe-Hello` / `X-Httpipe-Peer-Hello` headers.
+//!
+//! A hello is `item; item; ...`, an item `key` or `key=value`. Unknown items are ignored, so
+//! later versions can add some. Everything here is plain data and pure functions.
+
+/// Most bytes of a hello (§5.1); the relay refuses longer ones.
+pub const MAX_HELLO_BYTES: usize = 1024;
+/// The version item: `httpipe=1` (§12.1).
+pub const VERSION: &str = "httpipe";
+/// The one version this code speaks.
+pub const VERSION_1: &str = "1";
+/// Producer: the transfer's id (§12.1).
+pub const TRANSFER: &str = "transfer";
+/// Producer: will wait for a receipt; consumer: sends receipts (§12.1).
+pub const RECEIPT: &str = "receipt";
+/// Bytes of a transfer id before encoding (16 → 22 base64url characters).
+pub const TRANSFER_ID_BYTES: usize = 16;
+/// Seconds a consumer's receipt call waits for the producer (§12.2).
+pub const RECEIPT_SEND_TIMEOUT_S: f64 = 30.0;
+/// Seconds a producer waits for the receipt by default (§12.2).
+pub const RECEIPT_TIMEOUT_S: f64 = 120.0;
+
+/// Receipt items (§12.2), in their order.
+pub const RECEIPT_VERSION: &str = "httpipe-receipt";
+pub const STATUS: &str = "status";
+pub const BYTES: &str = "bytes";
+pub const DIGEST: &str = "digest";
+pub const CODE: &str = "code";
+/// What comes before the MAC in a receipt's text: the MAC covers `ID \n` and this prefix.
+pub const MAC_SEPARATOR: &str = "; mac=";
+/// HKDF info prefix of the receipt key (the transfer id follows).
+pub const RECEIPT_KEY_INFO: &[u8] = b"httpipe receipt v1";
+
+/// The items of a hello, in order. Malformed items are skipped.
+pub fn items(hello: &str) -> impl Iterator<Item = (&str, Option<&str>)> {
+    hello.split(';').filter_map(|item| {
+        let item = item.trim();
+        if item.is_empty() {
+            return None;
+        }
+        let (k, v) = match item.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (item, None),
+        };
+        let key_ok = !k.is_empty()
+            && k.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        key_ok.then_some((k, v))
+    })
+}
+
+/// The value of item `key` (`Some("")` for a bare item), if present.
+pub fn item<'a>(hello: &'a str, key: &str) -> Option<&'a str> {
+    items(hello)
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.unwrap_or(""))
+}
+
+/// True if `value` may be an item's value: visible ASCII without `;`, `,` or spaces.
+pub fn valid_value(value: &str) -> bool {
+    !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b';' && b != b',')
+}
+
+/// True if `hello` may be sent: at most [`MAX_HELLO_BYTES`] of visible ASCII and spaces.
+pub fn valid_hello(hello: &str) -> bool {
+    hello.len() <= MAX_HELLO_BYTES && hello.bytes().all(|b| b == b' ' || b.is_ascii_graphic())
+}
+
+/// What a peer's rendezvous hello says (§12.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PeerHello {
+    /// `httpipe=1` was there.
+    pub v1: bool,
+    pub transfer: Option<String>,
+    pub receipt: bool,
+}
+
+impl PeerHello {
+    pub fn parse(hello: &str) -> PeerHello {
+        let v1 = item(hello, VERSION) == Some(VERSION_1);
+        PeerHello {
+            v1,
+            transfer: item(hello, TRANSFER)
+                .filter(|t| valid_value(t))
+                .map(str::to_string),
+            receipt: v1 && item(hello, RECEIPT).is_some(),
+        }
+    }
+}
+
+/// A producer's rendezvous hello: `httpipe=1; transfer=ID[; receipt]`.
+pub fn producer_hello(transfer: &str, receipt: bool) -> String {
+    let mut h = format!("{VERSION}={VERSION_1}; {TRANSFER}={transfer}");
+    if receipt {
+        h.push_str(&format!("; {RECEIPT}"));
+    }
+    h
+}
+
+/// A consumer's rendezvous hello: `httpipe=1[; receipt]`.
+pub fn consumer_hello(receipt: bool) -> String {
+    let mut h = format!("{VERSION}={VERSION_1}");
+    if receipt {
+        h.push_str(&format!("; {RECEIPT}"));
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hellos_round_trip() {
+        let p = PeerHello::parse(&producer_hello("abc_-9", true));
+        assert_eq!(
+            p,
+            PeerHello {
+                v1: true,
+                transfer: Some("abc_-9".into()),
+                receipt: true
+            }
+        );
+        let c = PeerHello::parse(&consumer_hello(true));
+        assert!(c.v1 && c.receipt && c.transfer.is_none());
+        assert!(!PeerHello::parse(&consumer_hello(false)).receipt);
+    }
+
+    #[test]
+    fn unknown_and_malformed_items_are_ignored() {
+        let p = PeerHello::parse(" httpipe=1 ;; future=x; Bad=1; receipt ; transfer=a,b");
+        assert!(p.v1 && p.receipt);
+        assert_eq!(p.transfer, None, "a value with a comma is not an id");
+        // Without the version item, nothing is promised.
+        assert!(!PeerHello::parse("receipt; transfer=x").receipt);
+        assert!(!PeerHello::parse("httpipe=2; receipt").receipt);
+        assert_eq!(PeerHello::parse(""), PeerHello::default());
+    }
+
+    #[test]
+    fn hello_limits() {
+        assert!(valid_hello("httpipe=1; receipt"));
+        assert!(!valid_hello("caf\u{e9}"));
+        assert!(!valid_hello("a\tb"));
+        assert!(!valid_hello(&"a".repeat(MAX_HELLO_BYTES + 1)));
+        assert!(valid_hello(&"a".repeat(MAX_HELLO_BYTES)));
+    }
+}

@@ -1,0 +1,217 @@
+//! Delivery receipts in the fetch adapter (`docs/PROTOCOL.md` §12): the core decides
+//! ([`crate::client::receipt`]); this module counts and hashes the bytes as they pass, and
+//! makes the consumer's Connect call on the transfer's channel when its stream ends.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use futures::StreamExt;
+use js_sys::{Function, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::{future_to_promise, spawn_local};
+use zeroize::Zeroizing;
+
+use super::abort::Abort;
+use super::chunks::ByteStream;
+use super::error::into_js;
+use super::http::exchange;
+use crate::client::error::{classify_response, Error, ErrorCode};
+use crate::client::receipt::{Commitment, Committer, Outcome, ReceiptPlan};
+use crate::crypto::{Decryptor, Encryptor};
+
+/// What one side counted (and, plain and with receipts on, hashed) of the plaintext.
+#[derive(Default)]
+pub struct Ledger {
+    pub committer: Committer,
+    /// Hash the bytes (a plain transfer with a receipt); otherwise only count them.
+    pub hash: bool,
+    buf: Vec<u8>,
+}
+
+impl Ledger {
+    fn add(&mut self, chunk: &js_sys::Uint8Array) {
+        let n = chunk.length() as usize;
+        if self.hash {
+            self.buf.resize(n, 0);
+            chunk.copy_to(&mut self.buf[..n]);
+            let buf = std::mem::take(&mut self.buf);
+            self.committer.update(&buf);
+            self.buf = buf;
+        } else {
+            self.committer.count(n as u64);
+        }
+    }
+}
+
+/// `stream` with every chunk entered in `ledger` as it passes.
+pub fn committed(stream: ByteStream, ledger: Rc<RefCell<Ledger>>) -> ByteStream {
+    stream
+        .map(move |item| {
+            if let Ok(chunk) = &item {
+                ledger.borrow_mut().add(chunk);
+            }
+            item
+        })
+        .boxed_local()
+}
+
+/// The producer's commitment and receipt key (§12.2): plain, the hash of the bytes; encrypted,
+/// the count and the cipher's tag digest.
+pub fn producer_commitment(
+    ledger: &Ledger,
+    enc: Option<&RefCell<Encryptor>>,
+    transfer: &str,
+) -> (Commitment, Option<Zeroizing<[u8; 32]>>) {
+    match enc {
+        None => (ledger.committer.commitment(), None),
+        Some(e) => {
+            let e = e.borrow();
+            (
+                ledger.committer.with_digest(e.tag_digest()),
+                Some(e.receipt_key(transfer)),
+            )
+        }
+    }
+}
+
+/// The consumer's side of one transfer's receipt.
+pub struct Receipt {
+    plan: Option<ReceiptPlan>,
+    ledger: RefCell<Ledger>,
+    dec: Option<Rc<RefCell<Decryptor>>>,
+    manual: bool,
+    /// The stream was read to its clean end.
+    ended: Cell<bool>,
+    /// A receipt was sent (or is on its way).
+    sent: Cell<bool>,
+}
+
+impl Receipt {
+    /// `plan`: where the receipt goes (`None`: the producer doesn't wait for one);
+    /// `dec`: the decryptor of an encrypted transfer.
+    pub fn new(
+        plan: Option<ReceiptPlan>,
+        dec: Option<Rc<RefCell<Decryptor>>>,
+        manual: bool,
+    ) -> Rc<Receipt> {
+        let ledger = Ledger {
+            hash: plan.is_some() && dec.is_none(),
+            ..Ledger::default()
+        };
+        Rc::new(Receipt {
+            plan,
+            ledger: RefCell::new(ledger),
+            dec,
+            manual,
+            ended: Cell::new(false),
+            sent: Cell::new(false),
+        })
+    }
+
+    /// Sends the receipt for `outcome` once; `Ok` when the producer took it (or none is
+    /// wanted).
+    async fn deliver(self: Rc<Self>, outcome: Outcome) -> Result<(), Error> {
+        let Some(plan) = &self.plan else {
+            return Ok(());
+        };
+        if self.sent.replace(true) {
+            return Ok(());
+        }
+        let (released, key) = {
+            let ledger = self.ledger.borrow();
+            match &self.dec {
+                None => (ledger.committer.commitment(), None),
+                Some(d) => {
+                    let d = d.borrow();
+                    let digest = d.tag_digest().unwrap_or(*blake3::hash(b"").as_bytes());
+                    (
+                        ledger.committer.with_digest(digest),
+                        d.receipt_key(&plan.transfer),
+                    )
+                }
+            }
+        };
+        let req = plan.request(outcome, &released, key.as_deref())?;
+        let mut abort = Abort::new(None)?;
+        let what = "sending the delivery receipt (PROTOCOL.md §12.2)";
+        match exchange(&req, &mut abort, None).await {
+            Ok((200, _, _)) => Ok(()),
+            Ok((408, _, _)) => Err(Error::new(
+                ErrorCode::Unconfirmed,
+                format!("{what}: the sender did not come for it (gone?)"),
+            )),
+            Ok((status, _, body)) => Err(classify_response(status, &body, what)),
+            Err(f) => Err(f.into_error(ErrorCode::Network, what)),
+        }
+    }
+
+    /// The application's `confirm()` (`receipt: 'manual'`): sends the `ok` receipt once the
+    /// stream was read to its end.
+    pub fn confirm_fn(self: &Rc<Self>) -> Function {
+        let me = self.clone();
+        let f = Closure::<dyn FnMut() -> Promise>::new(move || {
+            let me = me.clone();
+            future_to_promise(async move {
+                if !me.ended.get() {
+                    return Err(into_js(Error::usage(
+                        "confirm() comes after the stream was read to its end",
+                    )));
+                }
+                me.deliver(Outcome::Ok).await.map_err(into_js)?;
+                Ok(JsValue::UNDEFINED)
+            })
+        });
+        f.into_js_value().unchecked_into()
+    }
+}
+
+/// Sends a `cancelled` receipt if the stream is dropped (the application cancelled it)
+/// before its end or an error.
+struct OnCancel(Rc<Receipt>);
+
+impl Drop for OnCancel {
+    fn drop(&mut self) {
+        let r = self.0.clone();
+        if !r.ended.get() && !r.sent.get() && r.plan.is_some() {
+            spawn_local(async move {
+                let _ = r.deliver(Outcome::Cancelled).await;
+            });
+        }
+    }
+}
+
+/// The consumer's released stream with its receipt: every chunk is committed to; at the
+/// clean end the `ok` receipt goes out (automatic mode: before the stream reports its end, so
+/// a caller that saw the end knows the sender was told); an error sends `failed` with its
+/// code; a cancel sends `cancelled`.
+pub fn with_receipt(stream: ByteStream, receipt: Rc<Receipt>) -> ByteStream {
+    let guard = OnCancel(receipt);
+    futures::stream::unfold(Some((stream, guard)), |state| async move {
+        let (mut input, guard) = state?;
+        match input.next().await {
+            Some(Ok(chunk)) => {
+                guard.0.ledger.borrow_mut().add(&chunk);
+                Some((Ok(chunk), Some((input, guard))))
+            }
+            Some(Err(e)) => {
+                let r = guard.0.clone();
+                let code = e.code;
+                spawn_local(async move {
+                    let _ = r.deliver(Outcome::Failed(code)).await;
+                });
+                Some((Err(e), None))
+            }
+            None => {
+                let r = guard.0.clone();
+                r.ended.set(true);
+                if !r.manual {
+                    // The data is the caller's either way; a receipt that can't be delivered
+                    // leaves the sender unconfirmed, which it reports.
+                    let _ = r.deliver(Outcome::Ok).await;
+                }
+                None
+            }
+        }
+    })
+    .boxed_local()
+}

@@ -1,0 +1,201 @@
+// Delivery receipts (PROTOCOL.md §12) in Node through the real relay: send() resolves only on
+// the receiver's receipt, rejects when the receiver cancelled or failed after the relay had
+// handed it every byte, refuses forged receipts, and falls back to the relay's verdict
+// (receipt undefined) with peers that don't send receipts (curl; raw fetch without a hello).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomFillSync } from 'node:crypto';
+import { startRelay } from './lib/relay.mjs';
+import { PKG, uniquePath, randomSource, hashStream, rejection, sleep } from './lib/sdk.mjs';
+
+const sdk = await import(PKG);
+let relay;
+before(async () => { relay = await startRelay(); });
+after(async () => { await relay?.stop(); });
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const identity = sdk.generateIdentity();
+const recipient = sdk.identityToRecipient(identity);
+const PASS = 'receipt passphrase';
+const CRYPTO = {
+  plain: { send: {}, recv: {}, authenticated: false },
+  'age-rt passphrase': { send: { passphrase: PASS }, recv: { passphrase: PASS }, authenticated: true },
+  'age x25519': { send: { recipients: [recipient], format: 'age' }, recv: { identities: [identity] }, authenticated: true },
+};
+
+const within = (p, ms, what) => Promise.race([p,
+  sleep(ms).then(() => { throw new Error(`${what}: not settled within ${ms} ms`); })]);
+
+for (const [name, c] of Object.entries(CRYPTO)) {
+  for (const upload of ['stream', 'segmented']) {
+    test(`${name}, ${upload}: send() resolves with the receiver's receipt (count, digest, authenticated)`, async () => {
+      const size = 3 * MiB + 5;
+      const path = uniquePath('rcpt');
+      const common = { relay: relay.http, path };
+      const { stream, digest } = randomSource(size, 100 * KiB + 3);
+      const sendP = sdk.send(stream, { ...common, ...c.send, upload, partSize: 512 * KiB, size });
+      const got = await sdk.receive({ ...common, ...c.recv }).then((r) => hashStream(r.stream));
+      const report = await within(sendP, 20_000, 'send');
+      assert.equal(got.bytes, size);
+      assert.equal(got.sha256, await digest);
+      assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+      assert.ok(report.receipt, 'a receipt');
+      assert.equal(report.receipt.bytes, size);
+      assert.match(report.receipt.digest, /^[0-9a-f]{64}$/);
+      assert.equal(report.receipt.authenticated, c.authenticated);
+    });
+  }
+}
+
+test('the plain digest is the bytes\' (same bytes, same digest; one byte changed, another)', async () => {
+  const bytes = randomFillSync(new Uint8Array(200 * KiB));
+  const other = bytes.slice(); other[12345] ^= 1;
+  const digests = [];
+  for (const b of [bytes, bytes, other]) {
+    const path = uniquePath('dig');
+    const sendP = sdk.send(b, { relay: relay.http, path });
+    await sdk.receive({ relay: relay.http, path }).then((r) => hashStream(r.stream));
+    digests.push((await sendP).receipt.digest);
+  }
+  assert.equal(digests[0], digests[1]);
+  assert.notEqual(digests[0], digests[2]);
+});
+
+test('an empty transfer gets its receipt too', async () => {
+  const path = uniquePath('empty');
+  const sendP = sdk.send(new Uint8Array(0), { relay: relay.http, path });
+  const got = await sdk.receive({ relay: relay.http, path }).then((r) => hashStream(r.stream));
+  const report = await sendP;
+  assert.equal(got.bytes, 0);
+  assert.equal(report.receipt.bytes, 0);
+});
+
+test('a receiver that cancels after the relay handed it every byte: send() rejects PEER_DISCONNECTED', async () => {
+  // 1 MB fits in the relay's and the sockets' buffers: the relay reports success while the
+  // receiver has read nothing.
+  const path = uniquePath('cancel');
+  const sendP = sdk.send(randomFillSync(new Uint8Array(1_000_000)), { relay: relay.http, path });
+  const r = await sdk.receive({ relay: relay.http, path });
+  await sleep(1500);
+  await r.stream.cancel('the user said no');
+  const e = await within(rejection(sendP), 10_000, 'send');
+  assert.equal(e.code, 'PEER_DISCONNECTED', e.message);
+  assert.match(e.message, /cancelled after \d+ of 1000000 bytes/);
+});
+
+test('a receiver that never confirms: send() rejects UNCONFIRMED after receiptTimeout', async () => {
+  const path = uniquePath('silent');
+  const t0 = Date.now();
+  const sendP = sdk.send(randomFillSync(new Uint8Array(100_000)), { relay: relay.http, path, receiptTimeout: 2 });
+  const r = await sdk.receive({ relay: relay.http, path, receipt: 'manual' });
+  await hashStream(r.stream);
+  const e = await within(rejection(sendP), 10_000, 'send');
+  assert.equal(e.code, 'UNCONFIRMED', e.message);
+  assert.match(e.message, /no receipt within 2 s/);
+  assert.ok(Date.now() - t0 >= 2000);
+});
+
+test("receipt: 'manual': send() resolves only after confirm()", async () => {
+  const path = uniquePath('manual');
+  let settled = false;
+  const sendP = sdk.send(randomFillSync(new Uint8Array(300_000)), { relay: relay.http, path });
+  sendP.then(() => { settled = true; }, () => { settled = true; });
+  const r = await sdk.receive({ relay: relay.http, path, receipt: 'manual' });
+  assert.equal(typeof r.confirm, 'function');
+  const early = await rejection(r.confirm());
+  assert.equal(early.code, 'UNSUPPORTED', 'confirm() before the end of the stream');
+  const got = await hashStream(r.stream);
+  await sleep(1500);
+  assert.equal(settled, false, 'no success before the application confirmed');
+  await within(r.confirm(), 10_000, 'confirm');
+  const report = await within(sendP, 10_000, 'send');
+  assert.equal(report.receipt.bytes, got.bytes);
+});
+
+test('a receiver that fails (WRONG_KEY) on a small payload: send() rejects PEER_DISCONNECTED naming it', async () => {
+  const path = uniquePath('wrongkey');
+  const sendP = sdk.send('a small secret', { relay: relay.http, path, passphrase: 'right' });
+  const r = await sdk.receive({ relay: relay.http, path, passphrase: 'wrong' });
+  const re = await rejection(hashStream(r.stream));
+  assert.equal(re.code, 'WRONG_KEY');
+  const e = await within(rejection(sendP), 15_000, 'send');
+  assert.equal(e.code, 'PEER_DISCONNECTED', e.message);
+  assert.match(e.message, /WRONG_KEY/);
+});
+
+test('receipt: false on either side: the relay\'s verdict, no receipt', async () => {
+  for (const [s, r] of [[{ receipt: false }, {}], [{}, { receipt: false }]]) {
+    const path = uniquePath('off');
+    const sendP = sdk.send('hello', { relay: relay.http, path, ...s });
+    await sdk.receive({ relay: relay.http, path, ...r }).then((x) => hashStream(x.stream));
+    const report = await within(sendP, 10_000, 'send');
+    assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+    assert.equal(report.receipt, undefined);
+  }
+});
+
+test('curl as the consumer: relay-level success, marked unconfirmed (no receipt)', async () => {
+  const path = uniquePath('curl');
+  const sendP = sdk.send('for curl\n', { relay: relay.http, path });
+  const out = await new Promise((resolve, reject) => {
+    const p = spawn('curl', ['-sSf', `${relay.http}${path}`]);
+    let s = '';
+    p.stdout.on('data', (d) => { s += d; });
+    p.on('error', reject);
+    p.on('exit', (code) => (code === 0 ? resolve(s) : reject(new Error(`curl exited ${code}`))));
+  });
+  assert.equal(out, 'for curl\n');
+  const report = await within(sendP, 10_000, 'send');
+  assert.equal(report.receipt, undefined);
+  assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+});
+
+/** A consumer that speaks §5.1/§12 by hand: rendezvous with a receipt hello, read everything. */
+async function handConsumer(path) {
+  const rv = await fetch(`${relay.http}/connect/v0${path}?mode=await-writer`, {
+    headers: { 'X-Httpipe-Hello': 'httpipe=1; receipt' },
+  });
+  assert.equal(rv.status, 200);
+  const hello = rv.headers.get('x-httpipe-peer-hello');
+  const transfer = /transfer=([A-Za-z0-9_-]+)/.exec(hello)[1];
+  const data = new Uint8Array(await (await fetch((await rv.text()).trim())).arrayBuffer());
+  const sendReceipt = (text) => fetch(`${relay.http}/connect/v0${path}?mode=await-writer&channel=${transfer}&timeout=10`, {
+    headers: { 'X-Httpipe-Hello': text },
+  });
+  return { data, transfer, sendReceipt };
+}
+
+test('a forged receipt is refused: wrong digest (plain), wrong key (encrypted), another count', async () => {
+  const cases = [
+    ['plain, wrong digest', {}, (n) => `httpipe-receipt=1; status=ok; bytes=${n}; digest=${'A'.repeat(43)}`],
+    ['plain, another count', {}, (n) => `httpipe-receipt=1; status=ok; bytes=${n + 1}; digest=${'A'.repeat(43)}`],
+    ['encrypted, made without the key', { passphrase: PASS },
+      () => `httpipe-receipt=1; status=ok; bytes=5; digest=${'A'.repeat(43)}; mac=${'B'.repeat(43)}`],
+    ['encrypted, no mac', { passphrase: PASS }, () => `httpipe-receipt=1; status=ok; bytes=5; digest=${'A'.repeat(43)}`],
+  ];
+  for (const [what, opts, forge] of cases) {
+    const path = uniquePath('forge');
+    const sendP = sdk.send('hello', { relay: relay.http, path, ...opts });
+    const { sendReceipt } = await handConsumer(path);
+    const answer = await sendReceipt(forge(5));
+    assert.equal(answer.status, 200, what);
+    const e = await within(rejection(sendP), 10_000, what);
+    assert.equal(e.code, 'UNCONFIRMED', `${what}: ${e.message}`);
+  }
+});
+
+test('a receipt for another transfer on the same path does not confirm this one', async () => {
+  const path = uniquePath('other');
+  const sendP = sdk.send('hello', { relay: relay.http, path, receiptTimeout: 2 });
+  const { sendReceipt } = await handConsumer(path);
+  // a channel nobody waits on: the call times out at the relay, the producer never sees it
+  const answer = await fetch(`${relay.http}/connect/v0${path}?mode=await-writer&channel=not-the-transfer&timeout=1`, {
+    headers: { 'X-Httpipe-Hello': 'httpipe-receipt=1; status=ok; bytes=5; digest=x' },
+  });
+  assert.equal(answer.status, 408);
+  void sendReceipt;
+  const e = await within(rejection(sendP), 10_000, 'send');
+  assert.equal(e.code, 'UNCONFIRMED', e.message);
+});
