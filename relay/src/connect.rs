@@ -1,11 +1,14 @@
 //! Connect API (`docs/PROTOCOL.md` §5, ZebraStream v0 compatible):
-//! `GET /connect/v0/{path}?mode=await-reader|await-writer[&timeout=S][&redirect=true]`.
+//! `GET /connect/v0/{path}?mode=await-reader|await-writer[&timeout=S][&redirect=true]`, with
+//! the §5.1 extension: `[&channel=ID]` and the `X-Httpipe-Hello` request header, answered
+//! with the peer's `X-Httpipe-Peer-Hello`.
 
 use std::time::Duration;
 
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode, Uri};
 use httpipe::protocol::control::{Rejection, CONNECT_TIMEOUT};
+use httpipe::protocol::headers::{is_valid_hello, HELLO, PEER_HELLO};
 use httpipe::protocol::query;
 use httpipe::protocol::token::Mode;
 
@@ -45,8 +48,20 @@ pub async fn handle(
         Ok(r) => r,
         Err(r) => return rejection(&r),
     };
+    // §5.1: a channel is a side room of Connect callers; `redirect` makes no sense there
+    let channel = match get(query::CHANNEL) {
+        Ok(None) => None,
+        Ok(Some(c)) if query::is_valid_channel(c) && !redirect => Some(c),
+        Ok(Some(_)) => return rejection(&Rejection::InvalidParameter(query::CHANNEL)),
+        Err(r) => return rejection(&r),
+    };
+    let hello = match hello_of(&headers) {
+        Ok(h) => h,
+        Err(r) => return rejection(&r),
+    };
     if let Some(auth) = &state.auth {
-        // await-reader is the producer's call, await-writer the consumer's (§5, §6).
+        // await-reader is the producer's call, await-writer the consumer's (§5, §6), on a
+        // channel too: the token is checked on the stream path itself (§5.1).
         let mode = if want == Await::Reader {
             Mode::Write
         } else {
@@ -57,26 +72,23 @@ pub async fn handle(
         }
     }
 
-    let mut wait = state.data.hub.await_peer(&path, want);
+    let mut wait = state.data.hub.await_peer(&path, channel, want, hello);
     let waited = async {
         match timeout {
-            None => {
-                wait.ready().await;
-                true
-            }
-            Some(t) => tokio::time::timeout(t, wait.ready()).await.is_ok(),
+            None => Some(wait.ready().await),
+            Some(t) => tokio::time::timeout(t, wait.ready()).await.ok(),
         }
     };
-    let ready = tokio::select! {
+    let peer_hello = tokio::select! {
         r = waited => r,
         _ = state.data.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),
         // the caller is gone (hyper didn't notice: bytes pipelined behind, §3.6)
         _ = hangup.hung_up() => return rejection(&Rejection::ShuttingDown),
     };
     drop(wait);
-    if !ready {
+    let Some(peer_hello) = peer_hello else {
         return text(StatusCode::REQUEST_TIMEOUT, format!("{CONNECT_TIMEOUT}\n"));
-    }
+    };
 
     let data_url = format!("{}{}", state.base_url(&headers, &uri, conn.as_ref()), path);
     if redirect {
@@ -94,7 +106,35 @@ pub async fn handle(
         if let Ok(v) = HeaderValue::from_str(&location) {
             r.headers_mut().insert(header::LOCATION, v);
         }
-        return r;
+        return with_peer_hello(r, peer_hello);
     }
-    text(StatusCode::OK, format!("{data_url}\n"))
+    with_peer_hello(text(StatusCode::OK, format!("{data_url}\n")), peer_hello)
+}
+
+/// The caller's `X-Httpipe-Hello` (§5.1): absent is `None`; more than one, too long, or with
+/// bytes other than visible ASCII and spaces is `invalid-header`. Never logged.
+fn hello_of(headers: &HeaderMap) -> Result<Option<String>, Rejection> {
+    let mut values = headers.get_all(HELLO).iter();
+    let Some(v) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() || !is_valid_hello(v.as_bytes()) {
+        return Err(Rejection::InvalidHeader(HELLO));
+    }
+    // visible ASCII and spaces only: valid UTF-8
+    Ok(Some(String::from_utf8_lossy(v.as_bytes()).into_owned()))
+}
+
+/// A Connect answer (200 or 307) carrying the peer's hello, if it sent one, and readable by
+/// browsers (`Access-Control-Expose-Headers`, §5.1).
+fn with_peer_hello(mut r: Resp, peer_hello: Option<String>) -> Resp {
+    r.headers_mut().insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static(PEER_HELLO),
+    );
+    // a hello was checked to be a valid header value when it arrived
+    if let Some(v) = peer_hello.and_then(|h| HeaderValue::from_str(&h).ok()) {
+        r.headers_mut().insert(PEER_HELLO, v);
+    }
+    r
 }

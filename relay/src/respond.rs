@@ -70,7 +70,7 @@ pub fn rejection(r: &Rejection) -> Resp {
 
 /// Value of `Access-Control-Allow-Headers` in a preflight answer (§3.7).
 pub const ALLOW_HEADERS: &str =
-    "Content-Type, Content-Disposition, X-Piping, Authorization, X-Httpipe-Upload";
+    "Content-Type, Content-Disposition, X-Piping, Authorization, X-Httpipe-Upload, X-Httpipe-Hello";
 
 /// The §3.7 answer to `OPTIONS` on any path.
 pub fn preflight(private_network: bool) -> Resp {

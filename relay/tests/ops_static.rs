@@ -66,7 +66,10 @@ async fn cors_preflight() {
         );
         assert_eq!(
             header(h, "access-control-allow-headers"),
-            Some("Content-Type, Content-Disposition, X-Piping, Authorization, X-Httpipe-Upload")
+            Some(
+                "Content-Type, Content-Disposition, X-Piping, Authorization, X-Httpipe-Upload, \
+                 X-Httpipe-Hello"
+            )
         );
         assert_eq!(
             header(h, "access-control-expose-headers"),

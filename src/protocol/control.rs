@@ -71,6 +71,9 @@ pub enum Rejection {
     PathTooLong,
     /// 400: a malformed query parameter (name given).
     InvalidParameter(&'static str),
+    /// 400: a malformed or too long request header the relay reads (name given), e.g.
+    /// `X-Httpipe-Hello` (§5.1).
+    InvalidHeader(&'static str),
     /// 400: `/connect/v0/` without a stream path (§5).
     ConnectNeedsPath,
     /// 404: none of the relay's own paths (§2).
@@ -120,6 +123,7 @@ impl Rejection {
             Rejection::UnsupportedMethod(_) => Code::UnsupportedMethod,
             Rejection::PathTooLong => Code::PathTooLong,
             Rejection::InvalidParameter(_) => Code::InvalidParameter,
+            Rejection::InvalidHeader(_) => Code::InvalidHeader,
             Rejection::ConnectNeedsPath => Code::ConnectNeedsPath,
             Rejection::NotFound => Code::NotFound,
             Rejection::UnknownUpload => Code::UnknownUpload,
@@ -161,6 +165,7 @@ impl Rejection {
             Rejection::InvalidParameter(name) => {
                 format!("[ERROR] Invalid \"{name}\" query parameter\n")
             }
+            Rejection::InvalidHeader(name) => format!("[ERROR] Invalid \"{name}\" header.\n"),
             Rejection::ConnectNeedsPath => format!(
                 "[ERROR] The Connect API needs a stream path: {}{{path}}\n",
                 super::paths::CONNECT_PREFIX
@@ -202,6 +207,7 @@ pub enum Code {
     UnsupportedMethod,
     PathTooLong,
     InvalidParameter,
+    InvalidHeader,
     ConnectNeedsPath,
     NotFound,
     UnknownUpload,
@@ -215,7 +221,7 @@ pub enum Code {
 }
 
 /// Each code and its wire spelling (the only place the spellings live).
-const CODES: [(Code, &str); 20] = [
+const CODES: [(Code, &str); 21] = [
     (Code::ReservedPath, "reserved-path"),
     (Code::AnotherSender, "another-sender"),
     (Code::TooManyReceivers, "too-many-receivers"),
@@ -226,6 +232,7 @@ const CODES: [(Code, &str); 20] = [
     (Code::UnsupportedMethod, "unsupported-method"),
     (Code::PathTooLong, "path-too-long"),
     (Code::InvalidParameter, "invalid-parameter"),
+    (Code::InvalidHeader, "invalid-header"),
     (Code::ConnectNeedsPath, "connect-needs-path"),
     (Code::NotFound, "not-found"),
     (Code::UnknownUpload, "unknown-upload"),
@@ -302,6 +309,7 @@ mod tests {
             Rejection::UnsupportedMethod("X".into()),
             Rejection::PathTooLong,
             Rejection::InvalidParameter("n"),
+            Rejection::InvalidHeader("X-Httpipe-Hello"),
             Rejection::ConnectNeedsPath,
             Rejection::NotFound,
             Rejection::UnknownUpload,
@@ -345,6 +353,15 @@ mod tests {
         assert_eq!(
             Rejection::InvalidN.body(),
             "[ERROR] Invalid \"n\" query parameter\n"
+        );
+        let hello = Rejection::InvalidHeader(crate::protocol::headers::HELLO);
+        assert_eq!(
+            hello.body(),
+            "[ERROR] Invalid \"X-Httpipe-Hello\" header.\n"
+        );
+        assert_eq!(
+            (hello.status(), hello.code().as_str()),
+            (400, "invalid-header")
         );
     }
 }

@@ -1,5 +1,5 @@
 //! HTTP header names and values the SDK and the relay agree on (`docs/PROTOCOL.md` §3.3, §4,
-//! §6, §11).
+//! §5.1, §6, §11).
 
 /// `Authorization: Bearer <token>` carries an access token (§6).
 pub const AUTHORIZATION: &str = "Authorization";
@@ -14,10 +14,15 @@ pub const X_PIPING: &str = "X-Piping";
 /// The machine-readable code of a relay refusal (§3.5), e.g. `unknown-upload`; exposed to
 /// browsers with `Access-Control-Expose-Headers`.
 pub const ERROR_CODE: &str = "X-Httpipe-Error";
-/// A Connect caller's hello for its peer (§5.1): request header.
+/// A Connect caller's hello (§5.1): at most [`MAX_HELLO_BYTES`] of visible ASCII and spaces
+/// (see [`is_valid_hello`]); handed to the Connect caller it pairs with.
 pub const HELLO: &str = "X-Httpipe-Hello";
-/// The peer's hello in a Connect answer (§5.1): response header, exposed to browsers.
+/// The other Connect caller's hello in a Connect answer (§5.1); absent when the other sent
+/// none or the caller was released by a Data API peer. Exposed to browsers with
+/// `Access-Control-Expose-Headers`.
 pub const PEER_HELLO: &str = "X-Httpipe-Peer-Hello";
+/// The longest [`HELLO`] value, in bytes (§5.1).
+pub const MAX_HELLO_BYTES: usize = 1024;
 /// The content type an encrypting producer sends: nothing about the plaintext (§11.1).
 pub const OCTET_STREAM: &str = "application/octet-stream";
 /// `X-Piping` value prefix carrying the producer's declared plaintext size in bytes:
@@ -43,6 +48,12 @@ pub fn declared_size(x_piping: &str) -> Option<u64> {
         .and_then(|n| n.trim().parse().ok())
 }
 
+/// True if `value` is a valid [`HELLO`] (§5.1): at most [`MAX_HELLO_BYTES`] bytes, each a
+/// visible ASCII character (0x21-0x7E) or a space. The empty value is valid.
+pub fn is_valid_hello(value: &[u8]) -> bool {
+    value.len() <= MAX_HELLO_BYTES && value.iter().all(|&b| b == b' ' || b.is_ascii_graphic())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +66,16 @@ mod tests {
         assert_eq!(declared_size("httpipe-size=x"), None);
         assert_eq!(declared_size("other"), None);
         assert_eq!(bearer("t"), "Bearer t");
+    }
+
+    #[test]
+    fn hellos() {
+        assert!(is_valid_hello(b"httpipe=1; transfer=abc_-; receipt"));
+        assert!(is_valid_hello(b""));
+        assert!(is_valid_hello(&[b'~'; MAX_HELLO_BYTES]));
+        assert!(!is_valid_hello(&[b'a'; MAX_HELLO_BYTES + 1]));
+        for bad in [&b"tab\there"[..], b"nl\n", b"\x7f", "caf\u{e9}".as_bytes()] {
+            assert!(!is_valid_hello(bad), "{bad:?}");
+        }
     }
 }

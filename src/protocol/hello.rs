@@ -4,8 +4,6 @@
 //! A hello is `item; item; ...`, an item `key` or `key=value`. Unknown items are ignored, so
 //! later versions can add some. Everything here is plain data and pure functions.
 
-/// Most bytes of a hello (§5.1); the relay refuses longer ones.
-pub const MAX_HELLO_BYTES: usize = 1024;
 /// The version item: `httpipe=1` (§12.1).
 pub const VERSION: &str = "httpipe";
 /// The one version this code speaks.
@@ -63,11 +61,6 @@ pub fn valid_value(value: &str) -> bool {
         && value
             .bytes()
             .all(|b| b.is_ascii_graphic() && b != b';' && b != b',')
-}
-
-/// True if `hello` may be sent: at most [`MAX_HELLO_BYTES`] of visible ASCII and spaces.
-pub fn valid_hello(hello: &str) -> bool {
-    hello.len() <= MAX_HELLO_BYTES && hello.bytes().all(|b| b == b' ' || b.is_ascii_graphic())
 }
 
 /// What a peer's rendezvous hello says (§12.1).
@@ -139,14 +132,5 @@ mod tests {
         assert!(!PeerHello::parse("receipt; transfer=x").receipt);
         assert!(!PeerHello::parse("httpipe=2; receipt").receipt);
         assert_eq!(PeerHello::parse(""), PeerHello::default());
-    }
-
-    #[test]
-    fn hello_limits() {
-        assert!(valid_hello("httpipe=1; receipt"));
-        assert!(!valid_hello("caf\u{e9}"));
-        assert!(!valid_hello("a\tb"));
-        assert!(!valid_hello(&"a".repeat(MAX_HELLO_BYTES + 1)));
-        assert!(valid_hello(&"a".repeat(MAX_HELLO_BYTES)));
     }
 }

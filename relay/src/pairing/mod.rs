@@ -1,5 +1,5 @@
 //! Pairing: the rendezvous of producers and consumers on stream paths
-//! (`docs/PROTOCOL.md` §3.1, §3.6, §5).
+//! (`docs/PROTOCOL.md` §3.1, §3.6, §5, §5.1).
 //!
 //! This module knows nothing about HTTP. It keeps, per stream path, who is waiting:
 //!
@@ -10,7 +10,11 @@
 //!   busy (new peers are rejected); dropping it frees the path.
 //! - **Connect waiters** (§5): `await-reader` callers return when a consumer is present,
 //!   `await-writer` callers when a producer is present; an `await-reader` and an
-//!   `await-writer` on the same path release each other.
+//!   `await-writer` on the same path release each other, and each receives the other's
+//!   hello (§5.1; a caller released by a Data API peer receives none).
+//! - **Channels** (§5.1): a Connect caller with a channel waits in a slot of its own, keyed
+//!   by (path, channel), where no Data API peer ever registers: it meets only Connect callers
+//!   with the same channel on the same path, and Data API peers never see it.
 //!
 //! Every registration returns a guard; dropping it (the HTTP request went away) unregisters
 //! at once, so a peer that hangs up while waiting never blocks the path (§3.6: the two
@@ -63,9 +67,28 @@ impl<C> Clone for Hub<C> {
     }
 }
 
+/// A slot's key: the stream path, and the Connect channel (§5.1). Data API peers always use
+/// `(path, None)`, so a channel slot only ever holds Connect callers.
+type Key = (String, Option<String>);
+
+fn key(path: &str, channel: Option<&str>) -> Key {
+    (path.to_string(), channel.map(str::to_string))
+}
+
 struct Inner<C> {
-    paths: Mutex<HashMap<String, Slot<C>>>,
+    paths: Mutex<HashMap<Key, Slot<C>>>,
     next_id: AtomicU64,
+}
+
+/// A waiting Connect caller (§5, §5.1).
+struct ConnectWaiter {
+    id: u64,
+    want: Await,
+    /// What the caller sent as its hello; handed to the Connect caller it pairs with.
+    hello: Option<String>,
+    /// Releases the caller, with the peer's hello (`None`: the peer sent none, or it is a
+    /// Data API peer).
+    tx: oneshot::Sender<Option<String>>,
 }
 
 /// The state of one stream path. Removed from the table when empty.
@@ -76,7 +99,7 @@ struct Slot<C> {
     consumers: Vec<(u64, C)>,
     /// A matched transfer is running: new Data API peers are rejected.
     busy: bool,
-    connect: Vec<(u64, Await, oneshot::Sender<()>)>,
+    connect: Vec<ConnectWaiter>,
 }
 
 impl<C> Slot<C> {
@@ -119,7 +142,7 @@ impl<C> Hub<C> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Slot<C>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Slot<C>>> {
         // A panic while holding this lock would be a bug in this module; keep serving anyway.
         self.inner.paths.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -133,10 +156,9 @@ impl<C> Hub<C> {
     pub fn producer(&self, path: &str, n: usize) -> Result<ProducerWait<C>, Rejection> {
         let (tx, rx) = oneshot::channel();
         let id = self.id();
+        let key = key(path, None);
         let mut paths = self.lock();
-        let slot = paths
-            .entry(path.to_string())
-            .or_insert_with(|| Slot::new(n));
+        let slot = paths.entry(key.clone()).or_insert_with(|| Slot::new(n));
         if slot.busy || slot.producer.is_some() {
             return Err(Rejection::AnotherSender(path.to_string()));
         }
@@ -149,10 +171,10 @@ impl<C> Hub<C> {
         slot.n = n;
         slot.producer = Some((id, tx));
         wake(slot, Await::Writer);
-        try_match(self, path, slot);
+        try_match(self, &key, slot);
         Ok(ProducerWait {
             hub: self.clone(),
-            path: path.to_string(),
+            key,
             id,
             rx,
         })
@@ -163,10 +185,9 @@ impl<C> Hub<C> {
     /// runs) or `n` disagrees.
     pub fn consumer(&self, path: &str, n: usize, handoff: C) -> Result<ConsumerWait<C>, Rejection> {
         let id = self.id();
+        let key = key(path, None);
         let mut paths = self.lock();
-        let slot = paths
-            .entry(path.to_string())
-            .or_insert_with(|| Slot::new(n));
+        let slot = paths.entry(key.clone()).or_insert_with(|| Slot::new(n));
         if slot.has_data_peers() && slot.n != n {
             let expected = slot.n;
             return Err(Rejection::ReceiverCountMismatch { expected, got: n });
@@ -177,24 +198,32 @@ impl<C> Hub<C> {
         slot.n = n;
         slot.consumers.push((id, handoff));
         wake(slot, Await::Reader);
-        try_match(self, path, slot);
+        try_match(self, &key, slot);
         Ok(ConsumerWait {
             hub: self.clone(),
-            path: path.to_string(),
+            key,
             id,
         })
     }
 
-    /// Registers a Connect caller (§5). Returns a future that resolves when the awaited peer
-    /// is present: a waiting Data API peer of the other role (now or later), or a Connect
-    /// caller awaiting the opposite role (both are released).
-    pub fn await_peer(&self, path: &str, want: Await) -> ConnectWait<C> {
+    /// Registers a Connect caller (§5) sending `hello` (§5.1). Returns a guard whose
+    /// [`ConnectWait::ready`] resolves when the awaited peer is present: without a `channel`,
+    /// a waiting Data API peer of the other role (now or later), or a Connect caller awaiting
+    /// the opposite role (both are released, each with the other's hello); with a `channel`,
+    /// only a Connect caller awaiting the opposite role with the same channel on `path`.
+    pub fn await_peer(
+        &self,
+        path: &str,
+        channel: Option<&str>,
+        want: Await,
+        hello: Option<String>,
+    ) -> ConnectWait<C> {
         let (tx, rx) = oneshot::channel();
         let id = self.id();
+        let key = key(path, channel);
         let mut paths = self.lock();
-        let slot = paths
-            .entry(path.to_string())
-            .or_insert_with(|| Slot::new(1));
+        let slot = paths.entry(key.clone()).or_insert_with(|| Slot::new(1));
+        // a channel slot never holds Data API peers (they register under `(path, None)`)
         let present = match want {
             Await::Reader => !slot.consumers.is_empty(),
             Await::Writer => slot.producer.is_some(),
@@ -204,20 +233,25 @@ impl<C> Hub<C> {
             Await::Writer => Await::Reader,
         };
         if present {
-            let _ = tx.send(());
-        } else if let Some(pos) = slot.connect.iter().position(|(_, w, _)| *w == opposite) {
-            let (_, _, peer) = slot.connect.remove(pos);
-            let _ = peer.send(());
-            let _ = tx.send(());
+            let _ = tx.send(None);
+        } else if let Some(pos) = slot.connect.iter().position(|w| w.want == opposite) {
+            let peer = slot.connect.remove(pos);
+            let _ = peer.tx.send(hello);
+            let _ = tx.send(peer.hello);
         } else {
-            slot.connect.push((id, want, tx));
+            slot.connect.push(ConnectWaiter {
+                id,
+                want,
+                hello,
+                tx,
+            });
         }
         if slot.is_empty() {
-            paths.remove(path);
+            paths.remove(&key);
         }
         ConnectWait {
             hub: self.clone(),
-            path: path.to_string(),
+            key,
             id,
             rx,
         }
@@ -238,46 +272,47 @@ impl<C> Hub<C> {
 
     /// Removes registration `id` (producer, consumer or Connect caller) if still waiting,
     /// and drops the slot when it became empty.
-    fn unregister(&self, path: &str, id: u64) {
+    fn unregister(&self, key: &Key, id: u64) {
         let mut paths = self.lock();
-        if let Some(slot) = paths.get_mut(path) {
+        if let Some(slot) = paths.get_mut(key) {
             if slot.producer.as_ref().is_some_and(|(pid, _)| *pid == id) {
                 slot.producer = None;
             }
             slot.consumers.retain(|(cid, _)| *cid != id);
-            slot.connect.retain(|(cid, _, _)| *cid != id);
+            slot.connect.retain(|w| w.id != id);
             if slot.is_empty() {
-                paths.remove(path);
+                paths.remove(key);
             }
         }
     }
 
-    fn end_transfer(&self, path: &str) {
+    fn end_transfer(&self, key: &Key) {
         let mut paths = self.lock();
-        if let Some(slot) = paths.get_mut(path) {
+        if let Some(slot) = paths.get_mut(key) {
             slot.busy = false;
             if slot.is_empty() {
-                paths.remove(path);
+                paths.remove(key);
             }
         }
     }
 }
 
-/// Releases the Connect callers waiting for `who` (a peer of that role just arrived).
+/// Releases the Connect callers waiting for `who` (a Data API peer of that role just
+/// arrived): they get no peer hello (§5.1), and their own hellos are dropped.
 fn wake<C>(slot: &mut Slot<C>, who: Await) {
     let mut kept = Vec::with_capacity(slot.connect.len());
-    for (id, want, tx) in slot.connect.drain(..) {
-        if want == who {
-            let _ = tx.send(());
+    for w in slot.connect.drain(..) {
+        if w.want == who {
+            let _ = w.tx.send(None);
         } else {
-            kept.push((id, want, tx));
+            kept.push(w);
         }
     }
     slot.connect = kept;
 }
 
 /// Matches the producer with the consumers once exactly `n` are present.
-fn try_match<C>(hub: &Hub<C>, path: &str, slot: &mut Slot<C>) {
+fn try_match<C>(hub: &Hub<C>, key: &Key, slot: &mut Slot<C>) {
     if slot.busy || slot.consumers.len() != slot.n {
         return;
     }
@@ -288,7 +323,7 @@ fn try_match<C>(hub: &Hub<C>, path: &str, slot: &mut Slot<C>) {
     slot.busy = true;
     let transfer = Transfer {
         hub: hub.clone(),
-        path: path.to_string(),
+        key: key.clone(),
     };
     // If the producer's request went away in this instant, the Match (and with it the
     // Transfer guard) is dropped right here, which frees the path again; the consumers see
@@ -302,7 +337,7 @@ fn try_match<C>(hub: &Hub<C>, path: &str, slot: &mut Slot<C>) {
 /// A registered producer. Await [`ProducerWait::matched`]; dropping unregisters.
 pub struct ProducerWait<C> {
     hub: Hub<C>,
-    path: String,
+    key: Key,
     id: u64,
     rx: oneshot::Receiver<Match<C>>,
 }
@@ -320,55 +355,59 @@ impl<C> ProducerWait<C> {
 
 impl<C> Drop for ProducerWait<C> {
     fn drop(&mut self) {
-        self.hub.unregister(&self.path, self.id);
+        self.hub.unregister(&self.key, self.id);
     }
 }
 
 /// A registered consumer; dropping it unregisters (if not matched yet).
 pub struct ConsumerWait<C> {
     hub: Hub<C>,
-    path: String,
+    key: Key,
     id: u64,
 }
 
 impl<C> Drop for ConsumerWait<C> {
     fn drop(&mut self) {
-        self.hub.unregister(&self.path, self.id);
+        self.hub.unregister(&self.key, self.id);
     }
 }
 
 /// A registered Connect caller; await [`ConnectWait::ready`]; dropping unregisters.
 pub struct ConnectWait<C> {
     hub: Hub<C>,
-    path: String,
+    key: Key,
     id: u64,
-    rx: oneshot::Receiver<()>,
+    rx: oneshot::Receiver<Option<String>>,
 }
 
 impl<C> ConnectWait<C> {
-    /// Resolves when the awaited peer is present.
-    pub async fn ready(&mut self) {
-        if (&mut self.rx).await.is_err() {
-            std::future::pending::<()>().await
+    /// Resolves when the awaited peer is present, with the peer's hello (§5.1): `Some` only
+    /// when the peer is a Connect caller that sent one. Cancel-safe: dropping the future
+    /// keeps the registration, dropping the guard unregisters.
+    pub async fn ready(&mut self) -> Option<String> {
+        match (&mut self.rx).await {
+            Ok(hello) => hello,
+            // The sender lives in the table until it is used, and the table outlives us.
+            Err(_) => std::future::pending().await,
         }
     }
 }
 
 impl<C> Drop for ConnectWait<C> {
     fn drop(&mut self) {
-        self.hub.unregister(&self.path, self.id);
+        self.hub.unregister(&self.key, self.id);
     }
 }
 
 /// A running transfer; the path is busy until this is dropped.
 pub struct Transfer<C> {
     hub: Hub<C>,
-    path: String,
+    key: Key,
 }
 
 impl<C> Drop for Transfer<C> {
     fn drop(&mut self) {
-        self.hub.end_transfer(&self.path);
+        self.hub.end_transfer(&self.key);
     }
 }
 
