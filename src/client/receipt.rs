@@ -166,6 +166,33 @@ pub fn verify(
     if item(text, RECEIPT_VERSION) != Some("1") {
         return Err(unconfirmed("is not a version 1 receipt"));
     }
+    let bytes = item(text, BYTES).and_then(|b| b.parse::<u64>().ok());
+    let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d).ok());
+    let (Some(bytes), Some(digest)) = (bytes, digest) else {
+        return Err(unconfirmed("is malformed (no byte count or digest)"));
+    };
+    // A negative receipt needs no MAC: it can only make the send fail, which anyone on the
+    // path could do anyway by cutting it; and a consumer that failed on a wrong key has none.
+    match item(text, STATUS) {
+        Some("ok") => {}
+        Some("cancelled") => {
+            return Err(Error::new(
+                ErrorCode::PeerDisconnected,
+                format!("the receiver cancelled after {bytes} of {} bytes", ours.bytes),
+            ))
+        }
+        Some("failed") => {
+            let code = item(text, CODE).unwrap_or("an error");
+            return Err(Error::new(
+                ErrorCode::PeerDisconnected,
+                format!(
+                    "the receiver failed with {code} after {bytes} of {} bytes",
+                    ours.bytes
+                ),
+            ));
+        }
+        _ => return Err(unconfirmed("has no known status")),
+    }
     let authenticated = match key {
         Some(k) => {
             let Some((signed, m)) = text.rsplit_once(MAC_SEPARATOR) else {
@@ -184,34 +211,6 @@ pub fn verify(
         }
         None => false,
     };
-    let bytes = item(text, BYTES).and_then(|b| b.parse::<u64>().ok());
-    let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d).ok());
-    let (Some(bytes), Some(digest)) = (bytes, digest) else {
-        return Err(unconfirmed("is malformed (no byte count or digest)"));
-    };
-    match item(text, STATUS) {
-        Some("ok") => {}
-        Some("cancelled") => {
-            return Err(Error::new(
-                ErrorCode::PeerDisconnected,
-                format!(
-                    "the receiver cancelled after {bytes} of {} bytes",
-                    ours.bytes
-                ),
-            ))
-        }
-        Some("failed") => {
-            let code = item(text, CODE).unwrap_or("an error");
-            return Err(Error::new(
-                ErrorCode::PeerDisconnected,
-                format!(
-                    "the receiver failed with {code} after {bytes} of {} bytes",
-                    ours.bytes
-                ),
-            ));
-        }
-        _ => return Err(unconfirmed("has no known status")),
-    }
     if bytes != ours.bytes {
         return Err(unconfirmed(format!(
             "says {bytes} bytes arrived, but {} were sent",
@@ -375,6 +374,10 @@ mod tests {
         let e = verify(&t, "T", &c, None).unwrap_err();
         assert_eq!(e.code, ErrorCode::PeerDisconnected);
         assert!(e.message.contains("DECRYPT_FAILED"), "{}", e.message);
+        // on an encrypted transfer too, without a MAC (a wrong key has none to make)
+        let t = receipt_text("T", Outcome::Failed(ErrorCode::WrongKey), &c, None);
+        let e = verify(&t, "T", &c, Some(&[1; 32])).unwrap_err();
+        assert_eq!(e.code, ErrorCode::PeerDisconnected, "{}", e.message);
     }
 
     #[test]

@@ -76,11 +76,11 @@ test('a receiver that cancels after the relay handed it every byte: send() rejec
   // 1 MB fits in the relay's and the sockets' buffers: the relay reports success while the
   // receiver has read nothing.
   const path = uniquePath('cancel');
-  const sendP = sdk.send(randomFillSync(new Uint8Array(1_000_000)), { relay: relay.http, path });
+  const sendE = rejection(sdk.send(randomFillSync(new Uint8Array(1_000_000)), { relay: relay.http, path }));
   const r = await sdk.receive({ relay: relay.http, path });
   await sleep(1500);
   await r.stream.cancel('the user said no');
-  const e = await within(rejection(sendP), 10_000, 'send');
+  const e = await within(sendE, 10_000, 'send');
   assert.equal(e.code, 'PEER_DISCONNECTED', e.message);
   assert.match(e.message, /cancelled after \d+ of 1000000 bytes/);
 });
@@ -88,10 +88,10 @@ test('a receiver that cancels after the relay handed it every byte: send() rejec
 test('a receiver that never confirms: send() rejects UNCONFIRMED after receiptTimeout', async () => {
   const path = uniquePath('silent');
   const t0 = Date.now();
-  const sendP = sdk.send(randomFillSync(new Uint8Array(100_000)), { relay: relay.http, path, receiptTimeout: 2 });
+  const sendE = rejection(sdk.send(randomFillSync(new Uint8Array(100_000)), { relay: relay.http, path, receiptTimeout: 2 }));
   const r = await sdk.receive({ relay: relay.http, path, receipt: 'manual' });
   await hashStream(r.stream);
-  const e = await within(rejection(sendP), 10_000, 'send');
+  const e = await within(sendE, 10_000, 'send');
   assert.equal(e.code, 'UNCONFIRMED', e.message);
   assert.match(e.message, /no receipt within 2 s/);
   assert.ok(Date.now() - t0 >= 2000);
@@ -116,11 +116,11 @@ test("receipt: 'manual': send() resolves only after confirm()", async () => {
 
 test('a receiver that fails (WRONG_KEY) on a small payload: send() rejects PEER_DISCONNECTED naming it', async () => {
   const path = uniquePath('wrongkey');
-  const sendP = sdk.send('a small secret', { relay: relay.http, path, passphrase: 'right' });
+  const sendE = rejection(sdk.send('a small secret', { relay: relay.http, path, passphrase: 'right' }));
   const r = await sdk.receive({ relay: relay.http, path, passphrase: 'wrong' });
   const re = await rejection(hashStream(r.stream));
   assert.equal(re.code, 'WRONG_KEY');
-  const e = await within(rejection(sendP), 15_000, 'send');
+  const e = await within(sendE, 15_000, 'send');
   assert.equal(e.code, 'PEER_DISCONNECTED', e.message);
   assert.match(e.message, /WRONG_KEY/);
 });
@@ -177,18 +177,18 @@ test('a forged receipt is refused: wrong digest (plain), wrong key (encrypted), 
   ];
   for (const [what, opts, forge] of cases) {
     const path = uniquePath('forge');
-    const sendP = sdk.send('hello', { relay: relay.http, path, ...opts });
+    const sendE = rejection(sdk.send('hello', { relay: relay.http, path, ...opts }));
     const { sendReceipt } = await handConsumer(path);
     const answer = await sendReceipt(forge(5));
     assert.equal(answer.status, 200, what);
-    const e = await within(rejection(sendP), 10_000, what);
+    const e = await within(sendE, 10_000, what);
     assert.equal(e.code, 'UNCONFIRMED', `${what}: ${e.message}`);
   }
 });
 
 test('a receipt for another transfer on the same path does not confirm this one', async () => {
   const path = uniquePath('other');
-  const sendP = sdk.send('hello', { relay: relay.http, path, receiptTimeout: 2 });
+  const sendE = rejection(sdk.send('hello', { relay: relay.http, path, receiptTimeout: 2 }));
   const { sendReceipt } = await handConsumer(path);
   // a channel nobody waits on: the call times out at the relay, the producer never sees it
   const answer = await fetch(`${relay.http}/connect/v0${path}?mode=await-writer&channel=not-the-transfer&timeout=1`, {
@@ -196,6 +196,6 @@ test('a receipt for another transfer on the same path does not confirm this one'
   });
   assert.equal(answer.status, 408);
   void sendReceipt;
-  const e = await within(rejection(sendP), 10_000, 'send');
+  const e = await within(sendE, 10_000, 'send');
   assert.equal(e.code, 'UNCONFIRMED', e.message);
 });
