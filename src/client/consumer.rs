@@ -104,7 +104,7 @@ impl Consumer {
                     let token = c.token.as_deref();
                     match Begin::new(&c.relay, &c.path, mode, c.rendezvous, c.timeout_s, token) {
                         Ok(Begin::Rendezvous(r)) => {
-                            let r = r.with_hello(consumer_hello(c.receipt));
+                            let r = r.with_hello(consumer_hello(c.receipt, c.encrypted));
                             let req = r.request().clone();
                             self.state = State::AwaitRendezvous(r);
                             return Step::Rendezvous(req);
@@ -360,6 +360,15 @@ mod tests {
             .contains(&(crate::protocol::headers::HELLO, "httpipe=1".into())));
         c.on_response(200, &h, "http://h:1/p\n");
         assert!(c.receipt_plan().is_none());
+        // a decrypting consumer says so
+        let mut d = Consumer::new(cfg(true, true)).unwrap();
+        let Step::Rendezvous(r) = d.poll() else {
+            panic!()
+        };
+        assert!(r.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe=1; receipt=decrypted".into()
+        )));
     }
 
     #[test]

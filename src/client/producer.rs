@@ -385,6 +385,8 @@ pub struct Producer<T> {
     learned: Option<(String, bool)>,
     /// The consumer's rendezvous hello said it sends receipts (§12.1).
     peer_sends_receipts: bool,
+    /// ... and that it decrypts (`receipt=decrypted`).
+    peer_decrypts: bool,
 }
 
 /// No receipt came (§12.2 verdicts): `UNCONFIRMED`, with the network failure if there was one.
@@ -421,6 +423,7 @@ impl<T: ByteChunk> Producer<T> {
             data_url: None,
             learned: None,
             peer_sends_receipts: false,
+            peer_decrypts: false,
         })
     }
 
@@ -428,6 +431,15 @@ impl<T: ByteChunk> Producer<T> {
     /// one (§12.1): the adapter then commits to what it sends ([`receipt::Committer`]).
     pub fn expects_receipt(&self) -> bool {
         self.peer_sends_receipts && self.cfg.receipt.as_ref().is_some_and(|r| r.wait)
+    }
+
+    /// What the consumer's receipt will commit to (§12.2), once [`expects_receipt`] holds:
+    /// the plaintext (an encrypted transfer to a consumer that decrypts: the count and the
+    /// cipher's tag digest, with a MAC), else the bytes on the wire (their count and hash).
+    ///
+    /// [`expects_receipt`]: Self::expects_receipt
+    pub fn receipt_commits_to_plaintext(&self) -> bool {
+        self.cfg.encrypted && self.peer_decrypts
     }
 
     /// The transfer id of the rendezvous hello (§12.1), if any.
@@ -668,6 +680,7 @@ impl<T: ByteChunk> Producer<T> {
                         .map(|h| PeerHello::parse(&h))
                         .unwrap_or_default();
                     self.peer_sends_receipts = peer.receipt;
+                    self.peer_decrypts = peer.decrypts;
                     self.state = State::Plan(url)
                 }
                 Err(e) => self.fail(e),

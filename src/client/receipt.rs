@@ -178,7 +178,10 @@ pub fn verify(
         Some("cancelled") => {
             return Err(Error::new(
                 ErrorCode::PeerDisconnected,
-                format!("the receiver cancelled after {bytes} of {} bytes", ours.bytes),
+                format!(
+                    "the receiver cancelled after {bytes} of {} bytes",
+                    ours.bytes
+                ),
             ))
         }
         Some("failed") => {

@@ -12,6 +12,9 @@ pub const VERSION_1: &str = "1";
 pub const TRANSFER: &str = "transfer";
 /// Producer: will wait for a receipt; consumer: sends receipts (§12.1).
 pub const RECEIPT: &str = "receipt";
+/// Consumer: `receipt=decrypted`, it decrypts and commits to the plaintext (§12.1); a bare
+/// `receipt` commits to the bytes as they arrive.
+pub const DECRYPTED: &str = "decrypted";
 /// Bytes of a transfer id before encoding (16 → 22 base64url characters).
 pub const TRANSFER_ID_BYTES: usize = 16;
 /// Seconds a consumer's receipt call waits for the producer (§12.2).
@@ -70,6 +73,8 @@ pub struct PeerHello {
     pub v1: bool,
     pub transfer: Option<String>,
     pub receipt: bool,
+    /// (consumer) `receipt=decrypted`.
+    pub decrypts: bool,
 }
 
 impl PeerHello {
@@ -81,6 +86,7 @@ impl PeerHello {
                 .filter(|t| valid_value(t))
                 .map(str::to_string),
             receipt: v1 && item(hello, RECEIPT).is_some(),
+            decrypts: v1 && item(hello, RECEIPT) == Some(DECRYPTED),
         }
     }
 }
@@ -94,11 +100,13 @@ pub fn producer_hello(transfer: &str, receipt: bool) -> String {
     h
 }
 
-/// A consumer's rendezvous hello: `httpipe=1[; receipt]`.
-pub fn consumer_hello(receipt: bool) -> String {
+/// A consumer's rendezvous hello: `httpipe=1[; receipt[=decrypted]]`.
+pub fn consumer_hello(receipt: bool, decrypts: bool) -> String {
     let mut h = format!("{VERSION}={VERSION_1}");
-    if receipt {
-        h.push_str(&format!("; {RECEIPT}"));
+    match (receipt, decrypts) {
+        (false, _) => {}
+        (true, false) => h.push_str(&format!("; {RECEIPT}")),
+        (true, true) => h.push_str(&format!("; {RECEIPT}={DECRYPTED}")),
     }
     h
 }
@@ -115,12 +123,15 @@ mod tests {
             PeerHello {
                 v1: true,
                 transfer: Some("abc_-9".into()),
-                receipt: true
+                receipt: true,
+                decrypts: false,
             }
         );
-        let c = PeerHello::parse(&consumer_hello(true));
-        assert!(c.v1 && c.receipt && c.transfer.is_none());
-        assert!(!PeerHello::parse(&consumer_hello(false)).receipt);
+        let c = PeerHello::parse(&consumer_hello(true, false));
+        assert!(c.v1 && c.receipt && !c.decrypts && c.transfer.is_none());
+        let d = PeerHello::parse(&consumer_hello(true, true));
+        assert!(d.receipt && d.decrypts);
+        assert!(!PeerHello::parse(&consumer_hello(false, true)).receipt);
     }
 
     #[test]

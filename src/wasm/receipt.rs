@@ -55,22 +55,25 @@ pub fn committed(stream: ByteStream, ledger: Rc<RefCell<Ledger>>) -> ByteStream 
         .boxed_local()
 }
 
-/// The producer's commitment and receipt key (§12.2): plain, the hash of the bytes; encrypted,
-/// the count and the cipher's tag digest.
+/// The producer's commitment and receipt key (§12.2): to a consumer that decrypts, the
+/// plaintext count and the cipher's tag digest, with the receipt key; otherwise the count and
+/// hash of the bytes on the wire (`wire`).
 pub fn producer_commitment(
-    ledger: &Ledger,
+    plain: &Ledger,
+    wire: &Ledger,
     enc: Option<&RefCell<Encryptor>>,
+    to_plaintext: bool,
     transfer: &str,
 ) -> (Commitment, Option<Zeroizing<[u8; 32]>>) {
     match enc {
-        None => (ledger.committer.commitment(), None),
-        Some(e) => {
+        Some(e) if to_plaintext => {
             let e = e.borrow();
             (
-                ledger.committer.with_digest(e.tag_digest()),
+                plain.committer.with_digest(e.tag_digest()),
                 Some(e.receipt_key(transfer)),
             )
         }
+        _ => (wire.committer.commitment(), None),
     }
 }
 

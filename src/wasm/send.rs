@@ -71,14 +71,17 @@ async fn send_inner(
     meter: Rc<RefCell<RateMeter>>,
 ) -> Result<SendReport, Error> {
     let mut producer = Producer::<View>::new(p.send_config(streaming_uploads_supported())?)?;
-    let ledger = Rc::new(RefCell::new(Ledger::default()));
+    // What the receipt is checked against (§12.2): the plaintext's count, and the bytes on
+    // the wire (hashed only when the consumer commits to them).
+    let plain = Rc::new(RefCell::new(Ledger::default()));
+    let wire = Rc::new(RefCell::new(Ledger::default()));
     let mut stream: ByteStream = receipt::committed(
         chunks::metered(
             chunks::source(source, abort.reason_cell()),
             meter,
             p.on_progress.clone(),
         ),
-        ledger.clone(),
+        plain.clone(),
     );
     let enc = if p.encrypted() {
         Some(Rc::new(RefCell::new(encryptor_for(&p.o)?)))
@@ -88,6 +91,7 @@ async fn send_inner(
     if let Some(e) = &enc {
         stream = encrypt_stream(stream, e.clone())?;
     }
+    stream = receipt::committed(stream, wire.clone());
     let mut stream = chunks::stoppable(stream, abort.reason_cell());
 
     loop {
@@ -98,14 +102,21 @@ async fn send_inner(
                     Ok((status, headers, body)) => producer.on_response(status, &headers, &body),
                     Err(f) => producer.on_failure(f),
                 }
-                // A plain transfer's receipt digest is the hash of its bytes (§12.2).
-                ledger.borrow_mut().hash = enc.is_none() && producer.expects_receipt();
+                // The receipt of a plain transfer, or of a consumer without keys, commits to
+                // the bytes on the wire (§12.2).
+                wire.borrow_mut().hash =
+                    producer.expects_receipt() && !producer.receipt_commits_to_plaintext();
             }
             Step::Receipt(req) => match exchange(&req, abort, None).await {
                 Ok((status, headers, body)) => {
                     let transfer = producer.transfer_id().unwrap_or_default().to_string();
-                    let (ours, key) =
-                        receipt::producer_commitment(&ledger.borrow(), enc.as_deref(), &transfer);
+                    let (ours, key) = receipt::producer_commitment(
+                        &plain.borrow(),
+                        &wire.borrow(),
+                        enc.as_deref(),
+                        producer.receipt_commits_to_plaintext(),
+                        &transfer,
+                    );
                     producer.on_receipt(status, &headers, &body, &ours, key.as_deref());
                 }
                 Err(f) => producer.on_failure(f),

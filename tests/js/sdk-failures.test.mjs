@@ -205,10 +205,13 @@ test('tokens: missing → UNAUTHORIZED, wrong mode/path → FORBIDDEN, right one
     await assert.rejects(sdk.send('x', { relay: auth.http, path: p, token: read }), isCode('FORBIDDEN'));
     await assert.rejects(sdk.send('x', { relay: auth.http, path: uniquePath('other'), token: write }), isCode('FORBIDDEN'));
     for (const upload of ['stream', 'segmented']) {
-      const recvP = sdk.receive({ relay: auth.http, path: p, token: read });
+      // send() resolves on the receiver's receipt (PROTOCOL.md §12), which travels on the
+      // transfer's channel with the same tokens: read concurrently
+      const textP = sdk.receive({ relay: auth.http, path: p, token: read }).then((r) => new Response(r.stream).text());
       const report = await sdk.send('hello', { relay: auth.http, path: p, token: write, upload });
-      assert.equal(await new Response((await recvP).stream).text(), 'hello');
+      assert.equal(await textP, 'hello');
       assert.equal(report.transport, upload);
+      assert.equal(report.receipt.bytes, 5);
     }
   } finally { await auth.stop(); }
 });

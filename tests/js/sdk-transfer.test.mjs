@@ -78,10 +78,12 @@ test('every source type arrives byte-exact (Blob, string, Uint8Array, async iter
   for (const [source, text, type] of cases) {
     const path = uniquePath('src');
     const recvP = sdk.receive({ relay: relay.http, path });
-    const report = await sdk.send(source, { relay: relay.http, path });
+    const sendP = sdk.send(source, { relay: relay.http, path });
     const r = await recvP;
     assert.equal(await new Response(r.stream).text(), text);
+    const report = await sendP;
     assert.equal(report.bytes, enc.encode(text).byteLength);
+    assert.equal(report.receipt.bytes, report.bytes);
     if (type) assert.equal(r.contentType, type);
   }
 });
@@ -150,9 +152,10 @@ for (const upload of ['stream', 'segmented']) {
     for (const source of ['', new Uint8Array(0), new ArrayBuffer(0), new Blob([])]) {
       const path = uniquePath('empty');
       const recvP = sdk.receive({ relay: relay.http, path });
-      const report = await sdk.send(source, { relay: relay.http, path, upload });
+      const sendP = sdk.send(source, { relay: relay.http, path, upload });
       const r = await recvP;
       assert.equal((await new Response(r.stream).arrayBuffer()).byteLength, 0);
+      const report = await sendP;
       assert.equal(r.size, 0);
       assert.equal(report.bytes, 0);
       assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
@@ -191,7 +194,10 @@ for (const upload of ['stream', 'segmented']) {
     assert.equal(raw.size, undefined);
     const cipher = new Uint8Array(await new Response(raw.stream).arrayBuffer());
     assert.ok(!new TextDecoder().decode(cipher).includes('salaries'));
-    await sendP;
+    // a consumer without keys confirms the ciphertext it stores, unauthenticated (§12.2)
+    const rawReport = await sendP;
+    assert.equal(rawReport.receipt.bytes, cipher.byteLength);
+    assert.equal(rawReport.receipt.authenticated, false);
     // ...and a decrypting consumer gets none of it either.
     const path2 = uniquePath('meta-enc');
     const decP = sdk.receive({ relay: relay.http, path: path2, passphrase: 'pw' });
@@ -201,6 +207,8 @@ for (const upload of ['stream', 'segmented']) {
     assert.equal(dec.contentType, undefined);
     assert.equal(dec.size, undefined);
     assert.equal(await new Response(dec.stream).text(), 'secret');
-    await sendP2;
+    const decReport = await sendP2;
+    assert.equal(decReport.receipt.bytes, 6);
+    assert.equal(decReport.receipt.authenticated, true);
   });
 }
