@@ -56,6 +56,9 @@ for (const passphrase of [undefined, 'deno passphrase']) {
       assert.equal(report.bytes, bytes.byteLength);
       assert.equal(report.transport, 'stream');
       assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+      // the Node consumer's receipt (PROTOCOL.md §12); signed when encrypted
+      assert.equal(report.receipt.bytes, bytes.byteLength);
+      assert.equal(report.receipt.authenticated, Boolean(passphrase));
     } finally { child.proc.kill('SIGKILL'); }
   });
 
@@ -69,6 +72,8 @@ for (const passphrase of [undefined, 'deno passphrase']) {
       const res = await child.done;
       assert.equal(res.code, 0, res.err);
       assert.equal(report.bytes, bytes.byteLength);
+      assert.equal(report.receipt.bytes, bytes.byteLength, 'the Deno consumer\'s receipt');
+      assert.equal(report.receipt.authenticated, Boolean(passphrase));
       assert.equal(sha256(fs.readFileSync(file)), want);
     } finally { child.proc.kill('SIGKILL'); }
   });
