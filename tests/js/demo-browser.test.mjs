@@ -139,7 +139,7 @@ test('pasted text is shown in the receiving page with a copy button', { timeout:
   await receiver.close();
 });
 
-test('File System Access save path writes the chosen file only after a click', { timeout: 120000 }, async () => {
+test('File System Access save path writes the chosen file only after a click; the sender says Delivered only then, and hears a cancel', { timeout: 120000 }, async () => {
   const src = randomFile(8 * MiB + 3, 'report.pdf.bin');
   const fsaBrowser = await launchChromium();
   try {
@@ -160,6 +160,11 @@ test('File System Access save path writes the chosen file only after a click', {
     assert.match(await textOf(receiver, 'recv-save'), /Save report\.pdf\.bin/);
     assert.equal(await receiver.evaluate(() => window.__pickedName), undefined, 'no file before the click');
     await screenshot(receiver, 'demo-receiver-fsa-ready.png');
+    // 8 MiB fits in the relay's and the sockets' buffers: the relay has handed every byte on,
+    // but the receiver hasn't saved anything, so the sender must not say "Delivered" (§12).
+    await new Promise((r) => setTimeout(r, 5000));
+    assert.equal(await sender.getAttribute('#send-panel', 'data-state'), 'sending');
+    assert.doesNotMatch(await textOf(sender, 'send-status'), /Delivered/);
     await receiver.click('#recv-save');
     assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
     const got = await receiver.evaluate(async () => {
@@ -170,7 +175,20 @@ test('File System Access save path writes the chosen file only after a click', {
     });
     assert.deepEqual(got, { size: 8 * MiB + 3, sha256: src.sha256, name: 'report.pdf.bin' });
     assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
+    assert.equal(await textOf(sender, 'send-status'), 'Delivered. The receiver saved every byte.');
     await sender.close();
+
+    // A receiver that cancels instead of saving: the sender hears it, never "Delivered".
+    const { page: sender2, link: link2 } = await sendFiles(relay.https, [src.file]);
+    const receiver2 = await fsaBrowser.context.newPage();
+    await openDemo(receiver2, link2);
+    assert.equal(await waitState(receiver2, 'recv-panel', ['ready', 'error']), 'ready');
+    await new Promise((r) => setTimeout(r, 2000));
+    await receiver2.click('#recv-cancel');
+    assert.equal(await waitState(sender2, 'send-panel', ['done', 'error', 'cancelled'], 30000), 'error');
+    assert.equal(await textOf(sender2, 'send-status'), 'The other side left.');
+    await sender2.close();
+    await receiver2.close();
   } finally {
     await fsaBrowser.close();
     fs.rmSync(src.dir, { recursive: true, force: true });

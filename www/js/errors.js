@@ -37,6 +37,10 @@ const MESSAGES = {
     receive: "This browser can't do this transfer.",
   },
   ABORTED: { send: 'Cancelled.', receive: 'Cancelled.' },
+  UNCONFIRMED: {
+    send: "Everything left this page, but the receiver never confirmed it saved the file. Ask them whether it arrived, or send it again.",
+    receive: 'The sender did not hear back from this page.',
+  },
 };
 
 /**
@@ -62,6 +66,7 @@ const HEADLINES = {
   WRONG_KEY: { send: 'The receiver could not decrypt.', receive: 'Wrong passphrase or key.' },
   DECRYPT_FAILED: { send: 'The receiver could not decrypt.', receive: 'Damaged data: nothing was saved.' },
   NETWORK: { send: "Can't reach the relay.", receive: "Can't reach the relay." },
+  UNCONFIRMED: { send: 'Not confirmed by the receiver.', receive: 'Not confirmed.' },
 };
 
 /** The short status line for a failure (the panel's heading), by error code and side. */

@@ -109,9 +109,9 @@ export class Receiver {
     let reader = null;
     let progress = null;
     try {
-      await this.sdk.connect({ relay: this.relay, path: this.target.path, mode: 'await-writer', signal: ac.signal });
+      // receipt: 'manual': the sender hears "delivered" only after the file is saved (below).
+      const res = await this.sdk.receive({ relay: this.relay, path: this.target.path, signal: ac.signal, receipt: 'manual', ...enc });
       setText($('recv-status'), 'The sender is here. Starting…');
-      const res = await this.sdk.receive({ relay: this.relay, path: this.target.path, rendezvous: false, signal: ac.signal, ...enc });
       reader = res.stream.getReader();
       // The first read proves the key (WRONG_KEY comes before any plaintext), so a wrong
       // passphrase never creates a file.
@@ -143,6 +143,9 @@ export class Receiver {
       }
       await sink.close();
       progress.finish(bytes);
+      // Saved: tell the sender (PROTOCOL.md §12). The file is ours either way, so a sender
+      // that is gone by now doesn't make this a failure.
+      await res.confirm().catch(() => {});
       this.machine.go('done', { bytes, sink });
     } catch (err) {
       if (progress) progress.stop();

@@ -65,12 +65,18 @@ export class Sender {
     this.progress = progress;
     let sawBytes = false;
     try {
-      await this.sdk.connect({ relay: this.relay, path: this.path, mode: 'await-reader', signal: ac.signal });
-      if (ac.signal.aborted) throw ac.signal.reason;
-      this.machine.go('sending');
-      const source = counting(this.item.open(), (n) => { sawBytes = true; progress.update(n); });
+      // send() meets the receiver on the Connect API itself (so the two pages exchange the
+      // hellos that make the delivery receipt possible, PROTOCOL.md §12) and reads the source
+      // only once the receiver is there.
+      const source = counting(this.item.open(), (n) => {
+        if (!sawBytes) { sawBytes = true; this.machine.go('sending'); }
+        progress.update(n);
+        if (this.item.size !== undefined && n >= this.item.size) {
+          setText($('send-status'), 'All sent. Waiting for the receiver to confirm it saved everything…');
+        }
+      });
       const report = await this.sdk.send(source, {
-        relay: this.relay, path: this.path, rendezvous: false, signal: ac.signal,
+        relay: this.relay, path: this.path, signal: ac.signal,
         size: this.item.size, ...this.enc,
       });
       progress.finish(this.item.size);
@@ -114,7 +120,11 @@ export class Sender {
         if (expectSegmented()) { setText(note, SEGMENTED_NOTE); show(note); }
         break;
       case 'done': {
-        setText($('send-status'), 'Delivered. The receiver got every byte.');
+        // "Delivered" only on the receiver's receipt; a receiver that sends none (curl, the
+        // ZebraStream clients) leaves the relay's word only.
+        setText($('send-status'), data && data.receipt
+          ? 'Delivered. The receiver saved every byte.'
+          : "Sent. The receiver hasn't confirmed it got everything.");
         const segmented = data && data.transport === 'segmented';
         this.panel.dataset.transport = (data && data.transport) || '';
         setText(note, SEGMENTED_NOTE);
