@@ -118,7 +118,7 @@ export interface ReceiveOptions extends CommonOptions {
 export interface Receipt {
   /** Plaintext bytes the receiver released to its application: equal to `report.bytes`. */
   bytes: number;
-  /** BLAKE3-256 (hex) of the bytes (plain) or of the chunk tags (encrypted), equal to the sender's. */
+  /** Hex, equal to the sender's: SHA-256 of the chunk tags (a receiver that decrypts), else XXH3-128 of the bytes as they arrived (PROTOCOL.md §12.2). */
   digest: string;
   /** Signed with a key derived from the transfer's file key (encrypted transfers): neither the relay nor anyone without the key could have made it. */
   authenticated: boolean;

@@ -7,6 +7,7 @@ use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
+use xxhash_rust::xxh3::Xxh3;
 
 use super::error::{Error, ErrorCode};
 use super::rendezvous::auth_headers;
@@ -17,15 +18,13 @@ use crate::protocol::hello::{
     self, item, BYTES, CODE, DIGEST, MAC_SEPARATOR, RECEIPT_VERSION, STATUS,
 };
 
-/// Bytes of a digest and of a MAC.
-pub const DIGEST_BYTES: usize = 32;
-
 /// What one side counted and hashed (§12.2): plaintext bytes released (consumer) or read
-/// from the source (producer), and the BLAKE3 digest of the commitments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// from the source (producer), and the digest of the commitments: XXH3-128 of the bytes, or
+/// SHA-256 of an encrypted transfer's chunk tags.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Commitment {
     pub bytes: u64,
-    pub digest: [u8; DIGEST_BYTES],
+    pub digest: Vec<u8>,
 }
 
 /// Counts bytes and, for a plain transfer, hashes them (§12.2). An encrypted transfer's
@@ -33,7 +32,7 @@ pub struct Commitment {
 #[derive(Clone, Default)]
 pub struct Committer {
     bytes: u64,
-    hasher: blake3::Hasher,
+    hasher: Xxh3,
 }
 
 impl Committer {
@@ -60,15 +59,15 @@ impl Committer {
     pub fn commitment(&self) -> Commitment {
         Commitment {
             bytes: self.bytes,
-            digest: *self.hasher.finalize().as_bytes(),
+            digest: self.hasher.digest128().to_be_bytes().to_vec(),
         }
     }
 
     /// The commitment of an encrypted transfer: the byte count and the cipher's tag digest.
-    pub fn with_digest(&self, digest: [u8; DIGEST_BYTES]) -> Commitment {
+    pub fn with_digest(&self, digest: [u8; 32]) -> Commitment {
         Commitment {
             bytes: self.bytes,
-            digest,
+            digest: digest.to_vec(),
         }
     }
 }
@@ -309,7 +308,10 @@ mod tests {
         assert!(!t.contains("mac="));
         let r = verify(&t, "T", &c, None).unwrap();
         assert_eq!(r.bytes, 5);
-        assert_eq!(r.digest, hex(blake3::hash(b"hello").as_bytes()));
+        assert_eq!(
+            r.digest,
+            hex(&xxhash_rust::xxh3::xxh3_128(b"hello").to_be_bytes())
+        );
         assert!(!r.authenticated);
     }
 

@@ -106,7 +106,7 @@ impl Decryptor {
             .map(|k| super::keys::receipt_key(k, transfer_id))
     }
 
-    /// BLAKE3 over the tag of every chunk opened so far, in order: the receipt digest of an
+    /// SHA-256 over the tag of every chunk opened so far, in order: the receipt digest of an
     /// encrypted transfer (PROTOCOL.md §12.2). `None` before the payload started.
     pub fn tag_digest(&self) -> Option<[u8; 32]> {
         match &self.stage {

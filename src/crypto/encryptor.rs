@@ -125,7 +125,7 @@ impl Encryptor {
         receipt_key(&self.file_key, transfer_id)
     }
 
-    /// BLAKE3 over the tag of every chunk sealed so far, in order: the receipt digest of an
+    /// SHA-256 over the tag of every chunk sealed so far, in order: the receipt digest of an
     /// encrypted transfer (PROTOCOL.md §12.2). Complete after [`finish`](Self::finish).
     pub fn tag_digest(&self) -> [u8; 32] {
         match &self.payload {

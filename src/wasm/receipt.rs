@@ -126,11 +126,13 @@ impl Receipt {
                 None => (ledger.committer.commitment(), None),
                 Some(d) => {
                     let d = d.borrow();
-                    let digest = d.tag_digest().unwrap_or(*blake3::hash(b"").as_bytes());
-                    (
-                        ledger.committer.with_digest(digest),
-                        d.receipt_key(&plan.transfer),
-                    )
+                    // No tag digest before the payload (a wrong key): only a negative receipt
+                    // can follow, and its digest says nothing.
+                    let released = match d.tag_digest() {
+                        Some(digest) => ledger.committer.with_digest(digest),
+                        None => ledger.committer.commitment(),
+                    };
+                    (released, d.receipt_key(&plan.transfer))
                 }
             }
         };

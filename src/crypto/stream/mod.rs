@@ -7,6 +7,7 @@ pub(crate) mod age_v1;
 
 use super::aead::PayloadAead;
 use super::Error;
+use sha2::{Digest, Sha256};
 
 /// Plaintext bytes per full chunk / maximum per record.
 pub const CHUNK_SIZE: usize = 64 * 1024;
@@ -22,12 +23,12 @@ fn nonce(counter: u64, last: bool) -> [u8; 12] {
     n
 }
 
-/// The running chunk counter and AEAD, and the BLAKE3 hash of every tag sealed or opened so
-/// far (a delivery receipt's digest of an encrypted transfer, PROTOCOL.md §12.2).
+/// The running chunk counter and AEAD, and the SHA-256 of every tag sealed or opened so far
+/// (a delivery receipt's digest of an encrypted transfer, PROTOCOL.md §12.2).
 pub(crate) struct Sealer {
     aead: PayloadAead,
     counter: u64,
-    tags: blake3::Hasher,
+    tags: Sha256,
 }
 
 impl Sealer {
@@ -35,13 +36,13 @@ impl Sealer {
         Sealer {
             aead,
             counter: 0,
-            tags: blake3::Hasher::new(),
+            tags: Sha256::new(),
         }
     }
 
-    /// BLAKE3 over the tags of the chunks sealed or opened so far, in order (§12.2).
+    /// SHA-256 over the tags of the chunks sealed or opened so far, in order (§12.2).
     pub(crate) fn tag_digest(&self) -> [u8; 32] {
-        *self.tags.finalize().as_bytes()
+        self.tags.clone().finalize().into()
     }
 
     /// Index of the next chunk.
@@ -62,7 +63,7 @@ impl Sealer {
             .aead
             .seal(&nonce(self.counter, last), &mut out[start..]);
         out.extend_from_slice(&tag);
-        self.tags.update(&tag);
+        self.tags.update(tag);
         self.advance()
     }
 
@@ -90,7 +91,7 @@ impl Sealer {
             out.truncate(start);
             return Ok(false);
         }
-        self.tags.update(&t);
+        self.tags.update(t);
         self.advance()?;
         Ok(true)
     }
