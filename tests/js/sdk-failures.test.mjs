@@ -50,17 +50,17 @@ test('wrong passphrase → WRONG_KEY before any plaintext; a long stream\'s prod
   await assert.rejects(sendP, isCode('PEER_DISCONNECTED'));
 });
 
-test('wrong passphrase, small payload: consumer WRONG_KEY, producer may still succeed (one-way pipe)', async () => {
-  // The relay confirms delivery when the consumer has been handed every byte; it cannot know
-  // that the consumer failed to decrypt them. A 100 KB payload fits in the buffers on the way,
-  // so the producer usually resolves with [STATE:TRANSFER_SUCCESSFUL] although the consumer
-  // got WRONG_KEY: a successful send report means "delivered", not "decrypted".
+test('wrong passphrase, small payload: consumer WRONG_KEY, and the producer hears it (PEER_DISCONNECTED)', async () => {
+  // A 100 KB payload fits in the buffers on the way, so the relay reports success although the
+  // consumer got WRONG_KEY; before delivery receipts (PROTOCOL.md §12) send() then resolved.
+  // Now the consumer's `failed` receipt makes it reject, naming the consumer's error.
   const p = uniquePath('wrongkey-small');
   const sendP = sdk.send(new Uint8Array(100_000), { relay: relay.http, path: p, passphrase: 'right' });
-  const outcome = sendP.then((r) => r.relayState, (e) => e.code);
+  const outcome = sendP.then((r) => r.relayState, (e) => e);
   const r = await sdk.receive({ relay: relay.http, path: p, passphrase: 'wrong' });
   await assert.rejects(r.stream.getReader().read(), isCode('WRONG_KEY'));
-  assert.ok(['[STATE:TRANSFER_SUCCESSFUL]', 'PEER_DISCONNECTED'].includes(await outcome), await outcome);
+  const e = await outcome;
+  assert.equal(e.code, 'PEER_DISCONNECTED', String(e.message || e));
 });
 
 for (const upload of ['stream', 'segmented']) {
