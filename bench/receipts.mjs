@@ -5,38 +5,12 @@
 // ~4.8 GB/s of hashing); encrypted ones SHA-256 over the 16-byte chunk tags only. Also the time from the relay's last byte to the verified
 // receipt (the receipt round trip) as send()'s extra latency on a small transfer.
 // Needs pkg/ (scripts/build-sdk.sh) and the release relay.
-import { randomFillSync } from 'node:crypto';
 import { startRelay } from '../tests/js/lib/relay.mjs';
-import { runChild } from '../tests/js/lib/child.mjs';
+import { MiB, source, childReceive, median } from './lib/transfer.mjs';
 
-const CHILD = new URL('../tests/js/lib/sdk-child.mjs', import.meta.url).pathname;
-const MiB = 1 << 20;
 const SIZE = Number(process.env.SIZE_MIB || 1024) * MiB;
 const RUNS = Number(process.env.RUNS || 5);
 const sdk = await import('../pkg/index.js');
-const block = randomFillSync(new Uint8Array(MiB));
-
-function source(total) {
-  let sent = 0;
-  return new ReadableStream({
-    pull(ctrl) {
-      if (sent >= total) { ctrl.close(); return; }
-      const n = Math.min(MiB, total - sent);
-      sent += n;
-      ctrl.enqueue(n === MiB ? block.slice() : block.slice(0, n));
-    },
-  }, { highWaterMark: 0 });
-}
-
-async function childReceive(relayUrl, path, opts) {
-  const child = runChild([CHILD, 'receive', relayUrl, path, JSON.stringify(opts)], { env: { HTTPIPE_CHILD_NO_HASH: '1' } });
-  const ev = await child.waitFor((e) => e.event === 'done' || e.event === 'error', 3_600_000);
-  child.kill();
-  if (ev.event !== 'done') throw new Error(`consumer failed: ${ev.code} ${ev.message}`);
-  return ev.bytes;
-}
-
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const relay = await startRelay();
 let n = 0;
 async function once(size, extra, receipt) {

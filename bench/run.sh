@@ -15,6 +15,7 @@ benches=(
   "crypto|bench/crypto.sh|age / age-rt encrypt and decrypt, native and wasm, vs raw ChaCha20-Poly1305 and Node's native cipher; scrypt"
   "pipeline|bench/pipeline.mjs|record pipelines (plain, age-rt) vs Redis BRPOP / LPOP 1000 and a hand-written NDJSON loop: records/s, CPU µs/record"
   "ndjson-framing|bench/ndjson-framing.mjs|where ndjson.decode's time goes: line search, UTF-8 decode, JSON.parse"
+  "receipts|bench/receipts.mjs|delivery receipts: an uncut 1 GiB transfer (plain, age-rt) with receipts vs receipt: false, and the receipt round trip"
 )
 # helpers run by a benchmark above, not benchmarks themselves
 helpers=" bench/crypto-wasm.mjs "

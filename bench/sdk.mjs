@@ -6,41 +6,14 @@
 // Targets (issue 4): plain SDK ≥ 0.6× curl; encrypted ≥ 0.8× the wasm encrypt rate.
 // Needs pkg/ (scripts/build-sdk.sh) and target/release/httpipe-relay.
 import { spawn } from 'node:child_process';
-import { randomFillSync } from 'node:crypto';
 import { startRelay } from '../tests/js/lib/relay.mjs';
 import { launchChromium } from '../tests/js/lib/demo-browser.mjs';
-import { runChild } from '../tests/js/lib/child.mjs';
+import { MiB, source, childReceive, median } from './lib/transfer.mjs';
 
-// The consumer runs in its own process (like curl's), so producer and consumer don't share a
-// thread.
-const CHILD = new URL('../tests/js/lib/sdk-child.mjs', import.meta.url).pathname;
-async function childReceive(relayUrl, path, opts = {}) {
-  const child = runChild([CHILD, 'receive', relayUrl, path, JSON.stringify(opts)], { env: { HTTPIPE_CHILD_NO_HASH: '1' } });
-  const ev = await child.waitFor((e) => e.event === 'done' || e.event === 'error', 3_600_000);
-  child.kill();
-  if (ev.event !== 'done') throw new Error(`consumer failed: ${ev.code} ${ev.message}`);
-  return ev.bytes;
-}
-
-const MiB = 1 << 20;
 const SIZE = Number(process.env.SIZE_MIB || 2048) * MiB;
 const CHROMIUM_SIZE = Number(process.env.CHROMIUM_MIB || Math.min(1024, SIZE / MiB)) * MiB;
 const RUNS = Number(process.env.RUNS || 3);
 const sdk = await import('../pkg/index.js');
-const block = randomFillSync(new Uint8Array(MiB));
-
-/** `total` bytes as 1 MiB views of one random block (measures the pipe, not a PRNG). */
-function source(total) {
-  let sent = 0;
-  return new ReadableStream({
-    pull(ctrl) {
-      if (sent >= total) { ctrl.close(); return; }
-      const n = Math.min(MiB, total - sent);
-      sent += n;
-      ctrl.enqueue(n === MiB ? block.slice() : block.slice(0, n));
-    },
-  }, { highWaterMark: 0 });
-}
 
 async function drain(stream) {
   let n = 0;
@@ -48,7 +21,6 @@ async function drain(stream) {
   return n;
 }
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const mbps = (bytes, ms) => bytes / 1e6 / (ms / 1000);
 
 async function timed(fn) {

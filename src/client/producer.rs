@@ -404,6 +404,14 @@ fn no_receipt(timeout_s: f64, failure: Option<Failure>) -> Error {
     }
 }
 
+/// A request step is handed to the adapter once; a poll before its answer is a misuse.
+fn issue_once(issued: &mut bool, during: &str, step: impl FnOnce() -> Step) -> Step {
+    if std::mem::replace(issued, true) {
+        return Step::Failed(misuse(&format!("poll {during}")));
+    }
+    step()
+}
+
 fn misuse(what: &str) -> Error {
     Error::new(
         ErrorCode::Unsupported,
@@ -515,21 +523,13 @@ impl<T: ByteChunk> Producer<T> {
                 State::Streaming {
                     request, issued, ..
                 } => {
-                    if *issued {
-                        return Step::Failed(misuse("poll during the streaming upload"));
-                    }
-                    *issued = true;
-                    return Step::Stream(request.clone());
+                    return issue_once(issued, "during the streaming upload", || {
+                        Step::Stream(request.clone())
+                    })
                 }
                 State::Probing {
                     request, issued, ..
-                } => {
-                    if *issued {
-                        return Step::Failed(misuse("poll during a probe"));
-                    }
-                    *issued = true;
-                    return Step::Probe(request.clone());
-                }
+                } => return issue_once(issued, "during a probe", || Step::Probe(request.clone())),
                 State::Segmented { seg, phase } => match *phase {
                     SegPhase::Ready => {
                         return match seg.next_part() {
@@ -553,11 +553,9 @@ impl<T: ByteChunk> Producer<T> {
                 State::AwaitReceipt {
                     request, issued, ..
                 } => {
-                    if *issued {
-                        return Step::Failed(misuse("poll while waiting for the receipt"));
-                    }
-                    *issued = true;
-                    return Step::Receipt(request.clone());
+                    return issue_once(issued, "while waiting for the receipt", || {
+                        Step::Receipt(request.clone())
+                    })
                 }
                 State::Finished(outcome) => {
                     return match outcome.take() {
