@@ -49,6 +49,7 @@ export function describe(e: unknown): string {
   switch (code) {
     case 'UNAUTHORIZED': case 'FORBIDDEN': return 'token';
     case 'CONNECT_TIMEOUT': case 'PEER_DISCONNECTED': case 'TRUNCATED': case 'NETWORK': return 'peer or network';
+    case 'UNCONFIRMED': return 'ask the receiver';
     case 'DECRYPT_FAILED': case 'WRONG_KEY': return 'crypto';
     case 'RELAY_ERROR': case 'ABORTED': case 'UNSUPPORTED': return 'other';
     case 'WASM_LOAD_FAILED': return 'serve the .wasm file';
