@@ -1007,6 +1007,18 @@ mod tests {
         }
     }
 
+    /// A producer whose upload the relay confirmed, waiting for a promised receipt.
+    fn awaiting_receipt() -> (Producer<Vec<u8>>, OriginMemory) {
+        let mut mem = OriginMemory::new();
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Auto, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+        let Step::Receipt(_) = p.poll(&mut mem) else {
+            panic!("the producer waits for the receipt")
+        };
+        (p, mem)
+    }
+
     #[test]
     fn a_missing_or_bad_receipt_is_unconfirmed() {
         let ours = receipt::Committer::new().commitment();
@@ -1026,13 +1038,7 @@ mod tests {
             (403, None, ErrorCode::Forbidden),
         ];
         for (status, text, code) in cases {
-            let mut mem = OriginMemory::new();
-            let mut p =
-                Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Auto, true, true))).unwrap();
-            streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
-            let Step::Receipt(_) = p.poll(&mut mem) else {
-                panic!()
-            };
+            let (mut p, mut mem) = awaiting_receipt();
             let h: Vec<(&str, &str)> = text.map(|t| vec![(PEER_HELLO, t)]).unwrap_or_default();
             p.on_receipt(status, &h, "", &ours, None);
             let Step::Failed(e) = p.poll(&mut mem) else {
@@ -1042,13 +1048,7 @@ mod tests {
         }
         // the local backstop fired, or the network broke
         for f in [Failure::stopped(StopReason::Timeout, None), net()] {
-            let mut mem = OriginMemory::new();
-            let mut p =
-                Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Auto, true, true))).unwrap();
-            streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
-            let Step::Receipt(_) = p.poll(&mut mem) else {
-                panic!()
-            };
+            let (mut p, mut mem) = awaiting_receipt();
             p.on_failure(f);
             let Step::Failed(e) = p.poll(&mut mem) else {
                 panic!()

@@ -4,8 +4,7 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use hmac::Mac;
 use subtle::ConstantTimeEq;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -103,8 +102,7 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 fn mac(key: &[u8; 32], transfer: &str, text: &str) -> [u8; 32] {
-    // ok: HMAC takes keys of any length
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("hmac key");
+    let mut m = crate::protocol::token::mac(key);
     m.update(transfer.as_bytes());
     m.update(b"\n");
     m.update(text.as_bytes());

@@ -102,7 +102,8 @@ pub fn path_covered(scope: &str, recursive: bool, path: &str) -> bool {
     scope.ends_with('/') || path.as_bytes().get(scope.len()) == Some(&b'/')
 }
 
-fn mac(key: &[u8]) -> Hmac<Sha256> {
+/// HMAC-SHA-256 under `key`: token tags (§6) and delivery-receipt MACs (§12.2).
+pub(crate) fn mac(key: &[u8]) -> Hmac<Sha256> {
     // ok: HMAC accepts keys of any length, new_from_slice never fails for it
     <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length")
 }
