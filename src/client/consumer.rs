@@ -104,7 +104,7 @@ impl Consumer {
                     let token = c.token.as_deref();
                     match Begin::new(&c.relay, &c.path, mode, c.rendezvous, c.timeout_s, token) {
                         Ok(Begin::Rendezvous(r)) => {
-                            let r = r.with_hello(consumer_hello(c.receipt, c.encrypted));
+                            let r = r.with_hello(consumer_hello(c.receipt, c.encrypted, false));
                             let req = r.request().clone();
                             self.state = State::AwaitRendezvous(r);
                             return Step::Rendezvous(req);

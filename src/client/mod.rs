@@ -26,6 +26,7 @@ pub mod rate;
 pub mod receipt;
 pub mod rendezvous;
 pub mod request;
+pub mod resume;
 pub mod status;
 pub mod transport;
 pub mod urls;

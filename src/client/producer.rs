@@ -581,7 +581,7 @@ impl<T: ByteChunk> Producer<T> {
         )?;
         Ok(match (begin, &c.receipt) {
             (Begin::Rendezvous(r), Some(rc)) => {
-                Begin::Rendezvous(r.with_hello(producer_hello(&rc.transfer, rc.wait)))
+                Begin::Rendezvous(r.with_hello(producer_hello(&rc.transfer, rc.wait, false)))
             }
             (b, _) => b,
         })

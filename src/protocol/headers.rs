@@ -29,6 +29,10 @@ pub const OCTET_STREAM: &str = "application/octet-stream";
 /// `X-Piping: httpipe-size=N` (§11.1).
 pub const SIZE_PREFIX: &str = "httpipe-size=";
 
+/// `X-Piping` value prefix marking a resumed upload that starts at wire byte N:
+/// `X-Piping: httpipe-resume=N` (§12.3).
+pub const RESUME_PREFIX: &str = "httpipe-resume=";
+
 /// The `Authorization` value for `token`.
 pub fn bearer(token: &str) -> String {
     format!("Bearer {token}")
@@ -46,6 +50,20 @@ pub fn declared_size(x_piping: &str) -> Option<u64> {
         .split(',')
         .find_map(|v| v.trim().strip_prefix(SIZE_PREFIX))
         .and_then(|n| n.trim().parse().ok())
+}
+
+/// The `X-Piping` value of a resumed upload starting at wire byte `offset` (§12.3).
+pub fn resume_value(offset: u64) -> String {
+    format!("{RESUME_PREFIX}{offset}")
+}
+
+/// The resume offset in an `X-Piping` header value (values may arrive joined with `", "`).
+pub fn resumed_at(x_piping: &str) -> Option<u64> {
+    x_piping
+        .split(',')
+        .find_map(|v| v.trim().strip_prefix(RESUME_PREFIX))
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|n| n.parse().ok())
 }
 
 /// True if `value` is a valid [`HELLO`] (§5.1): at most [`MAX_HELLO_BYTES`] bytes, each a
@@ -66,6 +84,16 @@ mod tests {
         assert_eq!(declared_size("httpipe-size=x"), None);
         assert_eq!(declared_size("other"), None);
         assert_eq!(bearer("t"), "Bearer t");
+        assert_eq!(resumed_at(&resume_value(65_552)), Some(65_552));
+        assert_eq!(resumed_at("httpipe-size=3, httpipe-resume=9"), Some(9));
+        for bad in [
+            "httpipe-resume=",
+            "httpipe-resume=-1",
+            "httpipe-resume=1x",
+            "other",
+        ] {
+            assert_eq!(resumed_at(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -15,6 +15,22 @@ pub const RECEIPT: &str = "receipt";
 /// Consumer: `receipt=decrypted`, it decrypts and commits to the plaintext (§12.1); a bare
 /// `receipt` commits to the bytes as they arrive.
 pub const DECRYPTED: &str = "decrypted";
+/// Both: this side resumes after a break (§12.3).
+pub const RESUME: &str = "resume";
+/// The first item of a resume call's hello (§12.3), from either side.
+pub const RESUME_VERSION: &str = "httpipe-resume";
+/// Producer (resume call): the first wire byte it can send again.
+pub const FROM: &str = "from";
+/// Producer (resume call): the wire bytes it has sent.
+pub const TO: &str = "to";
+/// Consumer (resume call): the wire bytes it holds.
+pub const OFFSET: &str = "offset";
+/// Seconds a side keeps trying to meet the other after a break, by default (§12.3).
+pub const RESUME_TIME_S: f64 = 60.0;
+/// The longest single resume call, in seconds (§12.3).
+pub const RESUME_CALL_MAX_S: f64 = 30.0;
+/// Milliseconds before a resume call that failed below HTTP (or got a 503) is repeated.
+pub const RESUME_RETRY_MS: f64 = 1000.0;
 /// Bytes of a transfer id before encoding (16 → 22 base64url characters).
 pub const TRANSFER_ID_BYTES: usize = 16;
 /// Seconds a consumer's receipt call waits for the producer (§12.2).
@@ -75,6 +91,8 @@ pub struct PeerHello {
     pub receipt: bool,
     /// (consumer) `receipt=decrypted`.
     pub decrypts: bool,
+    /// `resume` (§12.3).
+    pub resume: bool,
 }
 
 impl PeerHello {
@@ -87,28 +105,75 @@ impl PeerHello {
                 .map(str::to_string),
             receipt: v1 && item(hello, RECEIPT).is_some(),
             decrypts: v1 && item(hello, RECEIPT) == Some(DECRYPTED),
+            resume: v1 && item(hello, RESUME).is_some(),
         }
     }
 }
 
-/// A producer's rendezvous hello: `httpipe=1; transfer=ID[; receipt]`.
-pub fn producer_hello(transfer: &str, receipt: bool) -> String {
+/// A producer's rendezvous hello: `httpipe=1; transfer=ID[; receipt][; resume]`.
+pub fn producer_hello(transfer: &str, receipt: bool, resume: bool) -> String {
     let mut h = format!("{VERSION}={VERSION_1}; {TRANSFER}={transfer}");
     if receipt {
         h.push_str(&format!("; {RECEIPT}"));
     }
+    if resume {
+        h.push_str(&format!("; {RESUME}"));
+    }
     h
 }
 
-/// A consumer's rendezvous hello: `httpipe=1[; receipt[=decrypted]]`.
-pub fn consumer_hello(receipt: bool, decrypts: bool) -> String {
+/// A consumer's rendezvous hello: `httpipe=1[; receipt[=decrypted]][; resume]`.
+pub fn consumer_hello(receipt: bool, decrypts: bool, resume: bool) -> String {
     let mut h = format!("{VERSION}={VERSION_1}");
     match (receipt, decrypts) {
         (false, _) => {}
         (true, false) => h.push_str(&format!("; {RECEIPT}")),
         (true, true) => h.push_str(&format!("; {RECEIPT}={DECRYPTED}")),
     }
+    if resume {
+        h.push_str(&format!("; {RESUME}"));
+    }
     h
+}
+
+/// What a resume call's hello says (§12.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeHello {
+    /// The producer can send wire bytes `from..to` again.
+    Offer { from: u64, to: u64 },
+    /// The consumer holds `offset` wire bytes.
+    Ask { offset: u64 },
+}
+
+impl ResumeHello {
+    /// Parses a resume call's hello; `None` for anything else (e.g. a receipt, §12.2).
+    pub fn parse(hello: &str) -> Option<ResumeHello> {
+        if item(hello, RESUME_VERSION) != Some(VERSION_1) {
+            return None;
+        }
+        let num = |k: &str| {
+            item(hello, k)
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        match (num(FROM), num(TO), num(OFFSET)) {
+            (Some(from), Some(to), None) if from <= to => Some(ResumeHello::Offer { from, to }),
+            (None, None, Some(offset)) => Some(ResumeHello::Ask { offset }),
+            _ => None,
+        }
+    }
+
+    /// The hello's text.
+    pub fn text(&self) -> String {
+        match self {
+            ResumeHello::Offer { from, to } => {
+                format!("{RESUME_VERSION}={VERSION_1}; {FROM}={from}; {TO}={to}")
+            }
+            ResumeHello::Ask { offset } => {
+                format!("{RESUME_VERSION}={VERSION_1}; {OFFSET}={offset}")
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -117,7 +182,7 @@ mod tests {
 
     #[test]
     fn hellos_round_trip() {
-        let p = PeerHello::parse(&producer_hello("abc_-9", true));
+        let p = PeerHello::parse(&producer_hello("abc_-9", true, false));
         assert_eq!(
             p,
             PeerHello {
@@ -125,13 +190,54 @@ mod tests {
                 transfer: Some("abc_-9".into()),
                 receipt: true,
                 decrypts: false,
+                resume: false,
             }
         );
-        let c = PeerHello::parse(&consumer_hello(true, false));
-        assert!(c.v1 && c.receipt && !c.decrypts && c.transfer.is_none());
-        let d = PeerHello::parse(&consumer_hello(true, true));
-        assert!(d.receipt && d.decrypts);
-        assert!(!PeerHello::parse(&consumer_hello(false, true)).receipt);
+        let c = PeerHello::parse(&consumer_hello(true, false, false));
+        assert!(c.v1 && c.receipt && !c.decrypts && c.transfer.is_none() && !c.resume);
+        let d = PeerHello::parse(&consumer_hello(true, true, true));
+        assert!(d.receipt && d.decrypts && d.resume);
+        assert!(!PeerHello::parse(&consumer_hello(false, true, false)).receipt);
+        assert_eq!(
+            producer_hello("T", false, true),
+            "httpipe=1; transfer=T; resume"
+        );
+        assert!(PeerHello::parse("httpipe=1; transfer=T; resume").resume);
+        assert!(
+            !PeerHello::parse("transfer=T; resume").resume,
+            "no version, no promise"
+        );
+    }
+
+    #[test]
+    fn resume_hellos() {
+        for h in [
+            ResumeHello::Offer { from: 0, to: 0 },
+            ResumeHello::Offer {
+                from: 5,
+                to: 1 << 40,
+            },
+            ResumeHello::Ask { offset: 65_552 },
+        ] {
+            assert_eq!(ResumeHello::parse(&h.text()), Some(h));
+        }
+        assert_eq!(
+            ResumeHello::Ask { offset: 7 }.text(),
+            "httpipe-resume=1; offset=7"
+        );
+        for bad in [
+            "httpipe-resume=2; offset=1",
+            "offset=1",
+            "httpipe-resume=1",
+            "httpipe-resume=1; offset=-1",
+            "httpipe-resume=1; offset=+1",
+            "httpipe-resume=1; offset=99999999999999999999999",
+            "httpipe-resume=1; from=9; to=3",
+            "httpipe-resume=1; from=1; to=3; offset=2",
+            "httpipe-receipt=1; status=ok; bytes=1; digest=AA",
+        ] {
+            assert_eq!(ResumeHello::parse(bad), None, "{bad}");
+        }
     }
 
     #[test]

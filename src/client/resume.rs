@@ -1,0 +1,294 @@
+//! Resume after a break (`docs/PROTOCOL.md` §12.3) as plain data and pure functions: the
+//! producer's replay window of wire bytes, the meeting's verdict, the calls on the transfer's
+//! channel and the resumed data URL, and the resume time. The producer and consumer cores
+//! decide with these; the adapters only make the calls and move the bytes.
+
+use std::collections::VecDeque;
+
+use super::error::{Error, ErrorCode};
+use super::parts::ByteChunk;
+use super::receipt::channel_request;
+use super::request::Request;
+use super::urls::{percent_encode_component, ConnectMode, RelayBase};
+use crate::protocol::hello::{ResumeHello, RESUME_CALL_MAX_S};
+use crate::protocol::query;
+
+/// The replay window's default size in bytes (§12.3, SDK option `resumeWindow`).
+pub const DEFAULT_WINDOW: usize = 32 * 1024 * 1024;
+/// The largest replay window in bytes (§12.3).
+pub const MAX_WINDOW: usize = 1024 * 1024 * 1024;
+
+/// Validates a `resumeWindow` option (bytes): 0 ..= [`MAX_WINDOW`]; `None` → the default.
+pub fn window_size(requested: Option<f64>) -> Result<usize, Error> {
+    match requested {
+        None => Ok(DEFAULT_WINDOW),
+        Some(n) if n.is_finite() && n >= 0.0 && n <= MAX_WINDOW as f64 => Ok(n as usize),
+        Some(n) => Err(Error::usage(format!(
+            "resumeWindow must be a number of bytes from 0 to {MAX_WINDOW} (1 GiB), got {n}"
+        ))),
+    }
+}
+
+/// The last bytes a producer handed to its upload (§12.3): chunks are kept (no copy) until
+/// more than `cap` bytes follow them. Offsets are wire bytes from the start of the stream.
+#[derive(Debug)]
+pub struct ReplayWindow<T> {
+    chunks: VecDeque<T>,
+    /// Wire offset of the first kept byte.
+    low: u64,
+    /// Wire bytes handed to the upload so far.
+    high: u64,
+    cap: usize,
+}
+
+impl<T: ByteChunk + Clone> ReplayWindow<T> {
+    /// A window keeping at least the last `cap` bytes (whole chunks, so up to one chunk more).
+    pub fn new(cap: usize) -> Self {
+        ReplayWindow {
+            chunks: VecDeque::new(),
+            low: 0,
+            high: 0,
+            cap,
+        }
+    }
+
+    /// `chunk` was handed to the upload.
+    pub fn push(&mut self, chunk: T) {
+        let n = chunk.byte_len() as u64;
+        if n == 0 {
+            return;
+        }
+        self.high += n;
+        self.chunks.push_back(chunk);
+        // Drop a first chunk while the rest still covers `cap` bytes.
+        while let Some(first) = self.chunks.front() {
+            let first = first.byte_len() as u64;
+            if self.high - self.low - first >= self.cap as u64 {
+                self.chunks.pop_front();
+                self.low += first;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The first wire byte it can send again.
+    pub fn low(&self) -> u64 {
+        self.low
+    }
+
+    /// The wire bytes handed to the upload.
+    pub fn high(&self) -> u64 {
+        self.high
+    }
+
+    /// What the producer offers in its resume call.
+    pub fn offer(&self) -> ResumeHello {
+        ResumeHello::Offer {
+            from: self.low,
+            to: self.high,
+        }
+    }
+
+    /// The kept bytes from wire offset `offset` on (the first chunk split), or `None` when
+    /// `offset` is outside `low..=high`.
+    pub fn replay_from(&self, offset: u64) -> Option<Vec<T>> {
+        if offset < self.low || offset > self.high {
+            return None;
+        }
+        let mut at = self.low;
+        let mut out = Vec::new();
+        for c in &self.chunks {
+            let n = c.byte_len() as u64;
+            if at + n <= offset {
+                at += n;
+                continue;
+            }
+            if at < offset {
+                let (_, tail) = c.clone().split_at((offset - at) as usize);
+                out.push(tail);
+            } else {
+                out.push(c.clone());
+            }
+            at += n;
+        }
+        Some(out)
+    }
+}
+
+/// The meeting's verdict (§12.3), the same on both sides: `Ok` when the consumer's `offset` is
+/// within what the producer offers, else the error each side reports (`consumer`: the
+/// consumer's).
+pub fn agree(from: u64, to: u64, offset: u64, consumer: bool) -> Result<(), Error> {
+    if (from..=to).contains(&offset) {
+        return Ok(());
+    }
+    let why = if offset > to {
+        format!("the receiver says it holds {offset} bytes, but only {to} were sent")
+    } else {
+        format!(
+            "the receiver lost the connection at byte {offset}, but the sender's replay window holds only bytes {from}..{to} (PROTOCOL.md §12.3; a larger resumeWindow would have kept them)"
+        )
+    };
+    Err(if consumer {
+        Error::new(ErrorCode::Truncated, format!("cannot resume: {why}"))
+    } else {
+        Error::new(ErrorCode::PeerDisconnected, format!("cannot resume: {why}"))
+    })
+}
+
+/// The data URL of a resumed transfer: `{data URL}?channel=ID` (a Data API channel, §5.1).
+pub fn channel_data_url(data_url: &str, transfer: &str) -> String {
+    let sep = if data_url.contains('?') { '&' } else { '?' };
+    format!(
+        "{data_url}{sep}{}={}",
+        query::CHANNEL,
+        percent_encode_component(transfer)
+    )
+}
+
+/// How long a side keeps trying to meet the other after a break (§12.3), on the adapter's
+/// clock (milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResumeClock {
+    deadline_ms: f64,
+    /// The resume time in seconds (for messages).
+    pub seconds: f64,
+}
+
+impl ResumeClock {
+    /// Starts the resume time of `seconds` at `now_ms`.
+    pub fn start(now_ms: f64, seconds: f64) -> Self {
+        ResumeClock {
+            deadline_ms: now_ms + seconds * 1000.0,
+            seconds,
+        }
+    }
+
+    /// The next call's `timeout` in whole seconds (at most [`RESUME_CALL_MAX_S`] and what is
+    /// left), or `None` once less than a second is left.
+    pub fn call_timeout(&self, now_ms: f64) -> Option<f64> {
+        let left = ((self.deadline_ms - now_ms) / 1000.0).floor();
+        (left >= 1.0).then(|| left.min(RESUME_CALL_MAX_S))
+    }
+}
+
+/// Where one transfer's resume calls go.
+#[derive(Debug, Clone)]
+pub struct ResumePlan {
+    pub relay: RelayBase,
+    pub path: String,
+    pub token: Option<String>,
+    /// The transfer id: the channel (§12.3).
+    pub transfer: String,
+}
+
+impl ResumePlan {
+    /// The resume call on the transfer's channel: the producer (`AwaitReader`) offers, the
+    /// consumer (`AwaitWriter`) asks.
+    pub fn call(&self, hello: ResumeHello, timeout_s: f64) -> Result<Request, Error> {
+        let mode = match hello {
+            ResumeHello::Offer { .. } => ConnectMode::AwaitReader,
+            ResumeHello::Ask { .. } => ConnectMode::AwaitWriter,
+        };
+        channel_request(
+            &self.relay,
+            &self.path,
+            &self.transfer,
+            mode,
+            timeout_s,
+            self.token.as_deref(),
+            Some(hello.text()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(chunks: &[Vec<u8>]) -> Vec<u8> {
+        chunks.concat()
+    }
+
+    #[test]
+    fn the_window_keeps_the_last_bytes_and_replays_from_any_offset() {
+        let mut w = ReplayWindow::<Vec<u8>>::new(10);
+        let data: Vec<u8> = (0..40u8).collect();
+        for c in data.chunks(4) {
+            w.push(c.to_vec());
+        }
+        w.push(Vec::new());
+        assert_eq!(w.high(), 40);
+        assert_eq!(w.low(), 28, "whole chunks, at least 10 bytes kept");
+        assert_eq!(w.offer(), ResumeHello::Offer { from: 28, to: 40 });
+        for off in 28..=40u64 {
+            assert_eq!(
+                bytes(&w.replay_from(off).unwrap()),
+                data[off as usize..].to_vec(),
+                "{off}"
+            );
+        }
+        assert!(w.replay_from(27).is_none());
+        assert!(w.replay_from(41).is_none());
+        let mut none = ReplayWindow::<Vec<u8>>::new(0);
+        none.push(vec![1, 2]);
+        assert_eq!((none.low(), none.high()), (2, 2));
+        assert_eq!(none.replay_from(2), Some(vec![]));
+    }
+
+    #[test]
+    fn verdicts_are_the_same_on_both_sides() {
+        assert!(agree(0, 10, 0, true).is_ok());
+        assert!(agree(4, 10, 10, false).is_ok());
+        let old = agree(4, 10, 3, true).unwrap_err();
+        assert_eq!(old.code, ErrorCode::Truncated);
+        assert!(
+            old.message.contains("byte 3") && old.message.contains("4..10"),
+            "{old}"
+        );
+        let p = agree(4, 10, 3, false).unwrap_err();
+        assert_eq!(p.code, ErrorCode::PeerDisconnected);
+        assert!(agree(0, 10, 11, false)
+            .unwrap_err()
+            .message
+            .contains("only 10 were sent"));
+    }
+
+    #[test]
+    fn calls_urls_and_clock() {
+        let plan = ResumePlan {
+            relay: RelayBase::parse("http://h:1").unwrap(),
+            path: "/p".into(),
+            token: None,
+            transfer: "TID".into(),
+        };
+        let r = plan.call(ResumeHello::Ask { offset: 5 }, 30.0).unwrap();
+        assert_eq!(
+            r.url,
+            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=30"
+        );
+        assert!(r.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe-resume=1; offset=5".into()
+        )));
+        let r = plan
+            .call(ResumeHello::Offer { from: 1, to: 2 }, 7.0)
+            .unwrap();
+        assert!(r.url.contains("mode=await-reader") && r.url.ends_with("timeout=7"));
+        assert_eq!(channel_data_url("http://h/p", "T"), "http://h/p?channel=T");
+        assert_eq!(
+            channel_data_url("http://h/p?accesstoken=a", "T"),
+            "http://h/p?accesstoken=a&channel=T"
+        );
+        let c = ResumeClock::start(1000.0, 60.0);
+        assert_eq!(c.call_timeout(1000.0), Some(30.0));
+        assert_eq!(c.call_timeout(46_000.0), Some(15.0));
+        assert_eq!(c.call_timeout(60_500.0), None);
+        assert_eq!(window_size(None).unwrap(), DEFAULT_WINDOW);
+        assert_eq!(window_size(Some(0.0)).unwrap(), 0);
+        for bad in [-1.0, f64::NAN, (MAX_WINDOW as f64) + 1.0] {
+            assert!(window_size(Some(bad)).is_err());
+        }
+    }
+}
