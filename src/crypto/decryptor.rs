@@ -75,6 +75,8 @@ pub struct Decryptor {
     state: Result<bool, Error>,
     /// Kept once the header verified, for [`receipt_key`](Self::receipt_key).
     file_key: Option<FileKey>,
+    /// Bytes fed to [`update`](Self::update) (for [`resume_point`](Self::resume_point)).
+    fed: u64,
 }
 
 impl Decryptor {
@@ -95,6 +97,7 @@ impl Decryptor {
             format: None,
             state: Ok(false),
             file_key: None,
+            fed: 0,
         })
     }
 
@@ -114,6 +117,28 @@ impl Decryptor {
             Stage::AgeRt(r) => Some(r.sealer().tag_digest()),
             _ => None,
         }
+    }
+
+    /// Where a resumed stream must continue (PROTOCOL.md §12.3): the input offset just after
+    /// the last chunk (age v1) or record (age-rt) opened, or of the header when no chunk was
+    /// opened yet. Input held back beyond it (a partial chunk, or a full age v1 chunk not yet
+    /// known to be non-final) is dropped, so feeding the input again from that offset goes on
+    /// where it stopped, with the same counter, file key and tag digest: truncation,
+    /// reordering and tampering still fail. `None` for armored input (it doesn't resume) and
+    /// after an error or the end.
+    pub fn resume_point(&mut self) -> Option<u64> {
+        if self.state != Ok(false) || self.is_armored() == Some(true) {
+            return None;
+        }
+        let held = self.detect.len()
+            + match &mut self.stage {
+                Stage::Header(buf) | Stage::Nonce { buf, .. } => std::mem::take(buf).len(),
+                Stage::Age(r) => r.drop_held(),
+                Stage::AgeRt(r) => r.drop_held(),
+            };
+        self.detect.clear();
+        self.fed -= held as u64;
+        Some(self.fed)
     }
 
     /// The detected format, once the first header line has been parsed.
@@ -144,6 +169,7 @@ impl Decryptor {
     /// Decrypts `input`, appending newly authenticated plaintext to `out`.
     pub fn update(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
         self.guard()?;
+        self.fed += input.len() as u64;
         let r = self.update_inner(input, out);
         self.record(r)
     }

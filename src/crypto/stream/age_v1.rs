@@ -73,6 +73,11 @@ impl Reader {
         }
     }
 
+    /// Drops the input held for a chunk not opened yet; returns its length (resume, §12.3).
+    pub(crate) fn drop_held(&mut self) -> usize {
+        std::mem::take(&mut self.buf).len()
+    }
+
     pub(crate) fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
         while !input.is_empty() {
             if self.done {
