@@ -11,11 +11,13 @@ use super::error::{classify_response, Error, ErrorCode, Failure, StopReason};
 use super::receipt::ReceiptPlan;
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
+use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
 use super::urls::{ConnectMode, RelayBase};
+use crate::protocol::headers::resumed_at;
 use crate::protocol::headers::{
     declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, PEER_HELLO, X_PIPING,
 };
-use crate::protocol::hello::{consumer_hello, PeerHello};
+use crate::protocol::hello::{consumer_hello, PeerHello, ResumeHello, RESUME_RETRY_MS};
 
 /// Everything a receive needs to know up front.
 #[derive(Debug, Clone)]
@@ -33,6 +35,8 @@ pub struct ReceiveConfig {
     pub size: Option<u64>,
     /// Send delivery receipts (§12): say so in the rendezvous hello.
     pub receipt: bool,
+    /// Resume after a break (§12.3): seconds to keep trying; `None`: no resume.
+    pub resume_s: Option<f64>,
 }
 
 /// What the consumer learns when the stream starts.
@@ -82,6 +86,10 @@ pub struct Consumer {
     state: State,
     /// The producer's transfer id, when it waits for a receipt (§12.1).
     receipt_transfer: Option<String>,
+    /// The producer's transfer id, when both sides resume (§12.3).
+    resume_transfer: Option<String>,
+    /// The data URL of the rendezvous.
+    data_url: Option<String>,
 }
 
 impl Consumer {
@@ -91,6 +99,8 @@ impl Consumer {
             cfg,
             state: State::Start,
             receipt_transfer: None,
+            resume_transfer: None,
+            data_url: None,
         })
     }
 
@@ -104,7 +114,11 @@ impl Consumer {
                     let token = c.token.as_deref();
                     match Begin::new(&c.relay, &c.path, mode, c.rendezvous, c.timeout_s, token) {
                         Ok(Begin::Rendezvous(r)) => {
-                            let r = r.with_hello(consumer_hello(c.receipt, c.encrypted, false));
+                            let r = r.with_hello(consumer_hello(
+                                c.receipt,
+                                c.encrypted,
+                                c.resume_s.is_some(),
+                            ));
                             let req = r.request().clone();
                             self.state = State::AwaitRendezvous(r);
                             return Step::Rendezvous(req);
@@ -163,8 +177,12 @@ impl Consumer {
                         .map(|h| PeerHello::parse(&h))
                         .unwrap_or_default();
                     if self.cfg.receipt && peer.receipt {
-                        self.receipt_transfer = peer.transfer;
+                        self.receipt_transfer = peer.transfer.clone();
                     }
+                    if self.cfg.resume_s.is_some() && peer.resume {
+                        self.resume_transfer = peer.transfer;
+                    }
+                    self.data_url = Some(url.clone());
                     State::Get(url)
                 }
                 Err(e) => State::Failed(Some(e)),
@@ -185,6 +203,22 @@ impl Consumer {
             path: self.cfg.path.clone(),
             token: self.cfg.token.clone(),
             transfer: self.receipt_transfer.clone()?,
+        })
+    }
+
+    /// The consumer's side of resume (§12.3), when both sides said they resume.
+    pub fn resumer(&self) -> Option<Resumer> {
+        Some(Resumer {
+            plan: ResumePlan {
+                relay: self.cfg.relay.clone(),
+                path: self.cfg.path.clone(),
+                token: self.cfg.token.clone(),
+                transfer: self.resume_transfer.clone()?,
+            },
+            data_url: self.data_url.clone()?,
+            seconds: self.cfg.resume_s?,
+            state: ResumeState::Idle,
+            resumes: 0,
         })
     }
 
@@ -240,6 +274,230 @@ impl Consumer {
             }
             _ => State::Failed(Some(misuse("an error body nobody asked for"))),
         };
+    }
+}
+
+/// What the adapter's body stream does next while it resumes (§12.3).
+#[derive(Debug)]
+pub enum ResumeStep {
+    /// `GET` this Connect call on the transfer's channel; answer with
+    /// [`Resumer::on_call`] or [`Resumer::on_call_failure`].
+    Call(Request),
+    /// Wait, then [`Resumer::on_slept`].
+    Sleep(f64),
+    /// `GET` the resumed data; answer with [`Resumer::on_head`] or [`Resumer::on_get_failure`].
+    Get(Request),
+    /// The stream goes on: read the new body through this check (its failures are breaks
+    /// again, [`Resumer::on_break`]).
+    Resumed(BodyCheck),
+    /// Give up with this error.
+    Failed(Error),
+}
+
+#[derive(Debug)]
+enum ResumeState {
+    Idle,
+    Meeting {
+        clock: ResumeClock,
+        offset: u64,
+        error: Error,
+    },
+    Getting {
+        clock: ResumeClock,
+        offset: u64,
+        error: Error,
+    },
+}
+
+/// The consumer's side of resume (§12.3): after a break it meets the producer on the
+/// transfer's channel with the offset it holds, and `GET`s the rest on the Data API channel.
+#[derive(Debug)]
+pub struct Resumer {
+    plan: ResumePlan,
+    data_url: String,
+    seconds: f64,
+    state: ResumeState,
+    /// Breaks resumed after.
+    pub resumes: u32,
+}
+
+/// Seconds a resumed `GET` waits for the producer's upload to arrive.
+const RESUMED_GET_TIMEOUT_S: f64 = 30.0;
+
+impl Resumer {
+    /// The body broke with `f` while the consumer holds `offset` wire bytes (`None`: it can't
+    /// resume, e.g. armored input). A stop (abort) is no break; the error stays `check`'s.
+    pub fn on_break(
+        &mut self,
+        f: Failure,
+        check: &BodyCheck,
+        offset: Option<u64>,
+        now_ms: f64,
+    ) -> ResumeStep {
+        let stop = f.stop != StopReason::None || f.coded.is_some();
+        let error = check.on_failure(f);
+        match offset {
+            Some(offset) if !stop => self.meet(error, offset, now_ms, None),
+            _ => ResumeStep::Failed(error),
+        }
+    }
+
+    fn meet(
+        &mut self,
+        error: Error,
+        offset: u64,
+        now_ms: f64,
+        clock: Option<ResumeClock>,
+    ) -> ResumeStep {
+        let clock = clock.unwrap_or_else(|| ResumeClock::start(now_ms, self.seconds));
+        let Some(t) = clock.call_timeout(now_ms) else {
+            self.state = ResumeState::Idle;
+            let mut e = error;
+            e.message = format!(
+                "{} (and the sender did not come back within {} s to resume, PROTOCOL.md §12.3)",
+                e.message, clock.seconds
+            );
+            return ResumeStep::Failed(e);
+        };
+        let req = self.plan.call(ResumeHello::Ask { offset }, t);
+        self.state = ResumeState::Meeting {
+            clock,
+            offset,
+            error,
+        };
+        match req {
+            Ok(r) => ResumeStep::Call(r),
+            Err(e) => ResumeStep::Failed(e),
+        }
+    }
+
+    fn take(&mut self) -> Option<(ResumeClock, u64, Error)> {
+        match std::mem::replace(&mut self.state, ResumeState::Idle) {
+            ResumeState::Meeting {
+                clock,
+                offset,
+                error,
+            }
+            | ResumeState::Getting {
+                clock,
+                offset,
+                error,
+            } => Some((clock, offset, error)),
+            ResumeState::Idle => None,
+        }
+    }
+
+    /// The answer to [`ResumeStep::Call`].
+    pub fn on_call(
+        &mut self,
+        status: u16,
+        headers: &dyn Headers,
+        body: &str,
+        now_ms: f64,
+    ) -> ResumeStep {
+        let Some((clock, offset, error)) = self.take() else {
+            return ResumeStep::Failed(misuse("a resume answer nobody asked for"));
+        };
+        let what = "meeting the sender again after a break (PROTOCOL.md §12.3)";
+        match status {
+            200 => match headers
+                .get(PEER_HELLO)
+                .as_deref()
+                .and_then(ResumeHello::parse)
+            {
+                Some(ResumeHello::Offer { from, to }) => {
+                    if let Err(e) = agree(from, to, offset, true) {
+                        return ResumeStep::Failed(e);
+                    }
+                    let url = channel_data_url(&self.data_url, &self.plan.transfer);
+                    let mut req = Request::get(url, auth_headers(self.plan.token.as_deref()));
+                    req.timeout_ms = Some(RESUMED_GET_TIMEOUT_S * 1000.0);
+                    self.state = ResumeState::Getting {
+                        clock,
+                        offset,
+                        error,
+                    };
+                    ResumeStep::Get(req)
+                }
+                _ => ResumeStep::Failed(Error::new(
+                    ErrorCode::RelayError,
+                    format!("{what}: the answer carries no resume offer from the sender"),
+                )),
+            },
+            408 => self.meet(error, offset, now_ms, Some(clock)),
+            503 => {
+                self.state = ResumeState::Meeting {
+                    clock,
+                    offset,
+                    error,
+                };
+                ResumeStep::Sleep(RESUME_RETRY_MS)
+            }
+            _ => ResumeStep::Failed(classify_response(status, body, what)),
+        }
+    }
+
+    /// The [`ResumeStep::Call`] failed below HTTP: call again after a pause (the relay may be
+    /// restarting), unless it was a stop.
+    pub fn on_call_failure(&mut self, f: Failure) -> ResumeStep {
+        let Some((clock, offset, error)) = self.take() else {
+            return ResumeStep::Failed(misuse("a resume failure nobody asked for"));
+        };
+        if f.stop != StopReason::None {
+            return ResumeStep::Failed(f.into_error(ErrorCode::Network, "resuming after a break"));
+        }
+        self.state = ResumeState::Meeting {
+            clock,
+            offset,
+            error,
+        };
+        ResumeStep::Sleep(RESUME_RETRY_MS)
+    }
+
+    /// The pause of a [`ResumeStep::Sleep`] is over.
+    pub fn on_slept(&mut self, now_ms: f64) -> ResumeStep {
+        match self.take() {
+            Some((clock, offset, error)) => self.meet(error, offset, now_ms, Some(clock)),
+            None => ResumeStep::Failed(misuse("a pause nobody asked for")),
+        }
+    }
+
+    /// The head of the resumed `GET`: it must say it starts where this consumer stands.
+    pub fn on_head(&mut self, status: u16, headers: &dyn Headers, now_ms: f64) -> ResumeStep {
+        let Some((clock, offset, error)) = self.take() else {
+            return ResumeStep::Failed(misuse("a head nobody asked for"));
+        };
+        let what = format!("receiving the rest of {} after a break", self.data_url);
+        match status {
+            200 => {
+                let at = headers.get(X_PIPING).and_then(|v| resumed_at(&v));
+                if at != Some(offset) {
+                    return ResumeStep::Failed(Error::new(
+                        ErrorCode::RelayError,
+                        format!("{what}: the resumed stream does not start at byte {offset} (X-Piping: httpipe-resume, PROTOCOL.md §12.3)"),
+                    ));
+                }
+                self.resumes += 1;
+                ResumeStep::Resumed(BodyCheck {
+                    what,
+                    length: None,
+                    seen: 0,
+                })
+            }
+            503 => self.meet(error, offset, now_ms, Some(clock)),
+            _ => ResumeStep::Failed(classify_response(status, "", &what)),
+        }
+    }
+
+    /// The resumed `GET` failed below HTTP: meet again.
+    pub fn on_get_failure(&mut self, f: Failure, now_ms: f64) -> ResumeStep {
+        let Some((clock, offset, error)) = self.take() else {
+            return ResumeStep::Failed(misuse("a failure nobody asked for"));
+        };
+        if f.stop != StopReason::None && f.stop != StopReason::Timeout {
+            return ResumeStep::Failed(f.into_error(ErrorCode::Network, "resuming after a break"));
+        }
+        self.meet(error, offset, now_ms, Some(clock))
     }
 }
 
@@ -319,6 +577,7 @@ mod tests {
             encrypted,
             size: Some(99),
             receipt: true,
+            resume_s: None,
         }
     }
 

@@ -23,6 +23,7 @@ use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
 use crate::client::producer::REPLAY_LIMIT;
 use crate::client::rate::RateMeter;
+use crate::client::resume::ReplayWindow;
 
 /// A stream of byte chunks.
 pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, Error>>;
@@ -202,6 +203,41 @@ impl Stream for SharedReader {
             _ => {}
         }
         polled
+    }
+}
+
+/// `stream` with every chunk entered in the replay `window` as it is pulled (§12.3).
+pub fn recorded(stream: ByteStream, window: Rc<RefCell<ReplayWindow<View>>>) -> ByteStream {
+    stream
+        .map(move |item| {
+            if let Ok(chunk) = &item {
+                window.borrow_mut().push(View(chunk.clone()));
+            }
+            item
+        })
+        .boxed_local()
+}
+
+/// `stream` while `live` holds; after that it fails without polling `stream` again, so no
+/// chunk is taken from it by a reader that is no longer wanted.
+pub fn gated(stream: ByteStream, live: Rc<Cell<bool>>) -> ByteStream {
+    futures::stream::unfold((stream, live), |(mut s, live)| async move {
+        if !live.get() {
+            let e = Error::new(ErrorCode::Network, "the upload was replaced");
+            return Some((Err(e), (s, live)));
+        }
+        let item = s.next().await?;
+        Some((item, (s, live)))
+    })
+    .boxed_local()
+}
+
+/// Clears its flag when dropped (ends a [`gated`] stream).
+pub struct CloseOnDrop(pub Rc<Cell<bool>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.set(false);
     }
 }
 

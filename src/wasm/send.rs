@@ -24,6 +24,7 @@ use crate::client::error::Error;
 use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
 use crate::client::request::{NoHeaders, Request};
+use crate::client::resume::ReplayWindow;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
 
@@ -54,6 +55,7 @@ pub async fn send_stream(source: ReadableStream, options: JsValue) -> Result<JsV
     Reflect::set(&out, &"durationMs".into(), &(now_ms() - started).into())?;
     Reflect::set(&out, &"transport".into(), &report.transport.as_str().into())?;
     Reflect::set(&out, &"relayState".into(), &report.relay_state.into())?;
+    Reflect::set(&out, &"resumes".into(), &report.resumes.into())?;
     if let Some(r) = &report.receipt {
         let receipt = Object::new();
         Reflect::set(&receipt, &"bytes".into(), &(r.bytes as f64).into())?;
@@ -92,15 +94,27 @@ async fn send_inner(
         stream = encrypt_stream(stream, e.clone())?;
     }
     stream = receipt::committed(stream, wire.clone());
-    let mut stream = chunks::stoppable(stream, abort.reason_cell());
+    // The replay window (§12.3) keeps what goes to the upload once both sides resume.
+    let window = Rc::new(RefCell::new(ReplayWindow::<View>::new(0)));
+    let mut stream = chunks::recorded(
+        chunks::stoppable(stream, abort.reason_cell()),
+        window.clone(),
+    );
 
     loop {
+        {
+            let w = window.borrow();
+            producer.observe(now_ms(), w.low(), w.high());
+        }
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
         match step {
             Step::Rendezvous(req) => {
                 match exchange(&req, abort, None).await {
                     Ok((status, headers, body)) => producer.on_response(status, &headers, &body),
                     Err(f) => producer.on_failure(f),
+                }
+                if producer.resumes() {
+                    *window.borrow_mut() = ReplayWindow::new(p.resume_window);
                 }
                 // The receipt of a plain transfer, or of a consumer without keys, commits to
                 // the bytes on the wire (§12.2).
@@ -129,6 +143,14 @@ async fn send_inner(
                 upload_stream(&mut producer, &req, &shared, abort).await;
                 // A fallback reads on from the same source (after the core's replay).
                 stream = shared.reader().boxed_local();
+            }
+            Step::ResumeFrom(offset) => {
+                // The core checked the offset against this window (§12.3).
+                let replay = window.borrow().replay_from(offset).unwrap_or_default();
+                let rest = std::mem::replace(&mut stream, futures::stream::empty().boxed_local());
+                stream = futures::stream::iter(replay.into_iter().map(|v| Ok(v.0)))
+                    .chain(rest)
+                    .boxed_local();
             }
             Step::NeedSource => match stream.next().await {
                 Some(Ok(chunk)) => producer.on_chunk(View(chunk)),
@@ -164,9 +186,13 @@ async fn upload_stream(
     shared: &Rc<Shared>,
     abort: &Abort,
 ) {
-    let body = chunks::to_js(chunks::cut_on_error(
-        shared.reader().boxed_local(),
-        abort.cutter(),
+    // The body reads the shared source only while this upload is the current one: a cut
+    // upload that fetch still pulls from must never take bytes from the next (§12.3).
+    let live = Rc::new(std::cell::Cell::new(true));
+    let _close = chunks::CloseOnDrop(live.clone());
+    let body = chunks::to_js(chunks::gated(
+        chunks::cut_on_error(shared.reader().boxed_local(), abort.cutter()),
+        live,
     ));
     let signal = abort.signal();
     let failed = |e: &JsValue, response_started: bool| StreamFailure {
