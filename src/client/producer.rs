@@ -968,6 +968,7 @@ impl<T: ByteChunk> Producer<T> {
     /// request failed below HTTP.
     pub fn on_failure(&mut self, f: Failure) {
         let what = self.stream_what();
+        let resumes = self.resumes();
         match &mut self.state {
             State::Resuming { phase, .. } => {
                 if f.stop != StopReason::None {
@@ -975,6 +976,17 @@ impl<T: ByteChunk> Producer<T> {
                     return self.fail_final(e);
                 }
                 *phase = ResumePhase::SleepDue(RESUME_RETRY_MS);
+            }
+            State::AwaitReceipt { report, .. } if f.stop == StopReason::None && resumes => {
+                // The relay may be restarting: call again (§12.3), within the receipt time.
+                let timeout = self.cfg.receipt.as_ref().map_or(0.0, |r| r.timeout_s);
+                let report = Some(report.clone());
+                self.state = State::Resuming {
+                    clock: ResumeClock::start(self.now_ms, timeout),
+                    phase: ResumePhase::SleepDue(RESUME_RETRY_MS),
+                    error: no_receipt(timeout, Some(f)),
+                    report,
+                };
             }
             State::AwaitReceipt { .. } => {
                 let timeout = self.cfg.receipt.as_ref().map_or(0.0, |r| r.timeout_s);

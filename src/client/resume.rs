@@ -14,7 +14,7 @@ use crate::protocol::hello::{ResumeHello, RESUME_CALL_MAX_S};
 use crate::protocol::query;
 
 /// The replay window's default size in bytes (§12.3, SDK option `resumeWindow`).
-pub const DEFAULT_WINDOW: usize = 32 * 1024 * 1024;
+pub const DEFAULT_WINDOW: usize = 64 * 1024 * 1024;
 /// The largest replay window in bytes (§12.3).
 pub const MAX_WINDOW: usize = 1024 * 1024 * 1024;
 

@@ -145,6 +145,9 @@ pub struct Shared {
     replay: RefCell<Option<Vec<Uint8Array>>>,
     replay_bytes: Cell<usize>,
     source_error: RefCell<Option<Error>>,
+    /// The source ended: it is not polled again (a resumed upload reads on after the end,
+    /// §12.3).
+    ended: Cell<bool>,
 }
 
 impl Shared {
@@ -154,6 +157,7 @@ impl Shared {
             replay: RefCell::new(Some(Vec::new())),
             replay_bytes: Cell::new(0),
             source_error: RefCell::new(None),
+            ended: Cell::new(false),
         })
     }
 
@@ -185,8 +189,12 @@ impl Stream for SharedReader {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let shared = &self.0;
+        if shared.ended.get() {
+            return Poll::Ready(None);
+        }
         let polled = shared.inner.borrow_mut().poll_next_unpin(cx);
         match &polled {
+            Poll::Ready(None) => shared.ended.set(true),
             Poll::Ready(Some(Ok(chunk))) => {
                 let mut replay = shared.replay.borrow_mut();
                 let n = shared.replay_bytes.get() + chunk.length() as usize;
@@ -219,17 +227,32 @@ pub fn recorded(stream: ByteStream, window: Rc<RefCell<ReplayWindow<View>>>) -> 
 }
 
 /// `stream` while `live` holds; after that it fails without polling `stream` again, so no
-/// chunk is taken from it by a reader that is no longer wanted.
+/// chunk is taken from it by a reader that is no longer wanted. (A `Stream` of its own, not
+/// an async block: a poll already waiting in `stream` would take the next chunk after the
+/// flag was cleared.)
 pub fn gated(stream: ByteStream, live: Rc<Cell<bool>>) -> ByteStream {
-    futures::stream::unfold((stream, live), |(mut s, live)| async move {
-        if !live.get() {
-            let e = Error::new(ErrorCode::Network, "the upload was replaced");
-            return Some((Err(e), (s, live)));
-        }
-        let item = s.next().await?;
-        Some((item, (s, live)))
-    })
+    Gated {
+        inner: stream,
+        live,
+    }
     .boxed_local()
+}
+
+struct Gated {
+    inner: ByteStream,
+    live: Rc<Cell<bool>>,
+}
+
+impl Stream for Gated {
+    type Item = Result<Uint8Array, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if !self.live.get() {
+            let e = Error::new(ErrorCode::Network, "the upload was replaced");
+            return Poll::Ready(Some(Err(e)));
+        }
+        self.inner.poll_next_unpin(cx)
+    }
 }
 
 /// Clears its flag when dropped (ends a [`gated`] stream).

@@ -96,10 +96,13 @@ async fn send_inner(
     stream = receipt::committed(stream, wire.clone());
     // The replay window (§12.3) keeps what goes to the upload once both sides resume.
     let window = Rc::new(RefCell::new(ReplayWindow::<View>::new(0)));
-    let mut stream = chunks::recorded(
+    // What the source has not yielded yet, however many uploads read from it: a resumed
+    // upload is the window's bytes, then this (never what an earlier replay left unsent).
+    let source = Shared::new(chunks::recorded(
         chunks::stoppable(stream, abort.reason_cell()),
         window.clone(),
-    );
+    ));
+    let mut stream: ByteStream = source.reader().boxed_local();
 
     loop {
         {
@@ -147,9 +150,8 @@ async fn send_inner(
             Step::ResumeFrom(offset) => {
                 // The core checked the offset against this window (§12.3).
                 let replay = window.borrow().replay_from(offset).unwrap_or_default();
-                let rest = std::mem::replace(&mut stream, futures::stream::empty().boxed_local());
                 stream = futures::stream::iter(replay.into_iter().map(|v| Ok(v.0)))
-                    .chain(rest)
+                    .chain(source.reader())
                     .boxed_local();
             }
             Step::NeedSource => match stream.next().await {

@@ -7,13 +7,15 @@ import net from 'node:net';
 /**
  * @param {number} targetPort the relay's port on 127.0.0.1
  * @returns {Promise<{ port: number, url: string, cutAt: (...bytes: number[]) => void,
- *   flipAt: (...bytes: number[]) => void, stall: () => void, cutAll: () => void, stats: { up: number, down: number, cuts: number, connections: number },
+ *   cutDownAt: (...bytes: number[]) => void, flipAt: (...bytes: number[]) => void, stall: () => void, cutAll: () => void, stats: { up: number, down: number, cuts: number, connections: number },
  *   close: () => Promise<void> }>}
  */
 export async function cutProxy(targetPort) {
   const stats = { up: 0, down: 0, cuts: 0, connections: 0 };
   /** Upstream byte counts at which to cut the connection carrying that byte, ascending. */
   let cuts = [];
+  /** The same for bytes relay → client. */
+  let downCuts = [];
   let stalled = false;
   /** Upstream byte positions to flip (XOR 1), like a tampering middlebox. */
   let flips = [];
@@ -62,6 +64,14 @@ export async function cutProxy(targetPort) {
     });
     upstream.on('data', (chunk) => {
       if (stalled) return;
+      if (downCuts.length && stats.down + chunk.length >= downCuts[0]) {
+        const keep = downCuts[0] - stats.down;
+        downCuts.shift();
+        stats.down += keep;
+        if (keep > 0) client.write(chunk.subarray(0, keep));
+        cut(pair);
+        return;
+      }
       stats.down += chunk.length;
       if (!client.write(chunk)) {
         upstream.pause();
@@ -76,6 +86,7 @@ export async function cutProxy(targetPort) {
     url: `http://127.0.0.1:${port}`,
     stats,
     cutAt: (...bytes) => { cuts = [...cuts, ...bytes].sort((a, b) => a - b); },
+    cutDownAt: (...bytes) => { downCuts = [...downCuts, ...bytes].sort((a, b) => a - b); },
     flipAt: (...bytes) => { flips = [...flips, ...bytes]; },
     stall: () => { stalled = true; },
     cutAll: () => { stalled = false; for (const p of [...pairs]) cut(p); },
