@@ -53,6 +53,10 @@ export interface Progress {
   total?: number;
   /** Bytes per second, smoothed over the last 2 seconds or so. */
   bytesPerSecond: number;
+  /** Breaks resumed after so far (PROTOCOL.md §12.3). */
+  resumed: number;
+  /** True while a break is being resumed ("connection lost — resuming…"): a report comes when it starts and when it ends. */
+  reconnecting: boolean;
 }
 
 export interface CommonOptions {

@@ -630,6 +630,103 @@ mod tests {
         )));
     }
 
+    /// §12.3: a break meets the producer with the offset held, refuses an offer that no
+    /// longer covers it, and checks that the resumed stream starts at that offset.
+    #[test]
+    fn a_break_resumes_at_the_offset_held() {
+        let mut c = cfg(true, false);
+        c.resume_s = Some(5.0);
+        let mut c = Consumer::new(c).unwrap();
+        let Step::Rendezvous(r) = c.poll() else {
+            panic!()
+        };
+        assert!(r.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe=1; receipt; resume".into()
+        )));
+        let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; resume")];
+        c.on_response(200, &h, "http://h:1/p\n");
+        let mut r = c.resumer().expect("both sides resume");
+        let Step::Get(_) = c.poll() else { panic!() };
+        c.on_head(200, &NoHeaders);
+        let Step::Stream(_, check) = c.poll() else {
+            panic!()
+        };
+        let cut = || {
+            Failure::network(Cause {
+                name: String::new(),
+                message: "reset".into(),
+            })
+        };
+        let ResumeStep::Call(call) = r.on_break(cut(), &check, Some(70), 0.0) else {
+            panic!()
+        };
+        assert_eq!(
+            call.url,
+            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=5"
+        );
+        assert!(call.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe-resume=1; offset=70".into()
+        )));
+        // the relay is down: try again after a pause
+        let ResumeStep::Sleep(_) = r.on_call_failure(cut()) else {
+            panic!()
+        };
+        let ResumeStep::Call(_) = r.on_slept(1000.0) else {
+            panic!()
+        };
+        let offer: &[(&str, &str)] = &[(PEER_HELLO, "httpipe-resume=1; from=10; to=90")];
+        let ResumeStep::Get(get) = r.on_call(200, &offer, "", 1500.0) else {
+            panic!()
+        };
+        assert_eq!(get.url, "http://h:1/p?channel=TID");
+        // a stream that doesn't say where it starts is refused
+        let ResumeStep::Failed(e) = r.on_head(200, &NoHeaders, 1600.0) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::RelayError);
+        // again, and the stream starts at 70
+        let ResumeStep::Call(_) = r.on_break(cut(), &check, Some(70), 2000.0) else {
+            panic!()
+        };
+        let ResumeStep::Get(_) = r.on_call(200, &offer, "", 2100.0) else {
+            panic!()
+        };
+        let at: &[(&str, &str)] = &[("x-piping", "httpipe-resume=70")];
+        let ResumeStep::Resumed(_) = r.on_head(200, &at, 2200.0) else {
+            panic!()
+        };
+        assert_eq!(r.resumes, 1);
+        // an offer that no longer covers the offset: TRUNCATED with the numbers
+        let ResumeStep::Call(_) = r.on_break(cut(), &check, Some(5), 3000.0) else {
+            panic!()
+        };
+        let ResumeStep::Failed(e) = r.on_call(200, &offer, "", 3100.0) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Truncated);
+        assert!(e.message.contains("10..90"), "{e}");
+        // a stop is no break; time running out names the resume time
+        let ResumeStep::Failed(e) = r.on_break(
+            Failure::stopped(StopReason::User, None),
+            &check,
+            Some(5),
+            0.0,
+        ) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Aborted);
+        let ResumeStep::Call(_) = r.on_break(cut(), &check, Some(5), 0.0) else {
+            panic!()
+        };
+        let ResumeStep::Failed(e) = r.on_call(408, &NoHeaders, "", 4500.0) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Truncated);
+        assert!(e.message.contains("within 5 s to resume"), "{e}");
+    }
+
     #[test]
     fn rendezvous_get_and_metadata() {
         let mut c = Consumer::new(cfg(true, false)).unwrap();

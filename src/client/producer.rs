@@ -504,6 +504,16 @@ impl<T: ByteChunk> Producer<T> {
         self.window = (low, high);
     }
 
+    /// True while a break is being resumed (§12.3): progress says "reconnecting".
+    pub fn is_reconnecting(&self) -> bool {
+        matches!(self.state, State::Resuming { .. } | State::Rewind(_))
+    }
+
+    /// Breaks resumed after so far (§12.3).
+    pub fn resumed(&self) -> u32 {
+        self.resumes
+    }
+
     /// True once the rendezvous said both sides resume (§12.3): the adapter keeps a replay
     /// window of what it hands to the upload.
     pub fn resumes(&self) -> bool {

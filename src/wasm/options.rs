@@ -216,6 +216,8 @@ impl Parsed {
                 let _ = Reflect::set(&obj, &"total".into(), &(t as f64).into());
             }
             let _ = Reflect::set(&obj, &"bytesPerSecond".into(), &p.bytes_per_second.into());
+            let _ = Reflect::set(&obj, &"resumed".into(), &p.resumed.into());
+            let _ = Reflect::set(&obj, &"reconnecting".into(), &p.reconnecting.into());
             let _ = f.call1(&JsValue::UNDEFINED, &obj);
         }
     }

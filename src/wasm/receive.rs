@@ -79,10 +79,16 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                 let body = response.as_ref().and_then(Response::body).ok_or_else(|| {
                     Error::new(ErrorCode::RelayError, "the relay's response has no body")
                 })?;
+                let meter = Rc::new(RefCell::new(RateMeter::new(
+                    now_ms(),
+                    incoming.progress_total,
+                )));
                 let resume = consumer.resumer().map(|r| Resume {
                     resumer: r,
                     dec: decryptor.clone(),
                     signal: p.signal.clone(),
+                    meter: meter.clone(),
+                    on_progress: p.on_progress.clone(),
                 });
                 let mut stream = checked(body, Rc::new(abort), check, resume);
                 if let Some(dec) = &decryptor {
@@ -91,10 +97,6 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                 let manual = p.receipt == ReceiptMode::Manual;
                 let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);
                 stream = with_receipt(stream, receipt.clone());
-                let meter = Rc::new(RefCell::new(RateMeter::new(
-                    now_ms(),
-                    incoming.progress_total,
-                )));
                 stream = chunks::metered(stream, meter, p.on_progress.clone());
                 let out = Object::new();
                 let set = |k: &str, v: JsValue| Reflect::set(&out, &k.into(), &v).map(|_| ());
@@ -132,6 +134,17 @@ struct Resume {
     dec: Option<Rc<RefCell<Decryptor>>>,
     /// The caller's signal (the resume calls stop with it).
     signal: Option<web_sys::AbortSignal>,
+    /// Progress says "reconnecting" while the sides meet again.
+    meter: Rc<RefCell<RateMeter>>,
+    on_progress: Option<js_sys::Function>,
+}
+
+impl Resume {
+    fn progress(&self, reconnecting: bool) {
+        let mut m = self.meter.borrow_mut();
+        m.set_resume(reconnecting, self.resumer.resumes);
+        Parsed::report_progress(&self.on_progress, m.report(now_ms()));
+    }
 }
 
 struct Body {
@@ -194,7 +207,12 @@ fn checked(
                 None => Some(b.received),
             };
             let step = r.resumer.on_break(failure, &b.check, offset, now_ms());
-            match resume_after_break(r, step).await {
+            if matches!(step, ResumeStep::Call(_)) {
+                r.progress(true);
+            }
+            let resumed = resume_after_break(r, step).await;
+            r.progress(false);
+            match resumed {
                 Ok((input, check, at)) => {
                     b.input = input;
                     b.check = check;

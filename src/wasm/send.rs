@@ -80,7 +80,7 @@ async fn send_inner(
     let mut stream: ByteStream = receipt::committed(
         chunks::metered(
             chunks::source(source, abort.reason_cell()),
-            meter,
+            meter.clone(),
             p.on_progress.clone(),
         ),
         plain.clone(),
@@ -104,10 +104,18 @@ async fn send_inner(
     ));
     let mut stream: ByteStream = source.reader().boxed_local();
 
+    let mut reconnecting = false;
     loop {
         {
             let w = window.borrow();
             producer.observe(now_ms(), w.low(), w.high());
+        }
+        if producer.is_reconnecting() != reconnecting {
+            // "connection lost — resuming…" and back (§12.3)
+            reconnecting = !reconnecting;
+            let mut m = meter.borrow_mut();
+            m.set_resume(reconnecting, producer.resumed());
+            Parsed::report_progress(&p.on_progress, m.report(now_ms()));
         }
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
         match step {

@@ -44,15 +44,16 @@ async function cutTransfer(source, { cuts, side = 'producer', send = {}, recv = 
   if (side === 'producer') proxy.cutAt(...cuts); else proxy.cutDownAt(...cuts);
   const path = uniquePath('resume');
   const progress = [];
+  const sent = [];
   const via = (s) => (s === side ? proxy.url : relay.http);
   try {
-    const sendP = sdk.send(source, { relay: via('producer'), path, ...send });
+    const sendP = sdk.send(source, { relay: via('producer'), path, ...send, onProgress: (p) => sent.push(p) });
     sendP.catch(() => {});
     const got = await within(sdk.receive({
       relay: via('consumer'), path, ...recv, onProgress: (p) => progress.push(p),
     }).then((r) => hashStream(r.stream)), ms, 'receive');
     const report = await within(sendP, ms, 'send');
-    return { got, report, proxy, progress };
+    return { got, report, proxy, progress, sent };
   } finally {
     await proxy.close();
   }
@@ -67,9 +68,15 @@ for (const [name, c] of Object.entries(CRYPTO)) {
       const size = 48 * MiB + 17;
       const { blob, digest } = await blobOf(size);
       const cuts = [0.3, 0.6, 0.9].map((f) => Math.floor(size * f));
-      const { got, report, proxy } = await cutTransfer(blob, {
+      const { got, report, proxy, progress, sent } = await cutTransfer(blob, {
         cuts, side, send: { ...c.send, upload, partSize: 1 * MiB }, recv: c.recv,
       });
+      // Both sides said "reconnecting" and counted the resumes in their progress.
+      for (const [who, p] of [['receiver', progress], ['sender', sent]]) {
+        assert.ok(p.some((x) => x.reconnecting === true), `${who}: a reconnecting report`);
+        assert.equal(p.at(-1).reconnecting, false, `${who}: not reconnecting at the end`);
+        assert.equal(Math.max(...p.map((x) => x.resumed)), 3, `${who}: resumed`);
+      }
       assert.equal(got.bytes, size);
       assert.equal(got.sha256, digest);
       assert.equal(report.resumes, 3, 'the report counts the resumes');
