@@ -419,6 +419,10 @@ impl Resumer {
                     };
                     ResumeStep::Get(req)
                 }
+                Some(ResumeHello::Failed { code }) => ResumeStep::Failed(Error::new(
+                    ErrorCode::Truncated,
+                    format!("the sender failed with {code} after {offset} bytes: the stream is cut short (PROTOCOL.md §12.3)"),
+                )),
                 _ => ResumeStep::Failed(Error::new(
                     ErrorCode::RelayError,
                     format!("{what}: the answer carries no resume offer from the sender"),

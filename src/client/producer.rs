@@ -30,7 +30,9 @@ use crate::protocol::headers::{
     resume_value, size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE,
     OCTET_STREAM, PEER_HELLO, X_PIPING,
 };
-use crate::protocol::hello::{producer_hello, PeerHello, ResumeHello, RESUME_RETRY_MS};
+use crate::protocol::hello::{
+    producer_hello, PeerHello, ResumeHello, FAILURE_NOTICE_TIMEOUT_S, RESUME_RETRY_MS,
+};
 use crate::protocol::upload::HEADER as UPLOAD_HEADER;
 
 /// Tries per segmented part after the first (network errors only; the relay accepts an
@@ -530,6 +532,21 @@ impl<T: ByteChunk> Producer<T> {
         })
     }
 
+    /// When the transfer failed with `e` for another reason than the break (its source, its
+    /// application) while the consumer may be resuming: the call that tells it so (§12.3),
+    /// for the adapter to make in the background (any answer will do).
+    pub fn failure_notice(&self, e: &Error) -> Option<Request> {
+        if !self.resumes() || self.stream_url.is_none() || e.code == ErrorCode::PeerDisconnected {
+            return None;
+        }
+        let hello = ResumeHello::Failed {
+            code: e.code.as_str().to_string(),
+        };
+        self.resume_plan()?
+            .call(hello, FAILURE_NOTICE_TIMEOUT_S)
+            .ok()
+    }
+
     fn offer(&self) -> ResumeHello {
         ResumeHello::Offer {
             from: self.window.0,
@@ -740,10 +757,13 @@ impl<T: ByteChunk> Producer<T> {
     /// is a cut (`PEER_DISCONNECTED`, `NETWORK`) of an upload under way; anything else ends
     /// the transfer.
     fn fail(&mut self, e: Error) {
-        let uploading = matches!(
-            self.state,
-            State::Streaming { .. } | State::Probing { .. } | State::Segmented { .. }
-        );
+        // A segmented upload whose part 0 never got through has not reached the consumer
+        // (it still waits on the stream path): nothing to resume.
+        let uploading = match &self.state {
+            State::Streaming { .. } | State::Probing { .. } => true,
+            State::Segmented { seg, .. } => seg.k > 0,
+            _ => false,
+        };
         let cut = matches!(e.code, ErrorCode::PeerDisconnected | ErrorCode::Network);
         match self.cfg.resume_s {
             Some(seconds) if uploading && cut && self.resumes() => {

@@ -188,7 +188,7 @@ impl ResumePlan {
     /// consumer (`AwaitWriter`) asks.
     pub fn call(&self, hello: ResumeHello, timeout_s: f64) -> Result<Request, Error> {
         let mode = match hello {
-            ResumeHello::Offer { .. } => ConnectMode::AwaitReader,
+            ResumeHello::Offer { .. } | ResumeHello::Failed { .. } => ConnectMode::AwaitReader,
             ResumeHello::Ask { .. } => ConnectMode::AwaitWriter,
         };
         channel_request(

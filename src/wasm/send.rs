@@ -183,7 +183,17 @@ async fn send_inner(
                 Err(f) => producer.on_failure(f),
             },
             Step::Done(report) => return Ok(report),
-            Step::Failed(e) => return Err(e),
+            Step::Failed(e) => {
+                if let Some(notice) = producer.failure_notice(&e) {
+                    // The consumer may be meeting us to resume: tell it nothing more comes.
+                    wasm_bindgen_futures::spawn_local(async move {
+                        if let Ok(mut a) = Abort::new(None) {
+                            let _ = exchange(&notice, &mut a, None).await;
+                        }
+                    });
+                }
+                return Err(e);
+            }
         }
     }
 }
