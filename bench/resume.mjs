@@ -17,7 +17,7 @@ const relay = await startRelay();
 let n = 0;
 async function once(resume) {
   const path = `/bench/resume-${process.pid}-${n++}`;
-  const opts = resume ? {} : { resume: false };
+  const opts = { resume };
   const recv = childReceive(relay.http, path, opts);
   const t0 = performance.now();
   await sdk.send(source(SIZE), { relay: relay.http, path, ...opts });
@@ -32,8 +32,8 @@ async function cutGap() {
   proxy.cutAt(24 * MiB);
   const path = `/bench/resume-cut-${process.pid}-${n++}`;
   try {
-    const sent = sdk.send(source(64 * MiB), { relay: proxy.url, path });
-    const r = await sdk.receive({ relay: relay.http, path });
+    const sent = sdk.send(source(64 * MiB), { relay: proxy.url, path, resume: true });
+    const r = await sdk.receive({ relay: relay.http, path, resume: true });
     let last = performance.now();
     let gap = 0;
     for await (const _ of r.stream) {

@@ -77,10 +77,11 @@ export interface CommonOptions {
   /** Encrypt (send) / decrypt (receive) with a passphrase (age scrypt stanza). */
   passphrase?: string;
   /**
-   * Resume after a break (PROTOCOL.md §12.3): when both sides are this SDK, a cut connection
+   * Resume after a break (PROTOCOL.md §12.3): when both sides ask for it, a cut connection
    * (network, proxy, relay restart) is resumed where the receiver stands. A number: seconds to
-   * keep trying to meet the other side again; true (default): 60; false: a break fails the
-   * transfer (TRUNCATED / PEER_DISCONNECTED) as with peers that don't resume.
+   * keep trying to meet the other side again; true: 60; false (default, for now): a break
+   * fails the transfer (TRUNCATED / PEER_DISCONNECTED). With it on, a peer that died is waited
+   * for that long before the error.
    */
   resume?: boolean | number;
 }

@@ -47,10 +47,10 @@ async function cutTransfer(source, { cuts, side = 'producer', send = {}, recv = 
   const sent = [];
   const via = (s) => (s === side ? proxy.url : relay.http);
   try {
-    const sendP = sdk.send(source, { relay: via('producer'), path, ...send, onProgress: (p) => sent.push(p) });
+    const sendP = sdk.send(source, { relay: via('producer'), path, resume: true, ...send, onProgress: (p) => sent.push(p) });
     sendP.catch(() => {});
     const got = await within(sdk.receive({
-      relay: via('consumer'), path, ...recv, onProgress: (p) => progress.push(p),
+      relay: via('consumer'), path, resume: true, ...recv, onProgress: (p) => progress.push(p),
     }).then((r) => hashStream(r.stream)), ms, 'receive');
     const report = await within(sendP, ms, 'send');
     return { got, report, proxy, progress, sent };
@@ -109,9 +109,9 @@ test('a gap older than the replay window: both sides fail with the numbers, noth
   const path = uniquePath('resume-gap');
   try {
     // A window of 0 bytes keeps nothing: whatever was in flight at the cut is gone.
-    const sendP = sdk.send(stream, { relay: proxy.url, path, resumeWindow: 0 });
+    const sendP = sdk.send(stream, { relay: proxy.url, path, resume: true, resumeWindow: 0 });
     sendP.catch(() => {});
-    const r = await sdk.receive({ relay: relay.http, path });
+    const r = await sdk.receive({ relay: relay.http, path, resume: true });
     const recvErr = await rejection(hashStream(r.stream));
     const sendErr = await rejection(sendP);
     assert.equal(recvErr.code, 'TRUNCATED', recvErr.message);
@@ -123,8 +123,8 @@ test('a gap older than the replay window: both sides fail with the numbers, noth
   }
 });
 
-test('resume: false on either side → a cut fails cleanly as before', { timeout: 60_000 }, async () => {
-  for (const [send, recv] of [[{ resume: false }, {}], [{}, { resume: false }]]) {
+test('resume on one side only (the default is off) → a cut fails cleanly as before', { timeout: 60_000 }, async () => {
+  for (const [send, recv] of [[{ resume: true }, {}], [{}, { resume: true }]]) {
     const proxy = await cutProxy(relayPort());
     proxy.cutAt(4 * MiB);
     const path = uniquePath('resume-off');
@@ -153,9 +153,9 @@ test('a tampered byte in the resumed ciphertext → DECRYPT_FAILED (the decrypto
   proxy.flipAt(5 * MiB);
   const path = uniquePath('resume-tamper');
   try {
-    const sendP = sdk.send(blob, { relay: proxy.url, path, passphrase: PASS });
+    const sendP = sdk.send(blob, { relay: proxy.url, path, passphrase: PASS, resume: true });
     sendP.catch(() => {});
-    const r = await sdk.receive({ relay: relay.http, path, passphrase: PASS });
+    const r = await sdk.receive({ relay: relay.http, path, passphrase: PASS, resume: true });
     const err = await within(rejection(hashStream(r.stream)), 30_000, 'receive');
     assert.equal(err.code, 'DECRYPT_FAILED', err.message);
     const sendErr = await within(rejection(sendP), 30_000, 'send');
@@ -188,9 +188,9 @@ test('the relay restarted on the same port mid-transfer → both sides resume, t
   const { blob, digest } = await blobOf(size);
   const path = uniquePath('resume-restart');
   try {
-    const sendP = sdk.send(blob, { relay: own.http, path, passphrase: PASS });
+    const sendP = sdk.send(blob, { relay: own.http, path, passphrase: PASS, resume: true });
     sendP.catch(() => {});
-    const r = await sdk.receive({ relay: own.http, path, passphrase: PASS });
+    const r = await sdk.receive({ relay: own.http, path, passphrase: PASS, resume: true });
     let restarted;
     const got = await within(slowHash(r.stream, 40, (n) => {
       if (n >= 8 * MiB && !restarted) {

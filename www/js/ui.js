@@ -46,23 +46,6 @@ export function progressView(bar, stats, total) {
 }
 
 /**
- * An `onProgress` for the SDK that shows "Connection lost — resuming…" in `status` while a
- * broken connection is being resumed (PROTOCOL.md §12.3), and puts the text back after.
- */
-export function resumeNotice(status) {
-  let before = null;
-  return (p) => {
-    if (p.reconnecting && before === null) {
-      before = status.textContent;
-      status.textContent = 'Connection lost — resuming…';
-    } else if (!p.reconnecting && before !== null) {
-      status.textContent = before;
-      before = null;
-    }
-  };
-}
-
-/**
  * Copies text to the clipboard and briefly relabels the button. Where the Clipboard API is
  * missing (plain-http pages on another host), selects `field` and uses the older copy command.
  */
