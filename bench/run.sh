@@ -16,6 +16,7 @@ benches=(
   "pipeline|bench/pipeline.mjs|record pipelines (plain, age-rt) vs Redis BRPOP / LPOP 1000 and a hand-written NDJSON loop: records/s, CPU µs/record"
   "ndjson-framing|bench/ndjson-framing.mjs|where ndjson.decode's time goes: line search, UTF-8 decode, JSON.parse"
   "receipts|bench/receipts.mjs|delivery receipts: an uncut 1 GiB transfer (plain, age-rt) with receipts vs receipt: false, and the receipt round trip"
+  "resume|bench/resume.mjs|resume after a break: an uncut 2 GiB transfer with resume vs resume: false, and the receiver's pause at a cut"
 )
 # helpers run by a benchmark above, not benchmarks themselves
 helpers=" bench/crypto-wasm.mjs "

@@ -53,6 +53,10 @@ export interface Progress {
   total?: number;
   /** Bytes per second, smoothed over the last 2 seconds or so. */
   bytesPerSecond: number;
+  /** Breaks resumed after so far (PROTOCOL.md §12.3). */
+  resumed: number;
+  /** True while a break is being resumed ("connection lost — resuming…"): a report comes when it starts and when it ends. */
+  reconnecting: boolean;
 }
 
 export interface CommonOptions {
@@ -72,6 +76,14 @@ export interface CommonOptions {
   onProgress?: (p: Progress) => void;
   /** Encrypt (send) / decrypt (receive) with a passphrase (age scrypt stanza). */
   passphrase?: string;
+  /**
+   * Resume after a break (PROTOCOL.md §12.3): when both sides ask for it, a cut connection
+   * (network, proxy, relay restart) is resumed where the receiver stands. A number: seconds to
+   * keep trying to meet the other side again; true: 60; false (default, for now): a break
+   * fails the transfer (TRUNCATED / PEER_DISCONNECTED). With it on, a peer that died is waited
+   * for that long before the error.
+   */
+  resume?: boolean | number;
 }
 
 export interface SendOptions extends CommonOptions {
@@ -100,6 +112,13 @@ export interface SendOptions extends CommonOptions {
   receipt?: boolean;
   /** Seconds to wait for the receipt after the relay delivered every byte, then UNCONFIRMED. Default 120. */
   receiptTimeout?: number;
+  /**
+   * Bytes of the replay window (PROTOCOL.md §12.3): the last bytes sent are kept (references to
+   * the chunks, no copy) so that a break resumes; a break that lost more than this fails with
+   * PEER_DISCONNECTED (TRUNCATED on the receiver), the message giving both offsets. Default
+   * 64 MiB (67108864), at most 1 GiB; 0 keeps nothing.
+   */
+  resumeWindow?: number;
 }
 
 export interface ReceiveOptions extends CommonOptions {
@@ -135,6 +154,8 @@ export interface SendReport {
   relayState: string;
   /** The receiver's verified receipt; undefined when the receiver doesn't send receipts (then only `relayState` says the bytes left the relay). */
   receipt?: Receipt;
+  /** Breaks the transfer resumed after (PROTOCOL.md §12.3); 0 without any. */
+  resumes: number;
 }
 
 export interface Received {

@@ -61,7 +61,9 @@ async function sendChunks(input, options, ctx, what) {
   }
   let report;
   try {
-    report = await send(byteStream(watched(), what), { ...options, signal: cut.signal });
+    // Pipes don't resume unless asked (`resume: N`): a run with retries and dead letters
+    // should fail at once when its peer dies, not wait for it to come back (PROTOCOL.md §12.3).
+    report = await send(byteStream(watched(), what), { resume: false, ...options, signal: cut.signal });
   } catch (e) {
     throw upstream || (ctx.signal.aborted && ctx.signal.reason) || e;
   } finally {

@@ -28,7 +28,8 @@ export function fromPipe(options) {
   return defineSource('fromPipe', (ctx) => {
     const signal = options.signal ? AbortSignal.any([options.signal, ctx.signal]) : ctx.signal;
     return (async function* pull() {
-      const got = await receive({ ...options, signal });
+      // No resume unless asked (`resume: N`), as toPipe (PROTOCOL.md §12.3).
+      const got = await receive({ resume: false, ...options, signal });
       yield* readStream(got.stream);
     })();
   });

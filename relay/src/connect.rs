@@ -49,10 +49,9 @@ pub async fn handle(
         Err(r) => return rejection(&r),
     };
     // §5.1: a channel is a side room of Connect callers; `redirect` makes no sense there
-    let channel = match get(query::CHANNEL) {
-        Ok(None) => None,
-        Ok(Some(c)) if query::is_valid_channel(c) && !redirect => Some(c),
-        Ok(Some(_)) => return rejection(&Rejection::InvalidParameter(query::CHANNEL)),
+    let channel = match params.channel() {
+        Ok(Some(_)) if redirect => return rejection(&Rejection::InvalidParameter(query::CHANNEL)),
+        Ok(c) => c,
         Err(r) => return rejection(&r),
     };
     let hello = match hello_of(&headers) {

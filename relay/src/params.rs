@@ -3,6 +3,7 @@
 //! value is refused, not silently preferred, so no two checks can read different values).
 
 use httpipe::protocol::control::Rejection;
+use httpipe::protocol::query;
 
 /// Decoded query parameters (and, for the token endpoint, form fields).
 #[derive(Debug, Default)]
@@ -30,6 +31,17 @@ impl Params {
             return Err(Rejection::InvalidParameter(name));
         }
         Ok(first)
+    }
+
+    /// `channel=ID` (§5.1, on Connect calls and Data API requests alike): absent is `None`;
+    /// given twice or not [`query::is_valid_channel`] is `invalid-parameter`.
+    pub fn channel(&self) -> Result<Option<&str>, Rejection> {
+        match self.get(query::CHANNEL)? {
+            Some(c) if !query::is_valid_channel(c) => {
+                Err(Rejection::InvalidParameter(query::CHANNEL))
+            }
+            c => Ok(c),
+        }
     }
 
     /// `name=true|1` → true, `false|0` or absent → false, anything else refused.
@@ -62,5 +74,17 @@ mod tests {
         let mut form = Params::parse(Some("path=/a"));
         form.extend(b"path=/b");
         assert!(form.get("path").is_err());
+        assert_eq!(
+            Params::parse(Some("channel=a-1")).channel(),
+            Ok(Some("a-1"))
+        );
+        assert_eq!(Params::parse(None).channel(), Ok(None));
+        for bad in ["channel=", "channel=a.b", "channel=a&channel=a"] {
+            assert_eq!(
+                Params::parse(Some(bad)).channel(),
+                Err(Rejection::InvalidParameter(query::CHANNEL)),
+                "{bad}"
+            );
+        }
     }
 }

@@ -16,6 +16,7 @@ use futures_util::FutureExt;
 
 use crate::conn::ConnFd;
 use crate::data::segmented::Part;
+use crate::data::Meet;
 use crate::hangup::Hangup;
 use crate::params::Params;
 use crate::respond::{preflight, rejection, Resp};
@@ -88,6 +89,12 @@ fn route(
         Ok(None) => return Handler::Now(rejection(&Rejection::InvalidN)),
         Err(r) => return Handler::Now(rejection(&r)),
     };
+    // §5.1 "Data API channels": the same check as the Connect API's `channel`
+    let channel = match params.channel() {
+        Ok(c) => c.map(str::to_string),
+        Err(r) => return Handler::Now(rejection(&r)),
+    };
+    let meet = Meet { path, channel, n };
     if method == Method::GET {
         if req
             .headers()
@@ -97,7 +104,7 @@ fn route(
             return Handler::Now(rejection(&Rejection::ServiceWorker));
         }
         if let Some(auth) = &state.auth {
-            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Read, &path) {
+            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Read, &meet.path) {
                 return Handler::Now(r.response());
             }
         }
@@ -105,7 +112,7 @@ fn route(
         let hangup = Hangup::of(req.extensions());
         // A body (if a GET has one) stays unread until the answer, then drains (request_body.rs).
         let body = req.into_body();
-        let consumer = data::consumer::handle(state.data.clone(), conn, hangup, path, n);
+        let consumer = data::consumer::handle(state.data.clone(), conn, hangup, meet);
         return Handler::Consumer(consumer.map(move |resp| {
             drop(body);
             resp
@@ -116,7 +123,7 @@ fn route(
             return Handler::Now(rejection(&Rejection::ContentRange));
         }
         if let Some(auth) = &state.auth {
-            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Write, &path) {
+            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Write, &meet.path) {
                 return Handler::Now(r.response());
             }
         }
@@ -133,8 +140,7 @@ fn route(
                 parts.headers,
                 body,
                 hangup,
-                path,
-                n,
+                meet,
                 part,
             )),
             None => Box::pin(data::stream::handle(
@@ -143,8 +149,7 @@ fn route(
                 parts.headers,
                 body,
                 hangup,
-                path,
-                n,
+                meet,
             )),
         };
         return Handler::Boxed(handler);

@@ -11,11 +11,13 @@ use super::error::{classify_response, Error, ErrorCode, Failure, StopReason};
 use super::receipt::ReceiptPlan;
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
+use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
 use super::urls::{ConnectMode, RelayBase};
+use crate::protocol::headers::resumed_at;
 use crate::protocol::headers::{
     declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, PEER_HELLO, X_PIPING,
 };
-use crate::protocol::hello::{consumer_hello, PeerHello};
+use crate::protocol::hello::{consumer_hello, PeerHello, ResumeHello, RESUME_RETRY_MS};
 
 /// Everything a receive needs to know up front.
 #[derive(Debug, Clone)]
@@ -33,6 +35,8 @@ pub struct ReceiveConfig {
     pub size: Option<u64>,
     /// Send delivery receipts (§12): say so in the rendezvous hello.
     pub receipt: bool,
+    /// Resume after a break (§12.3): seconds to keep trying; `None`: no resume.
+    pub resume_s: Option<f64>,
 }
 
 /// What the consumer learns when the stream starts.
@@ -82,6 +86,10 @@ pub struct Consumer {
     state: State,
     /// The producer's transfer id, when it waits for a receipt (§12.1).
     receipt_transfer: Option<String>,
+    /// The producer's transfer id, when both sides resume (§12.3).
+    resume_transfer: Option<String>,
+    /// The data URL of the rendezvous.
+    data_url: Option<String>,
 }
 
 impl Consumer {
@@ -91,6 +99,8 @@ impl Consumer {
             cfg,
             state: State::Start,
             receipt_transfer: None,
+            resume_transfer: None,
+            data_url: None,
         })
     }
 
@@ -104,7 +114,11 @@ impl Consumer {
                     let token = c.token.as_deref();
                     match Begin::new(&c.relay, &c.path, mode, c.rendezvous, c.timeout_s, token) {
                         Ok(Begin::Rendezvous(r)) => {
-                            let r = r.with_hello(consumer_hello(c.receipt, c.encrypted, false));
+                            let r = r.with_hello(consumer_hello(
+                                c.receipt,
+                                c.encrypted,
+                                c.resume_s.is_some(),
+                            ));
                             let req = r.request().clone();
                             self.state = State::AwaitRendezvous(r);
                             return Step::Rendezvous(req);
@@ -163,8 +177,12 @@ impl Consumer {
                         .map(|h| PeerHello::parse(&h))
                         .unwrap_or_default();
                     if self.cfg.receipt && peer.receipt {
-                        self.receipt_transfer = peer.transfer;
+                        self.receipt_transfer = peer.transfer.clone();
                     }
+                    if self.cfg.resume_s.is_some() && peer.resume {
+                        self.resume_transfer = peer.transfer;
+                    }
+                    self.data_url = Some(url.clone());
                     State::Get(url)
                 }
                 Err(e) => State::Failed(Some(e)),
@@ -185,6 +203,22 @@ impl Consumer {
             path: self.cfg.path.clone(),
             token: self.cfg.token.clone(),
             transfer: self.receipt_transfer.clone()?,
+        })
+    }
+
+    /// The consumer's side of resume (§12.3), when both sides said they resume.
+    pub fn resumer(&self) -> Option<Resumer> {
+        Some(Resumer {
+            plan: ResumePlan {
+                relay: self.cfg.relay.clone(),
+                path: self.cfg.path.clone(),
+                token: self.cfg.token.clone(),
+                transfer: self.resume_transfer.clone()?,
+            },
+            data_url: self.data_url.clone()?,
+            seconds: self.cfg.resume_s?,
+            state: ResumeState::Idle,
+            resumes: 0,
         })
     }
 
@@ -240,6 +274,234 @@ impl Consumer {
             }
             _ => State::Failed(Some(misuse("an error body nobody asked for"))),
         };
+    }
+}
+
+/// What the adapter's body stream does next while it resumes (§12.3).
+#[derive(Debug)]
+pub enum ResumeStep {
+    /// `GET` this Connect call on the transfer's channel; answer with
+    /// [`Resumer::on_call`] or [`Resumer::on_call_failure`].
+    Call(Request),
+    /// Wait, then [`Resumer::on_slept`].
+    Sleep(f64),
+    /// `GET` the resumed data; answer with [`Resumer::on_head`] or [`Resumer::on_get_failure`].
+    Get(Request),
+    /// The stream goes on: read the new body through this check (its failures are breaks
+    /// again, [`Resumer::on_break`]).
+    Resumed(BodyCheck),
+    /// Give up with this error.
+    Failed(Error),
+}
+
+#[derive(Debug)]
+enum ResumeState {
+    Idle,
+    Meeting {
+        clock: ResumeClock,
+        offset: u64,
+        error: Error,
+    },
+    Getting {
+        clock: ResumeClock,
+        offset: u64,
+        error: Error,
+    },
+}
+
+/// The consumer's side of resume (§12.3): after a break it meets the producer on the
+/// transfer's channel with the offset it holds, and `GET`s the rest on the Data API channel.
+#[derive(Debug)]
+pub struct Resumer {
+    plan: ResumePlan,
+    data_url: String,
+    seconds: f64,
+    state: ResumeState,
+    /// Breaks resumed after.
+    pub resumes: u32,
+}
+
+/// Seconds a resumed `GET` waits for the producer's upload to arrive.
+const RESUMED_GET_TIMEOUT_S: f64 = 30.0;
+
+impl Resumer {
+    /// The body broke with `f` while the consumer holds `offset` wire bytes (`None`: it can't
+    /// resume, e.g. armored input). A stop (abort) is no break; the error stays `check`'s.
+    pub fn on_break(
+        &mut self,
+        f: Failure,
+        check: &BodyCheck,
+        offset: Option<u64>,
+        now_ms: f64,
+    ) -> ResumeStep {
+        let stop = f.stop != StopReason::None || f.coded.is_some();
+        let error = check.on_failure(f);
+        match offset {
+            Some(offset) if !stop => self.meet(error, offset, now_ms, None),
+            _ => ResumeStep::Failed(error),
+        }
+    }
+
+    fn meet(
+        &mut self,
+        error: Error,
+        offset: u64,
+        now_ms: f64,
+        clock: Option<ResumeClock>,
+    ) -> ResumeStep {
+        let clock = clock.unwrap_or_else(|| ResumeClock::start(now_ms, self.seconds));
+        let Some(t) = clock.call_timeout(now_ms) else {
+            self.state = ResumeState::Idle;
+            let mut e = error;
+            e.message = format!(
+                "{} (and the sender did not come back within {} s to resume, PROTOCOL.md §12.3)",
+                e.message, clock.seconds
+            );
+            return ResumeStep::Failed(e);
+        };
+        let req = self.plan.call(ResumeHello::Ask { offset }, t);
+        self.state = ResumeState::Meeting {
+            clock,
+            offset,
+            error,
+        };
+        match req {
+            Ok(r) => ResumeStep::Call(r),
+            Err(e) => ResumeStep::Failed(e),
+        }
+    }
+
+    fn take(&mut self) -> Option<(ResumeClock, u64, Error)> {
+        match std::mem::replace(&mut self.state, ResumeState::Idle) {
+            ResumeState::Meeting {
+                clock,
+                offset,
+                error,
+            }
+            | ResumeState::Getting {
+                clock,
+                offset,
+                error,
+            } => Some((clock, offset, error)),
+            ResumeState::Idle => None,
+        }
+    }
+
+    /// The answer to [`ResumeStep::Call`].
+    pub fn on_call(
+        &mut self,
+        status: u16,
+        headers: &dyn Headers,
+        body: &str,
+        now_ms: f64,
+    ) -> ResumeStep {
+        let Some((clock, offset, error)) = self.take() else {
+            return ResumeStep::Failed(misuse("a resume answer nobody asked for"));
+        };
+        let what = "meeting the sender again after a break (PROTOCOL.md §12.3)";
+        match status {
+            200 => match headers
+                .get(PEER_HELLO)
+                .as_deref()
+                .and_then(ResumeHello::parse)
+            {
+                Some(ResumeHello::Offer { from, to }) => {
+                    if let Err(e) = agree(from, to, offset, true) {
+                        return ResumeStep::Failed(e);
+                    }
+                    let url = channel_data_url(&self.data_url, &self.plan.transfer);
+                    let mut req = Request::get(url, auth_headers(self.plan.token.as_deref()));
+                    req.timeout_ms = Some(RESUMED_GET_TIMEOUT_S * 1000.0);
+                    self.state = ResumeState::Getting {
+                        clock,
+                        offset,
+                        error,
+                    };
+                    ResumeStep::Get(req)
+                }
+                Some(ResumeHello::Failed { code }) => ResumeStep::Failed(Error::new(
+                    ErrorCode::Truncated,
+                    format!("the sender failed with {code} after {offset} bytes: the stream is cut short (PROTOCOL.md §12.3)"),
+                )),
+                _ => ResumeStep::Failed(Error::new(
+                    ErrorCode::RelayError,
+                    format!("{what}: the answer carries no resume offer from the sender"),
+                )),
+            },
+            408 => self.meet(error, offset, now_ms, Some(clock)),
+            503 => {
+                self.state = ResumeState::Meeting {
+                    clock,
+                    offset,
+                    error,
+                };
+                ResumeStep::Sleep(RESUME_RETRY_MS)
+            }
+            _ => ResumeStep::Failed(classify_response(status, body, what)),
+        }
+    }
+
+    /// The [`ResumeStep::Call`] failed below HTTP: call again after a pause (the relay may be
+    /// restarting), unless it was a stop.
+    pub fn on_call_failure(&mut self, f: Failure) -> ResumeStep {
+        let Some((clock, offset, error)) = self.take() else {
+            return ResumeStep::Failed(misuse("a resume failure nobody asked for"));
+        };
+        if f.stop != StopReason::None {
+            return ResumeStep::Failed(f.into_error(ErrorCode::Network, "resuming after a break"));
+        }
+        self.state = ResumeState::Meeting {
+            clock,
+            offset,
+            error,
+        };
+        ResumeStep::Sleep(RESUME_RETRY_MS)
+    }
+
+    /// The pause of a [`ResumeStep::Sleep`] is over.
+    pub fn on_slept(&mut self, now_ms: f64) -> ResumeStep {
+        match self.take() {
+            Some((clock, offset, error)) => self.meet(error, offset, now_ms, Some(clock)),
+            None => ResumeStep::Failed(misuse("a pause nobody asked for")),
+        }
+    }
+
+    /// The head of the resumed `GET`: it must say it starts where this consumer stands.
+    pub fn on_head(&mut self, status: u16, headers: &dyn Headers, now_ms: f64) -> ResumeStep {
+        let Some((clock, offset, error)) = self.take() else {
+            return ResumeStep::Failed(misuse("a head nobody asked for"));
+        };
+        let what = format!("receiving the rest of {} after a break", self.data_url);
+        match status {
+            200 => {
+                let at = headers.get(X_PIPING).and_then(|v| resumed_at(&v));
+                if at != Some(offset) {
+                    return ResumeStep::Failed(Error::new(
+                        ErrorCode::RelayError,
+                        format!("{what}: the resumed stream does not start at byte {offset} (X-Piping: httpipe-resume, PROTOCOL.md §12.3)"),
+                    ));
+                }
+                self.resumes += 1;
+                ResumeStep::Resumed(BodyCheck {
+                    what,
+                    length: None,
+                    seen: 0,
+                })
+            }
+            503 => self.meet(error, offset, now_ms, Some(clock)),
+            _ => ResumeStep::Failed(classify_response(status, "", &what)),
+        }
+    }
+
+    /// The resumed `GET` failed below HTTP: meet again.
+    pub fn on_get_failure(&mut self, f: Failure, now_ms: f64) -> ResumeStep {
+        let Some((clock, offset, error)) = self.take() else {
+            return ResumeStep::Failed(misuse("a failure nobody asked for"));
+        };
+        if f.stop != StopReason::None && f.stop != StopReason::Timeout {
+            return ResumeStep::Failed(f.into_error(ErrorCode::Network, "resuming after a break"));
+        }
+        self.meet(error, offset, now_ms, Some(clock))
     }
 }
 
@@ -319,6 +581,7 @@ mod tests {
             encrypted,
             size: Some(99),
             receipt: true,
+            resume_s: None,
         }
     }
 
@@ -369,6 +632,103 @@ mod tests {
             crate::protocol::headers::HELLO,
             "httpipe=1; receipt=decrypted".into()
         )));
+    }
+
+    /// §12.3: a break meets the producer with the offset held, refuses an offer that no
+    /// longer covers it, and checks that the resumed stream starts at that offset.
+    #[test]
+    fn a_break_resumes_at_the_offset_held() {
+        let mut c = cfg(true, false);
+        c.resume_s = Some(5.0);
+        let mut c = Consumer::new(c).unwrap();
+        let Step::Rendezvous(r) = c.poll() else {
+            panic!()
+        };
+        assert!(r.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe=1; receipt; resume".into()
+        )));
+        let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; resume")];
+        c.on_response(200, &h, "http://h:1/p\n");
+        let mut r = c.resumer().expect("both sides resume");
+        let Step::Get(_) = c.poll() else { panic!() };
+        c.on_head(200, &NoHeaders);
+        let Step::Stream(_, check) = c.poll() else {
+            panic!()
+        };
+        let cut = || {
+            Failure::network(Cause {
+                name: String::new(),
+                message: "reset".into(),
+            })
+        };
+        let ResumeStep::Call(call) = r.on_break(cut(), &check, Some(70), 0.0) else {
+            panic!()
+        };
+        assert_eq!(
+            call.url,
+            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=5"
+        );
+        assert!(call.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe-resume=1; offset=70".into()
+        )));
+        // the relay is down: try again after a pause
+        let ResumeStep::Sleep(_) = r.on_call_failure(cut()) else {
+            panic!()
+        };
+        let ResumeStep::Call(_) = r.on_slept(1000.0) else {
+            panic!()
+        };
+        let offer: &[(&str, &str)] = &[(PEER_HELLO, "httpipe-resume=1; from=10; to=90")];
+        let ResumeStep::Get(get) = r.on_call(200, &offer, "", 1500.0) else {
+            panic!()
+        };
+        assert_eq!(get.url, "http://h:1/p?channel=TID");
+        // a stream that doesn't say where it starts is refused
+        let ResumeStep::Failed(e) = r.on_head(200, &NoHeaders, 1600.0) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::RelayError);
+        // again, and the stream starts at 70
+        let ResumeStep::Call(_) = r.on_break(cut(), &check, Some(70), 2000.0) else {
+            panic!()
+        };
+        let ResumeStep::Get(_) = r.on_call(200, &offer, "", 2100.0) else {
+            panic!()
+        };
+        let at: &[(&str, &str)] = &[("x-piping", "httpipe-resume=70")];
+        let ResumeStep::Resumed(_) = r.on_head(200, &at, 2200.0) else {
+            panic!()
+        };
+        assert_eq!(r.resumes, 1);
+        // an offer that no longer covers the offset: TRUNCATED with the numbers
+        let ResumeStep::Call(_) = r.on_break(cut(), &check, Some(5), 3000.0) else {
+            panic!()
+        };
+        let ResumeStep::Failed(e) = r.on_call(200, &offer, "", 3100.0) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Truncated);
+        assert!(e.message.contains("10..90"), "{e}");
+        // a stop is no break; time running out names the resume time
+        let ResumeStep::Failed(e) = r.on_break(
+            Failure::stopped(StopReason::User, None),
+            &check,
+            Some(5),
+            0.0,
+        ) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Aborted);
+        let ResumeStep::Call(_) = r.on_break(cut(), &check, Some(5), 0.0) else {
+            panic!()
+        };
+        let ResumeStep::Failed(e) = r.on_call(408, &NoHeaders, "", 4500.0) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Truncated);
+        assert!(e.message.contains("within 5 s to resume"), "{e}");
     }
 
     #[test]

@@ -21,15 +21,18 @@ use super::parts::{ByteChunk, PartCutter};
 use super::receipt::{self, Commitment, ReceiptReport};
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
+use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
 use super::status::{StatusLog, Verdict};
 use super::transport::{OriginMemory, Plan, Transport, UploadMode};
 use super::urls::{origin, part_url, ConnectMode, RelayBase};
 use crate::protocol::control::Code;
 use crate::protocol::headers::{
-    size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE, OCTET_STREAM,
-    PEER_HELLO, X_PIPING,
+    resume_value, size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE,
+    OCTET_STREAM, PEER_HELLO, X_PIPING,
 };
-use crate::protocol::hello::{producer_hello, PeerHello};
+use crate::protocol::hello::{
+    producer_hello, PeerHello, ResumeHello, FAILURE_NOTICE_TIMEOUT_S, RESUME_RETRY_MS,
+};
 use crate::protocol::upload::HEADER as UPLOAD_HEADER;
 
 /// Tries per segmented part after the first (network errors only; the relay accepts an
@@ -76,6 +79,9 @@ pub struct SendConfig {
     /// Delivery receipts (§12): the transfer's id and whether to wait for a receipt. `None`:
     /// no hello at all (the rendezvous is plain §5).
     pub receipt: Option<ReceiptConfig>,
+    /// Resume after a break (§12.3): seconds to keep trying; `None`: no resume. Needs a
+    /// transfer id ([`SendConfig::receipt`]).
+    pub resume_s: Option<f64>,
 }
 
 /// The producer's side of §12.
@@ -124,6 +130,8 @@ pub struct SendReport {
     pub relay_state: String,
     /// The consumer's verified receipt (§12); `None` when the consumer doesn't send them.
     pub receipt: Option<ReceiptReport>,
+    /// Breaks the transfer resumed after (§12.3).
+    pub resumes: u32,
 }
 
 /// What the adapter must do next.
@@ -152,6 +160,12 @@ pub enum Step {
     /// Connect call on the transfer's channel; answer with [`Producer::on_receipt`] (with what
     /// was sent) or [`Producer::on_failure`].
     Receipt(Request),
+    /// The transfer resumes at this wire byte (§12.3): stop the old upload; from now on the
+    /// upload's source is the replay window from here ([`ReplayWindow::replay_from`]), then
+    /// the rest of the source. Then poll.
+    ///
+    /// [`ReplayWindow::replay_from`]: super::resume::ReplayWindow::replay_from
+    ResumeFrom(u64),
     /// Finished.
     Done(SendReport),
     /// Failed; the adapter stops whatever still runs.
@@ -373,7 +387,30 @@ enum State<T> {
         report: SendReport,
         issued: bool,
     },
+    /// After a break (§12.3): meeting the consumer on the transfer's channel.
+    Resuming {
+        clock: ResumeClock,
+        phase: ResumePhase,
+        /// What is reported if the resume time runs out.
+        error: Error,
+        /// The relay had reported success (the consumer's side broke after it).
+        report: Option<SendReport>,
+    },
+    /// The meeting agreed on this wire offset: tell the adapter.
+    Rewind(u64),
     Finished(Option<Result<SendReport, Error>>),
+}
+
+/// Where a resume meeting is (§12.3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ResumePhase {
+    /// A call is to be made (`issued`: it is out).
+    Call {
+        issued: bool,
+    },
+    /// A call failed below HTTP or got a 503: wait, then call again.
+    SleepDue(f64),
+    Sleeping,
 }
 
 /// The producer side of one transfer.
@@ -387,6 +424,18 @@ pub struct Producer<T> {
     peer_sends_receipts: bool,
     /// ... and that it decrypts (`receipt=decrypted`).
     peer_decrypts: bool,
+    /// ... and that it resumes (§12.3).
+    peer_resumes: bool,
+    /// The data URL of the rendezvous (resumed uploads go to its channel, §12.3).
+    stream_url: Option<String>,
+    /// The transport of the last upload.
+    transport: Transport,
+    /// Breaks resumed after.
+    resumes: u32,
+    /// The adapter's clock (milliseconds) and replay window (`low`, `high`), from
+    /// [`Producer::observe`].
+    now_ms: f64,
+    window: (u64, u64),
 }
 
 /// No receipt came (§12.2 verdicts): `UNCONFIRMED`, with the network failure if there was one.
@@ -402,6 +451,15 @@ fn no_receipt(timeout_s: f64, failure: Option<Failure>) -> Error {
             &format!("{msg}: waiting for it failed"),
         ),
     }
+}
+
+/// The resume time ran out (§12.3): the break's error, saying how long it tried.
+fn gave_up(mut e: Error, clock: ResumeClock) -> Error {
+    e.message = format!(
+        "{} (and the receiver did not come back within {} s to resume, PROTOCOL.md §12.3)",
+        e.message, clock.seconds
+    );
+    e
 }
 
 /// A request step is handed to the adapter once; a poll before its answer is a misuse.
@@ -432,7 +490,68 @@ impl<T: ByteChunk> Producer<T> {
             learned: None,
             peer_sends_receipts: false,
             peer_decrypts: false,
+            peer_resumes: false,
+            stream_url: None,
+            transport: Transport::Stream,
+            resumes: 0,
+            now_ms: 0.0,
+            window: (0, 0),
         })
+    }
+
+    /// The adapter's clock in milliseconds and its replay window's `low` and `high` wire
+    /// offsets (§12.3); called before every [`poll`](Self::poll) when resume is on.
+    pub fn observe(&mut self, now_ms: f64, low: u64, high: u64) {
+        self.now_ms = now_ms;
+        self.window = (low, high);
+    }
+
+    /// True while a break is being resumed (§12.3): progress says "reconnecting".
+    pub fn is_reconnecting(&self) -> bool {
+        matches!(self.state, State::Resuming { .. } | State::Rewind(_))
+    }
+
+    /// Breaks resumed after so far (§12.3).
+    pub fn resumed(&self) -> u32 {
+        self.resumes
+    }
+
+    /// True once the rendezvous said both sides resume (§12.3): the adapter keeps a replay
+    /// window of what it hands to the upload.
+    pub fn resumes(&self) -> bool {
+        self.peer_resumes && self.cfg.resume_s.is_some() && self.cfg.receipt.is_some()
+    }
+
+    fn resume_plan(&self) -> Option<ResumePlan> {
+        let c = &self.cfg;
+        Some(ResumePlan {
+            relay: c.relay.clone(),
+            path: c.path.clone(),
+            token: c.token.clone(),
+            transfer: c.receipt.as_ref()?.transfer.clone(),
+        })
+    }
+
+    /// When the transfer failed with `e` for another reason than the break (its source, its
+    /// application) while the consumer may be resuming: the call that tells it so (§12.3),
+    /// for the adapter to make in the background (any answer will do).
+    pub fn failure_notice(&self, e: &Error) -> Option<Request> {
+        if !self.resumes() || self.stream_url.is_none() || e.code == ErrorCode::PeerDisconnected {
+            return None;
+        }
+        let hello = ResumeHello::Failed {
+            code: e.code.as_str().to_string(),
+        };
+        self.resume_plan()?
+            .call(hello, FAILURE_NOTICE_TIMEOUT_S)
+            .ok()
+    }
+
+    fn offer(&self) -> ResumeHello {
+        ResumeHello::Offer {
+            from: self.window.0,
+            to: self.window.1,
+        }
     }
 
     /// True once the rendezvous said the consumer sends receipts and this producer waits for
@@ -497,9 +616,13 @@ impl<T: ByteChunk> Producer<T> {
                 State::Plan(url) => {
                     let url = std::mem::take(url);
                     self.data_url = Some(url.clone());
+                    if self.stream_url.is_none() {
+                        self.stream_url = Some(url.clone());
+                    }
                     let key = origin(&url);
                     match memory.plan(self.cfg.upload, self.cfg.runtime_streams, &key) {
                         Ok(Plan::Stream { fallback }) => {
+                            self.transport = Transport::Stream;
                             self.state = State::Streaming {
                                 request: Request::post(url, self.headers.clone()),
                                 fallback,
@@ -508,6 +631,7 @@ impl<T: ByteChunk> Producer<T> {
                             };
                         }
                         Ok(Plan::Segmented) => {
+                            self.transport = Transport::Segmented;
                             self.state = State::Segmented {
                                 seg: Box::new(Segmented::new(
                                     url,
@@ -557,6 +681,46 @@ impl<T: ByteChunk> Producer<T> {
                         Step::Receipt(request.clone())
                     })
                 }
+                State::Resuming { clock, phase, .. } => match *phase {
+                    ResumePhase::Call { issued: false } => {
+                        let Some(t) = clock.call_timeout(self.now_ms) else {
+                            let State::Resuming { error, clock, .. } =
+                                std::mem::replace(&mut self.state, State::Finished(None))
+                            else {
+                                unreachable!()
+                            };
+                            self.state = State::Finished(Some(Err(gave_up(error, clock))));
+                            continue;
+                        };
+                        *phase = ResumePhase::Call { issued: true };
+                        let call = self.resume_plan().map(|p| p.call(self.offer(), t));
+                        match call {
+                            Some(Ok(req)) => return Step::Receipt(req),
+                            Some(Err(e)) => self.fail_final(e),
+                            None => self.fail_final(misuse("resume without a transfer id")),
+                        }
+                    }
+                    ResumePhase::SleepDue(ms) => {
+                        *phase = ResumePhase::Sleeping;
+                        return Step::Sleep(ms);
+                    }
+                    _ => return Step::Failed(misuse("poll while waiting for an answer")),
+                },
+                State::Rewind(offset) => {
+                    let offset = *offset;
+                    let (Some(url), Some(rc)) = (&self.stream_url, &self.cfg.receipt) else {
+                        self.fail_final(misuse("resume without a data URL"));
+                        continue;
+                    };
+                    let url = channel_data_url(url, &rc.transfer);
+                    // The consumer has the metadata: a resumed upload says only where it starts.
+                    let mut headers = auth_headers(self.cfg.token.as_deref());
+                    headers.push((X_PIPING, resume_value(offset)));
+                    self.headers = headers;
+                    self.resumes += 1;
+                    self.state = State::Plan(url);
+                    return Step::ResumeFrom(offset);
+                }
                 State::Finished(outcome) => {
                     return match outcome.take() {
                         Some(Ok(r)) => Step::Done(r),
@@ -580,14 +744,42 @@ impl<T: ByteChunk> Producer<T> {
             c.token.as_deref(),
         )?;
         Ok(match (begin, &c.receipt) {
-            (Begin::Rendezvous(r), Some(rc)) => {
-                Begin::Rendezvous(r.with_hello(producer_hello(&rc.transfer, rc.wait, false)))
-            }
+            (Begin::Rendezvous(r), Some(rc)) => Begin::Rendezvous(r.with_hello(producer_hello(
+                &rc.transfer,
+                rc.wait,
+                c.resume_s.is_some(),
+            ))),
             (b, _) => b,
         })
     }
 
+    /// The upload failed with `e`: a break resumes (§12.3) when both sides said so and `e`
+    /// is a cut (`PEER_DISCONNECTED`, `NETWORK`) of an upload under way; anything else ends
+    /// the transfer.
     fn fail(&mut self, e: Error) {
+        // A segmented upload whose part 0 never got through has not reached the consumer
+        // (it still waits on the stream path): nothing to resume.
+        let uploading = match &self.state {
+            State::Streaming { .. } | State::Probing { .. } => true,
+            State::Segmented { seg, .. } => seg.k > 0,
+            _ => false,
+        };
+        let cut = matches!(e.code, ErrorCode::PeerDisconnected | ErrorCode::Network);
+        match self.cfg.resume_s {
+            Some(seconds) if uploading && cut && self.resumes() => {
+                self.state = State::Resuming {
+                    clock: ResumeClock::start(self.now_ms, seconds),
+                    phase: ResumePhase::Call { issued: false },
+                    error: e,
+                    report: None,
+                };
+            }
+            _ => self.fail_final(e),
+        }
+    }
+
+    /// Ends the transfer with `e` (no resume).
+    fn fail_final(&mut self, e: Error) {
         self.state = State::Finished(Some(Err(e)));
     }
 
@@ -596,6 +788,7 @@ impl<T: ByteChunk> Producer<T> {
             transport,
             relay_state,
             receipt: None,
+            resumes: self.resumes,
         };
         let c = &self.cfg;
         let wait = match &c.receipt {
@@ -613,7 +806,8 @@ impl<T: ByteChunk> Producer<T> {
             ConnectMode::AwaitReader,
             rc.timeout_s,
             c.token.as_deref(),
-            None,
+            // A consumer whose side broke after the relay's success resumes here (§12.3).
+            self.resumes().then(|| self.offer().text()),
         ) {
             Ok(request) => {
                 self.state = State::AwaitReceipt {
@@ -637,15 +831,27 @@ impl<T: ByteChunk> Producer<T> {
         ours: &Commitment,
         key: Option<&[u8; 32]>,
     ) {
+        let text = headers.get(PEER_HELLO);
+        if status == 200 {
+            if let Some(ResumeHello::Ask { offset }) = text.as_deref().and_then(ResumeHello::parse)
+            {
+                return self.on_resume_ask(offset);
+            }
+        }
+        if let State::Resuming { report, error, .. } = &mut self.state {
+            let report = report.take();
+            let error = error.clone();
+            return self.on_resume_answer(status, text, body, ours, key, report, error);
+        }
         let State::AwaitReceipt { report, .. } = &mut self.state else {
-            return self.fail(misuse("a receipt nobody asked for"));
+            return self.fail_final(misuse("a receipt nobody asked for"));
         };
         let mut report = report.clone();
         let (transfer, timeout) = match &self.cfg.receipt {
             Some(rc) => (rc.transfer.clone(), rc.timeout_s),
             None => return self.fail(misuse("a receipt without a transfer")),
         };
-        let outcome = match (status, headers.get(PEER_HELLO)) {
+        let outcome = match (status, text) {
             (200, Some(text)) => receipt::verify(&text, &transfer, ours, key).map(|r| {
                 report.receipt = Some(r);
                 report
@@ -658,6 +864,81 @@ impl<T: ByteChunk> Producer<T> {
             _ => Err(classify_response(status, body, "waiting for the receipt")),
         };
         self.state = State::Finished(Some(outcome));
+    }
+
+    /// The consumer asked to resume at `offset` (§12.3): the same verdict as the consumer's.
+    fn on_resume_ask(&mut self, offset: u64) {
+        let (low, high) = self.window;
+        if !self.resumes() {
+            return self.fail_final(misuse("a resume nobody offered"));
+        }
+        match agree(low, high, offset, false) {
+            Ok(()) => self.state = State::Rewind(offset),
+            Err(e) => self.fail_final(e),
+        }
+    }
+
+    /// A resume call was answered with something other than the consumer's ask.
+    #[allow(clippy::too_many_arguments)]
+    fn on_resume_answer(
+        &mut self,
+        status: u16,
+        text: Option<String>,
+        body: &str,
+        ours: &Commitment,
+        key: Option<&[u8; 32]>,
+        report: Option<SendReport>,
+        error: Error,
+    ) {
+        let transfer = self
+            .cfg
+            .receipt
+            .as_ref()
+            .map(|r| r.transfer.clone())
+            .unwrap_or_default();
+        match (status, text) {
+            // The consumer has everything and says so: the break cut only our side.
+            (200, Some(text)) => {
+                let outcome = receipt::verify(&text, &transfer, ours, key).map(|r| SendReport {
+                    receipt: Some(r),
+                    resumes: self.resumes,
+                    ..report.clone().unwrap_or(SendReport {
+                        transport: self.transport,
+                        relay_state: String::new(),
+                        receipt: None,
+                        resumes: self.resumes,
+                    })
+                });
+                self.state = State::Finished(Some(outcome));
+            }
+            (200, None) => self.fail_final(Error::new(
+                ErrorCode::RelayError,
+                "the resume call was answered without the receiver's hello (is the relay an httpipe relay, PROTOCOL.md §5.1?)",
+            )),
+            (408, _) => self.resume_again(None, report, error),
+            (503, _) => self.resume_again(Some(RESUME_RETRY_MS), report, error),
+            _ => self.fail_final(classify_response(
+                status,
+                body,
+                "meeting the receiver again after a break (PROTOCOL.md §12.3)",
+            )),
+        }
+    }
+
+    /// Call again, after `sleep_ms` if given (the resume time decides at the next poll).
+    fn resume_again(&mut self, sleep_ms: Option<f64>, report: Option<SendReport>, error: Error) {
+        if let State::Resuming {
+            phase, report: r, ..
+        } = &mut self.state
+        {
+            *phase = match sleep_ms {
+                Some(ms) => ResumePhase::SleepDue(ms),
+                None => ResumePhase::Call { issued: false },
+            };
+            *r = report;
+            return;
+        }
+        self.fail_final(error);
     }
 
     fn stream_what(&self) -> String {
@@ -679,6 +960,7 @@ impl<T: ByteChunk> Producer<T> {
                         .unwrap_or_default();
                     self.peer_sends_receipts = peer.receipt;
                     self.peer_decrypts = peer.decrypts;
+                    self.peer_resumes = peer.resume;
                     self.state = State::Plan(url)
                 }
                 Err(e) => self.fail(e),
@@ -716,7 +998,26 @@ impl<T: ByteChunk> Producer<T> {
     /// request failed below HTTP.
     pub fn on_failure(&mut self, f: Failure) {
         let what = self.stream_what();
+        let resumes = self.resumes();
         match &mut self.state {
+            State::Resuming { phase, .. } => {
+                if f.stop != StopReason::None {
+                    let e = f.into_error(ErrorCode::Network, "resuming after a break");
+                    return self.fail_final(e);
+                }
+                *phase = ResumePhase::SleepDue(RESUME_RETRY_MS);
+            }
+            State::AwaitReceipt { report, .. } if f.stop == StopReason::None && resumes => {
+                // The relay may be restarting: call again (§12.3), within the receipt time.
+                let timeout = self.cfg.receipt.as_ref().map_or(0.0, |r| r.timeout_s);
+                let report = Some(report.clone());
+                self.state = State::Resuming {
+                    clock: ResumeClock::start(self.now_ms, timeout),
+                    phase: ResumePhase::SleepDue(RESUME_RETRY_MS),
+                    error: no_receipt(timeout, Some(f)),
+                    report,
+                };
+            }
             State::AwaitReceipt { .. } => {
                 let timeout = self.cfg.receipt.as_ref().map_or(0.0, |r| r.timeout_s);
                 let e = match f.stop {
@@ -764,6 +1065,12 @@ impl<T: ByteChunk> Producer<T> {
 
     /// The retry wait of a [`Step::Sleep`] is over: the part is sent again.
     pub fn on_slept(&mut self) {
+        if let State::Resuming { phase, .. } = &mut self.state {
+            if *phase == ResumePhase::Sleeping {
+                *phase = ResumePhase::Call { issued: false };
+                return;
+            }
+        }
         if let State::Segmented { phase, .. } = &mut self.state {
             if *phase == SegPhase::Sleeping {
                 *phase = SegPhase::Ready;
@@ -801,7 +1108,7 @@ impl<T: ByteChunk> Producer<T> {
     /// The source failed: nothing more is sent, the transfer fails with `e` (the consumer
     /// sees truncation, never a clean end).
     pub fn on_source_error(&mut self, e: Error) {
-        self.fail(e);
+        self.fail_final(e);
     }
 
     /// A [`Step::Stream`] request was answered with a status other than 200 and this body.
@@ -871,7 +1178,7 @@ impl<T: ByteChunk> Producer<T> {
             }
         };
         if let Some(e) = f.source_error {
-            return self.fail(e);
+            return self.fail_final(e);
         }
         let failure = f.failure;
         if failure.coded.is_some() || failure.stop != StopReason::None || !failure.network {
@@ -879,6 +1186,9 @@ impl<T: ByteChunk> Producer<T> {
         }
         let replay = match f.replay {
             Some(r) if !f.response_started => r,
+            // A cut upload resumes (§12.3): whether the consumer left or the network broke,
+            // the meeting on the channel tells.
+            _ if self.resumes() => return self.fail(failure.into_error(ErrorCode::Network, &what)),
             _ => {
                 let origin = origin(self.data_url.as_deref().unwrap_or(""));
                 self.state = State::Probing {
@@ -936,6 +1246,7 @@ mod tests {
             encrypted: false,
             runtime_streams,
             receipt: None,
+            resume_s: None,
         }
     }
 
@@ -964,6 +1275,137 @@ mod tests {
         };
         p.on_stream_log(OK_LOG.as_bytes());
         p.on_stream_end();
+    }
+
+    /// §12.3: a cut streaming upload meets the consumer on the channel with its window, goes
+    /// on at the consumer's offset on the Data API channel, and counts the resume.
+    #[test]
+    fn a_cut_upload_resumes_at_the_consumers_offset() {
+        let mut mem = OriginMemory::new();
+        let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+        c.resume_s = Some(10.0);
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        let Step::Rendezvous(r) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert!(r.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe=1; transfer=TID; receipt; resume".into()
+        )));
+        let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
+        p.on_response(200, &h, "http://h:1/p\n");
+        assert!(p.resumes());
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.observe(1000.0, 100, 500);
+        let cut = Failure::network(Cause {
+            name: String::new(),
+            message: "reset".into(),
+        });
+        p.on_stream_failed(StreamFailure {
+            failure: cut,
+            replay: None,
+            response_started: true,
+            source_error: None,
+        });
+        let Step::Receipt(call) = p.poll(&mut mem) else {
+            panic!("the producer meets the consumer on the channel")
+        };
+        assert_eq!(
+            call.url,
+            "http://h:1/connect/v0/p?mode=await-reader&channel=TID&timeout=10"
+        );
+        assert!(call.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe-resume=1; from=100; to=500".into()
+        )));
+        // nobody yet (408): call again; then the consumer asks for byte 300
+        let none = receipt::Committer::new().commitment();
+        p.on_receipt(408, &NoHeaders, "", &none, None);
+        let Step::Receipt(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
+        p.on_receipt(200, &ask, "", &none, None);
+        let Step::ResumeFrom(300) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let Step::Stream(up) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(up.url, "http://h:1/p?channel=TID");
+        assert!(up
+            .headers
+            .contains(&(X_PIPING, "httpipe-resume=300".into())));
+        assert!(!up.headers.iter().any(|(n, _)| *n == CONTENT_TYPE));
+        p.on_stream_log(OK_LOG.as_bytes());
+        p.on_stream_end();
+        let Step::Receipt(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let mut k = receipt::Committer::new();
+        k.update(b"x");
+        let ours = k.commitment();
+        let text = receipt::receipt_text("TID", receipt::Outcome::Ok, &ours, None);
+        p.on_receipt(200, &vec![(PEER_HELLO, text.as_str())], "", &ours, None);
+        let Step::Done(rep) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(rep.resumes, 1);
+        // an offset older than the window fails, with the numbers
+        let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+        c.resume_s = Some(10.0);
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(200, &h, "http://h:1/p\n");
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.observe(0.0, 100, 500);
+        p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+        let Step::Receipt(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=50")];
+        p.on_receipt(200, &ask, "", &none, None);
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
+        assert!(e.message.contains("100..500"), "{e}");
+        // the resume time runs out
+        let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+        c.resume_s = Some(3.0);
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(200, &h, "http://h:1/p\n");
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.observe(0.0, 0, 10);
+        p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+        let Step::Receipt(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_failure(Failure::network(Cause {
+            name: String::new(),
+            message: "refused".into(),
+        }));
+        let Step::Sleep(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_slept();
+        p.observe(2500.0, 0, 10);
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
+        assert!(e.message.contains("within 3 s to resume"), "{e}");
     }
 
     #[test]

@@ -12,6 +12,10 @@ pub struct Progress {
     pub bytes: u64,
     pub total: Option<u64>,
     pub bytes_per_second: f64,
+    /// Breaks resumed after so far (PROTOCOL.md §12.3).
+    pub resumed: u32,
+    /// A break happened and the two sides are meeting again.
+    pub reconnecting: bool,
 }
 
 /// Counts bytes against a clock given by the caller (milliseconds).
@@ -23,6 +27,8 @@ pub struct RateMeter {
     last_emit_ms: f64,
     /// (time, bytes) at the start of the current and the previous window.
     window: [(f64, u64); 2],
+    resumed: u32,
+    reconnecting: bool,
 }
 
 impl RateMeter {
@@ -33,7 +39,15 @@ impl RateMeter {
             start_ms: now_ms,
             last_emit_ms: f64::NEG_INFINITY,
             window: [(now_ms, 0), (now_ms, 0)],
+            resumed: 0,
+            reconnecting: false,
         }
+    }
+
+    /// The resume state the next reports carry (§12.3).
+    pub fn set_resume(&mut self, reconnecting: bool, resumed: u32) {
+        self.reconnecting = reconnecting;
+        self.resumed = resumed;
     }
 
     pub fn bytes(&self) -> u64 {
@@ -71,6 +85,8 @@ impl RateMeter {
             bytes: self.bytes,
             total: self.total,
             bytes_per_second,
+            resumed: self.resumed,
+            reconnecting: self.reconnecting,
         }
     }
 }

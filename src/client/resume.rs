@@ -14,7 +14,7 @@ use crate::protocol::hello::{ResumeHello, RESUME_CALL_MAX_S};
 use crate::protocol::query;
 
 /// The replay window's default size in bytes (§12.3, SDK option `resumeWindow`).
-pub const DEFAULT_WINDOW: usize = 32 * 1024 * 1024;
+pub const DEFAULT_WINDOW: usize = 64 * 1024 * 1024;
 /// The largest replay window in bytes (§12.3).
 pub const MAX_WINDOW: usize = 1024 * 1024 * 1024;
 
@@ -188,7 +188,7 @@ impl ResumePlan {
     /// consumer (`AwaitWriter`) asks.
     pub fn call(&self, hello: ResumeHello, timeout_s: f64) -> Result<Request, Error> {
         let mode = match hello {
-            ResumeHello::Offer { .. } => ConnectMode::AwaitReader,
+            ResumeHello::Offer { .. } | ResumeHello::Failed { .. } => ConnectMode::AwaitReader,
             ResumeHello::Ask { .. } => ConnectMode::AwaitWriter,
         };
         channel_request(

@@ -69,6 +69,7 @@ pub(crate) async fn receive(
         size: opts.size,
         // Delivery receipts (PROTOCOL.md §12) are not in the native client yet.
         receipt: false,
+        resume_s: None,
     };
     let mut c = Consumer::new(cfg)?;
     let stop = Stop::new();

@@ -112,6 +112,7 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         // Delivery receipts (PROTOCOL.md §12) are not in the native client yet: its
         // rendezvous stays plain §5.
         receipt: None,
+        resume_s: None,
     };
     let producer = Producer::new(cfg)?;
     let stop = Stop::new();
@@ -297,11 +298,12 @@ impl Driver {
                         _ = self.stop.stopped() => return Err(self.stop.error("segmented upload")),
                     }
                 }
-                // Not asked for: the native client sends no receipt hello (SendConfig::receipt).
-                Step::Receipt(_) => {
+                // Not asked for: the native client sends no receipt hello (SendConfig::receipt)
+                // and does not resume (SendConfig::resume_s).
+                Step::Receipt(_) | Step::ResumeFrom(_) => {
                     return Err(Error::new(
                         ErrorCode::Unsupported,
-                        "delivery receipts are not in the native client yet",
+                        "delivery receipts and resume are not in the native client yet",
                     ))
                 }
                 Step::Probe(req) => {

@@ -25,6 +25,10 @@ pub const FROM: &str = "from";
 pub const TO: &str = "to";
 /// Consumer (resume call): the wire bytes it holds.
 pub const OFFSET: &str = "offset";
+/// Producer (resume call): it failed for another reason than the break, with this code.
+pub const FAILED: &str = "failed";
+/// Seconds a failed producer's notice waits for the consumer's resume call (§12.3).
+pub const FAILURE_NOTICE_TIMEOUT_S: f64 = 10.0;
 /// Seconds a side keeps trying to meet the other after a break, by default (§12.3).
 pub const RESUME_TIME_S: f64 = 60.0;
 /// The longest single resume call, in seconds (§12.3).
@@ -137,12 +141,15 @@ pub fn consumer_hello(receipt: bool, decrypts: bool, resume: bool) -> String {
 }
 
 /// What a resume call's hello says (§12.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResumeHello {
     /// The producer can send wire bytes `from..to` again.
     Offer { from: u64, to: u64 },
     /// The consumer holds `offset` wire bytes.
     Ask { offset: u64 },
+    /// The producer failed for another reason than the break (its source, its application),
+    /// with this error code: nothing more comes.
+    Failed { code: String },
 }
 
 impl ResumeHello {
@@ -156,9 +163,13 @@ impl ResumeHello {
                 .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|v| v.parse::<u64>().ok())
         };
-        match (num(FROM), num(TO), num(OFFSET)) {
-            (Some(from), Some(to), None) if from <= to => Some(ResumeHello::Offer { from, to }),
-            (None, None, Some(offset)) => Some(ResumeHello::Ask { offset }),
+        let failed = item(hello, FAILED).filter(|c| valid_value(c));
+        match (num(FROM), num(TO), num(OFFSET), failed) {
+            (Some(from), Some(to), None, None) if from <= to => {
+                Some(ResumeHello::Offer { from, to })
+            }
+            (None, None, Some(offset), None) => Some(ResumeHello::Ask { offset }),
+            (None, None, None, Some(code)) => Some(ResumeHello::Failed { code: code.into() }),
             _ => None,
         }
     }
@@ -171,6 +182,9 @@ impl ResumeHello {
             }
             ResumeHello::Ask { offset } => {
                 format!("{RESUME_VERSION}={VERSION_1}; {OFFSET}={offset}")
+            }
+            ResumeHello::Failed { code } => {
+                format!("{RESUME_VERSION}={VERSION_1}; {FAILED}={code}")
             }
         }
     }
@@ -218,6 +232,9 @@ mod tests {
                 to: 1 << 40,
             },
             ResumeHello::Ask { offset: 65_552 },
+            ResumeHello::Failed {
+                code: "STEP_FAILED".into(),
+            },
         ] {
             assert_eq!(ResumeHello::parse(&h.text()), Some(h));
         }

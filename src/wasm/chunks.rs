@@ -23,6 +23,7 @@ use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
 use crate::client::producer::REPLAY_LIMIT;
 use crate::client::rate::RateMeter;
+use crate::client::resume::ReplayWindow;
 
 /// A stream of byte chunks.
 pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, Error>>;
@@ -144,6 +145,9 @@ pub struct Shared {
     replay: RefCell<Option<Vec<Uint8Array>>>,
     replay_bytes: Cell<usize>,
     source_error: RefCell<Option<Error>>,
+    /// The source ended: it is not polled again (a resumed upload reads on after the end,
+    /// §12.3).
+    ended: Cell<bool>,
 }
 
 impl Shared {
@@ -153,6 +157,7 @@ impl Shared {
             replay: RefCell::new(Some(Vec::new())),
             replay_bytes: Cell::new(0),
             source_error: RefCell::new(None),
+            ended: Cell::new(false),
         })
     }
 
@@ -184,8 +189,12 @@ impl Stream for SharedReader {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let shared = &self.0;
+        if shared.ended.get() {
+            return Poll::Ready(None);
+        }
         let polled = shared.inner.borrow_mut().poll_next_unpin(cx);
         match &polled {
+            Poll::Ready(None) => shared.ended.set(true),
             Poll::Ready(Some(Ok(chunk))) => {
                 let mut replay = shared.replay.borrow_mut();
                 let n = shared.replay_bytes.get() + chunk.length() as usize;
@@ -202,6 +211,56 @@ impl Stream for SharedReader {
             _ => {}
         }
         polled
+    }
+}
+
+/// `stream` with every chunk entered in the replay `window` as it is pulled (§12.3).
+pub fn recorded(stream: ByteStream, window: Rc<RefCell<ReplayWindow<View>>>) -> ByteStream {
+    stream
+        .map(move |item| {
+            if let Ok(chunk) = &item {
+                window.borrow_mut().push(View(chunk.clone()));
+            }
+            item
+        })
+        .boxed_local()
+}
+
+/// `stream` while `live` holds; after that it fails without polling `stream` again, so no
+/// chunk is taken from it by a reader that is no longer wanted. (A `Stream` of its own, not
+/// an async block: a poll already waiting in `stream` would take the next chunk after the
+/// flag was cleared.)
+pub fn gated(stream: ByteStream, live: Rc<Cell<bool>>) -> ByteStream {
+    Gated {
+        inner: stream,
+        live,
+    }
+    .boxed_local()
+}
+
+struct Gated {
+    inner: ByteStream,
+    live: Rc<Cell<bool>>,
+}
+
+impl Stream for Gated {
+    type Item = Result<Uint8Array, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if !self.live.get() {
+            let e = Error::new(ErrorCode::Network, "the upload was replaced");
+            return Poll::Ready(Some(Err(e)));
+        }
+        self.inner.poll_next_unpin(cx)
+    }
+}
+
+/// Clears its flag when dropped (ends a [`gated`] stream).
+pub struct CloseOnDrop(pub Rc<Cell<bool>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.set(false);
     }
 }
 

@@ -13,9 +13,10 @@ use crate::client::parts::part_size;
 use crate::client::producer::{Metadata, ReceiptConfig, SendConfig};
 use crate::client::rate::Progress;
 use crate::client::receipt::transfer_id;
+use crate::client::resume::window_size;
 use crate::client::transport::UploadMode;
 use crate::client::urls::RelayBase;
-use crate::protocol::hello::{RECEIPT_TIMEOUT_S, TRANSFER_ID_BYTES};
+use crate::protocol::hello::{RECEIPT_TIMEOUT_S, RESUME_TIME_S, TRANSFER_ID_BYTES};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,6 +40,8 @@ pub struct Options {
     pub format: Option<String>,
     /// `send`: seconds to wait for the receiver's receipt (§12.2).
     pub receipt_timeout: Option<f64>,
+    /// `send`: bytes of the replay window (§12.3).
+    pub resume_window: Option<f64>,
 }
 
 /// The `receipt` option (§12): `send` takes `true` / `false`; `receive` also `'manual'`
@@ -56,6 +59,10 @@ pub struct Parsed {
     pub signal: Option<AbortSignal>,
     pub on_progress: Option<Function>,
     pub receipt: ReceiptMode,
+    /// Seconds to keep trying to resume after a break (§12.3); `None`: `resume: false`.
+    pub resume_s: Option<f64>,
+    /// Bytes of the producer's replay window (§12.3).
+    pub resume_window: usize,
 }
 
 impl Parsed {
@@ -96,11 +103,29 @@ impl Parsed {
             Some(v) if v.as_string().as_deref() == Some("manual") => ReceiptMode::Manual,
             Some(_) => return Err(usage("`receipt` must be true, false or 'manual'")),
         };
+        // Off unless asked for, for now (docs/js-api.md): with it, a peer that died is waited
+        // for `resume` seconds before the error, which the demo doesn't say yet.
+        let resume_s = match member(options, "resume") {
+            None => None,
+            Some(v) if v.as_bool() == Some(true) => Some(RESUME_TIME_S),
+            Some(v) if v.as_bool() == Some(false) => None,
+            Some(v) => match v.as_f64() {
+                Some(t) if t.is_finite() && t > 0.0 => Some(t),
+                _ => {
+                    return Err(usage(
+                        "`resume` must be false, true or a positive number of seconds",
+                    ))
+                }
+            },
+        };
+        let resume_window = window_size(o.resume_window)?;
         Ok(Parsed {
             o,
             signal,
             on_progress,
             receipt,
+            resume_s,
+            resume_window,
         })
     }
 
@@ -130,14 +155,16 @@ impl Parsed {
             },
             encrypted: self.encrypted(),
             runtime_streams,
-            receipt: match self.receipt {
-                ReceiptMode::Off => None,
-                _ => Some(ReceiptConfig {
+            // The transfer id serves receipts and resume (§12.1, §12.3).
+            receipt: match (self.receipt, self.resume_s) {
+                (ReceiptMode::Off, None) => None,
+                (mode, _) => Some(ReceiptConfig {
                     transfer: new_transfer_id()?,
-                    wait: true,
+                    wait: mode != ReceiptMode::Off,
                     timeout_s: self.o.receipt_timeout.unwrap_or(RECEIPT_TIMEOUT_S),
                 }),
             },
+            resume_s: self.resume_s,
         })
     }
 
@@ -152,6 +179,7 @@ impl Parsed {
             encrypted: self.encrypted(),
             size: self.size(),
             receipt: self.receipt != ReceiptMode::Off,
+            resume_s: self.resume_s,
         })
     }
 
@@ -190,6 +218,8 @@ impl Parsed {
                 let _ = Reflect::set(&obj, &"total".into(), &(t as f64).into());
             }
             let _ = Reflect::set(&obj, &"bytesPerSecond".into(), &p.bytes_per_second.into());
+            let _ = Reflect::set(&obj, &"resumed".into(), &p.resumed.into());
+            let _ = Reflect::set(&obj, &"reconnecting".into(), &p.reconnecting.into());
             let _ = f.call1(&JsValue::UNDEFINED, &obj);
         }
     }

@@ -12,12 +12,15 @@ use wasm_bindgen_futures::{future_to_promise, spawn_local};
 use zeroize::Zeroizing;
 
 use super::abort::Abort;
+use super::bindings::{now_ms, sleep};
 use super::chunks::ByteStream;
 use super::error::into_js;
 use super::http::exchange;
+use crate::client::error::StopReason;
 use crate::client::error::{classify_response, Error, ErrorCode};
 use crate::client::receipt::{Commitment, Committer, Outcome, ReceiptPlan};
 use crate::crypto::{Decryptor, Encryptor};
+use crate::protocol::hello::{RECEIPT_SEND_TIMEOUT_S, RESUME_RETRY_MS};
 
 /// What one side counted (and, plain and with receipts on, hashed) of the plaintext.
 #[derive(Default)]
@@ -137,16 +140,29 @@ impl Receipt {
             }
         };
         let req = plan.request(outcome, &released, key.as_deref())?;
-        let mut abort = Abort::new(None)?;
         let what = "sending the delivery receipt (PROTOCOL.md §12.2)";
-        match exchange(&req, &mut abort, None).await {
-            Ok((200, _, _)) => Ok(()),
-            Ok((408, _, _)) => Err(Error::new(
-                ErrorCode::Unconfirmed,
-                format!("{what}: the sender did not come for it (gone?)"),
-            )),
-            Ok((status, _, body)) => Err(classify_response(status, &body, what)),
-            Err(f) => Err(f.into_error(ErrorCode::Network, what)),
+        // A relay that is restarting (§12.3) gets the receipt once it is back, within the
+        // receipt call's time.
+        let until = now_ms() + RECEIPT_SEND_TIMEOUT_S * 1000.0;
+        loop {
+            let mut abort = Abort::new(None)?;
+            let again = match exchange(&req, &mut abort, None).await {
+                Ok((200, _, _)) => return Ok(()),
+                Ok((408, _, _)) => {
+                    return Err(Error::new(
+                        ErrorCode::Unconfirmed,
+                        format!("{what}: the sender did not come for it (gone?)"),
+                    ))
+                }
+                Ok((503, _, body)) => classify_response(503, &body, what),
+                Ok((status, _, body)) => return Err(classify_response(status, &body, what)),
+                Err(f) if f.stop == StopReason::None => f.into_error(ErrorCode::Network, what),
+                Err(f) => return Err(f.into_error(ErrorCode::Network, what)),
+            };
+            if now_ms() + RESUME_RETRY_MS > until {
+                return Err(again);
+            }
+            sleep(RESUME_RETRY_MS).await;
         }
     }
 

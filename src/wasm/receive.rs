@@ -12,16 +12,18 @@ use wasm_bindgen::JsCast;
 use web_sys::Response;
 
 use super::abort::Abort;
-use super::bindings::now_ms;
+use super::bindings::{now_ms, sleep};
 use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
 use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
 use super::options::{Parsed, ReceiptMode};
 use super::receipt::{with_receipt, Receipt};
-use crate::client::consumer::{BodyCheck, Consumer, Step};
+use crate::client::consumer::{BodyCheck, Consumer, ResumeStep, Resumer, Step};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::rate::RateMeter;
+use crate::crypto::Decryptor;
+use futures::stream::LocalBoxStream;
 
 /// `receive(options) → Promise<{ stream, contentType?, filename?, size? }>`: resolves when the
 /// producer's stream starts. The stream errors with `TRUNCATED` if the producer's stream was
@@ -77,17 +79,24 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                 let body = response.as_ref().and_then(Response::body).ok_or_else(|| {
                     Error::new(ErrorCode::RelayError, "the relay's response has no body")
                 })?;
-                let mut stream = checked(body, Rc::new(abort), check);
+                let meter = Rc::new(RefCell::new(RateMeter::new(
+                    now_ms(),
+                    incoming.progress_total,
+                )));
+                let resume = consumer.resumer().map(|r| Resume {
+                    resumer: r,
+                    dec: decryptor.clone(),
+                    signal: p.signal.clone(),
+                    meter: meter.clone(),
+                    on_progress: p.on_progress.clone(),
+                });
+                let mut stream = checked(body, Rc::new(abort), check, resume);
                 if let Some(dec) = &decryptor {
                     stream = decrypt_stream(stream, dec.clone());
                 }
                 let manual = p.receipt == ReceiptMode::Manual;
                 let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);
                 stream = with_receipt(stream, receipt.clone());
-                let meter = Rc::new(RefCell::new(RateMeter::new(
-                    now_ms(),
-                    incoming.progress_total,
-                )));
                 stream = chunks::metered(stream, meter, p.on_progress.clone());
                 let out = Object::new();
                 let set = |k: &str, v: JsValue| Reflect::set(&out, &k.into(), &v).map(|_| ());
@@ -118,34 +127,183 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
     }
 }
 
+/// What the body stream needs to resume after a break (§12.3).
+struct Resume {
+    resumer: Resumer,
+    /// The decryptor: where a decrypting consumer resumes.
+    dec: Option<Rc<RefCell<Decryptor>>>,
+    /// The caller's signal (the resume calls stop with it).
+    signal: Option<web_sys::AbortSignal>,
+    /// Progress says "reconnecting" while the sides meet again.
+    meter: Rc<RefCell<RateMeter>>,
+    on_progress: Option<js_sys::Function>,
+}
+
+impl Resume {
+    fn progress(&self, reconnecting: bool) {
+        let mut m = self.meter.borrow_mut();
+        m.set_resume(reconnecting, self.resumer.resumes);
+        Parsed::report_progress(&self.on_progress, m.report(now_ms()));
+    }
+}
+
+struct Body {
+    input: LocalBoxStream<'static, Result<JsValue, JsValue>>,
+    abort: Rc<Abort>,
+    check: BodyCheck,
+    resume: Option<Resume>,
+    /// Wire bytes received (the resume offset of a consumer that doesn't decrypt).
+    received: u64,
+    done: bool,
+}
+
 /// The response body through the core's [`BodyCheck`]; keeps `abort` (and so the signal
-/// link) alive as long as the stream.
-fn checked(body: web_sys::ReadableStream, abort: Rc<Abort>, check: BodyCheck) -> ByteStream {
-    let state = (chunks::raw(body), abort, check, false);
-    futures::stream::unfold(state, |(mut input, abort, mut check, done)| async move {
-        if done {
+/// link) alive as long as the stream. With `resume`, a break meets the producer again and
+/// the stream goes on with the rest (§12.3).
+fn checked(
+    body: web_sys::ReadableStream,
+    abort: Rc<Abort>,
+    check: BodyCheck,
+    resume: Option<Resume>,
+) -> ByteStream {
+    let state = Body {
+        input: chunks::raw(body),
+        abort,
+        check,
+        resume,
+        received: 0,
+        done: false,
+    };
+    futures::stream::unfold(state, |mut b| async move {
+        if b.done {
             return None;
         }
-        match input.next().await {
-            Some(Ok(v)) => match v.dyn_into::<Uint8Array>() {
-                Ok(chunk) => {
-                    check.on_bytes(chunk.length() as u64);
-                    Some((Ok(chunk), (input, abort, check, false)))
+        loop {
+            let failure = match b.input.next().await {
+                Some(Ok(v)) => match v.dyn_into::<Uint8Array>() {
+                    Ok(chunk) => {
+                        b.check.on_bytes(chunk.length() as u64);
+                        b.received += chunk.length() as u64;
+                        return Some((Ok(chunk), b));
+                    }
+                    Err(v) => b.abort.failure(&v),
+                },
+                Some(Err(e)) => b.abort.failure(&e),
+                None => {
+                    b.done = true;
+                    return match b.check.on_end() {
+                        Err(e) => Some((Err(e), b)),
+                        Ok(()) => None,
+                    };
                 }
-                Err(v) => {
-                    let e = check.on_failure(abort.failure(&v));
-                    Some((Err(e), (input, abort, check, true)))
-                }
-            },
-            Some(Err(e)) => {
-                let e = check.on_failure(abort.failure(&e));
-                Some((Err(e), (input, abort, check, true)))
+            };
+            let Some(r) = b.resume.as_mut() else {
+                b.done = true;
+                let e = b.check.on_failure(failure);
+                return Some((Err(e), b));
+            };
+            let offset = match &r.dec {
+                Some(d) => d.borrow_mut().resume_point(),
+                None => Some(b.received),
+            };
+            let step = r.resumer.on_break(failure, &b.check, offset, now_ms());
+            if matches!(step, ResumeStep::Call(_)) {
+                r.progress(true);
             }
-            None => match check.on_end() {
-                Err(e) => Some((Err(e), (input, abort, check, true))),
-                Ok(()) => None,
-            },
+            let resumed = resume_after_break(r, step).await;
+            r.progress(false);
+            match resumed {
+                Ok((input, check, at)) => {
+                    b.input = input;
+                    b.check = check;
+                    b.received = at;
+                }
+                Err(e) => {
+                    b.done = true;
+                    return Some((Err(e), b));
+                }
+            }
         }
     })
     .boxed_local()
+}
+
+/// Drives the core's [`Resumer`] from `step` to the resumed body: its stream, check and
+/// starting offset.
+async fn resume_after_break(
+    r: &mut Resume,
+    mut step: ResumeStep,
+) -> Result<
+    (
+        LocalBoxStream<'static, Result<JsValue, JsValue>>,
+        BodyCheck,
+        u64,
+    ),
+    Error,
+> {
+    let mut at = 0;
+    loop {
+        step = match step {
+            ResumeStep::Call(req) => {
+                let mut abort = Abort::new(r.signal.clone())?;
+                match exchange(&req, &mut abort, None).await {
+                    Ok((status, headers, body)) => {
+                        r.resumer.on_call(status, &headers, &body, now_ms())
+                    }
+                    Err(f) => r.resumer.on_call_failure(f),
+                }
+            }
+            ResumeStep::Sleep(ms) => {
+                sleep(ms).await;
+                r.resumer.on_slept(now_ms())
+            }
+            ResumeStep::Get(req) => {
+                let mut abort = Abort::new(r.signal.clone())?;
+                if let Some(ms) = req.timeout_ms {
+                    abort.arm_timeout(ms);
+                }
+                let got = fetch(&req, &abort.signal(), None, false).await;
+                abort.disarm_timeout();
+                match got {
+                    Ok(resp) => {
+                        let next = r.resumer.on_head(resp.status(), &JsHeaders(resp.headers()), now_ms());
+                        if let ResumeStep::Resumed(_) = &next {
+                            at = crate::protocol::headers::resumed_at(
+                                &resp.headers().get("x-piping").ok().flatten().unwrap_or_default(),
+                            )
+                            .unwrap_or(0);
+                            match resp.body() {
+                                Some(body) => {
+                                    let ResumeStep::Resumed(check) = next else { unreachable!() };
+                                    // The abort link lives as long as the stream reads.
+                                    let input = chunks::raw(body)
+                                        .map(move |x| {
+                                            let _ = &abort;
+                                            x
+                                        })
+                                        .boxed_local();
+                                    return Ok((input, check, at));
+                                }
+                                None => {
+                                    return Err(Error::new(
+                                        ErrorCode::RelayError,
+                                        "the relay's resumed response has no body",
+                                    ))
+                                }
+                            }
+                        }
+                        next
+                    }
+                    Err(e) => r.resumer.on_get_failure(abort.failure(&e), now_ms()),
+                }
+            }
+            ResumeStep::Resumed(check) => {
+                return Err(Error::new(
+                    ErrorCode::Unsupported,
+                    format!("internal error in the SDK's consumer: resumed without a body ({check:?}, {at})"),
+                ))
+            }
+            ResumeStep::Failed(e) => return Err(e),
+        };
+    }
 }

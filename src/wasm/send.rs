@@ -24,6 +24,7 @@ use crate::client::error::Error;
 use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
 use crate::client::request::{NoHeaders, Request};
+use crate::client::resume::ReplayWindow;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
 
@@ -54,6 +55,7 @@ pub async fn send_stream(source: ReadableStream, options: JsValue) -> Result<JsV
     Reflect::set(&out, &"durationMs".into(), &(now_ms() - started).into())?;
     Reflect::set(&out, &"transport".into(), &report.transport.as_str().into())?;
     Reflect::set(&out, &"relayState".into(), &report.relay_state.into())?;
+    Reflect::set(&out, &"resumes".into(), &report.resumes.into())?;
     if let Some(r) = &report.receipt {
         let receipt = Object::new();
         Reflect::set(&receipt, &"bytes".into(), &(r.bytes as f64).into())?;
@@ -78,7 +80,7 @@ async fn send_inner(
     let mut stream: ByteStream = receipt::committed(
         chunks::metered(
             chunks::source(source, abort.reason_cell()),
-            meter,
+            meter.clone(),
             p.on_progress.clone(),
         ),
         plain.clone(),
@@ -92,15 +94,38 @@ async fn send_inner(
         stream = encrypt_stream(stream, e.clone())?;
     }
     stream = receipt::committed(stream, wire.clone());
-    let mut stream = chunks::stoppable(stream, abort.reason_cell());
+    // The replay window (§12.3) keeps what goes to the upload once both sides resume.
+    let window = Rc::new(RefCell::new(ReplayWindow::<View>::new(0)));
+    // What the source has not yielded yet, however many uploads read from it: a resumed
+    // upload is the window's bytes, then this (never what an earlier replay left unsent).
+    let source = Shared::new(chunks::recorded(
+        chunks::stoppable(stream, abort.reason_cell()),
+        window.clone(),
+    ));
+    let mut stream: ByteStream = source.reader().boxed_local();
 
+    let mut reconnecting = false;
     loop {
+        {
+            let w = window.borrow();
+            producer.observe(now_ms(), w.low(), w.high());
+        }
+        if producer.is_reconnecting() != reconnecting {
+            // "connection lost — resuming…" and back (§12.3)
+            reconnecting = !reconnecting;
+            let mut m = meter.borrow_mut();
+            m.set_resume(reconnecting, producer.resumed());
+            Parsed::report_progress(&p.on_progress, m.report(now_ms()));
+        }
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
         match step {
             Step::Rendezvous(req) => {
                 match exchange(&req, abort, None).await {
                     Ok((status, headers, body)) => producer.on_response(status, &headers, &body),
                     Err(f) => producer.on_failure(f),
+                }
+                if producer.resumes() {
+                    *window.borrow_mut() = ReplayWindow::new(p.resume_window);
                 }
                 // The receipt of a plain transfer, or of a consumer without keys, commits to
                 // the bytes on the wire (§12.2).
@@ -130,6 +155,13 @@ async fn send_inner(
                 // A fallback reads on from the same source (after the core's replay).
                 stream = shared.reader().boxed_local();
             }
+            Step::ResumeFrom(offset) => {
+                // The core checked the offset against this window (§12.3).
+                let replay = window.borrow().replay_from(offset).unwrap_or_default();
+                stream = futures::stream::iter(replay.into_iter().map(|v| Ok(v.0)))
+                    .chain(source.reader())
+                    .boxed_local();
+            }
             Step::NeedSource => match stream.next().await {
                 Some(Ok(chunk)) => producer.on_chunk(View(chunk)),
                 Some(Err(e)) => producer.on_source_error(e),
@@ -151,7 +183,17 @@ async fn send_inner(
                 Err(f) => producer.on_failure(f),
             },
             Step::Done(report) => return Ok(report),
-            Step::Failed(e) => return Err(e),
+            Step::Failed(e) => {
+                if let Some(notice) = producer.failure_notice(&e) {
+                    // The consumer may be meeting us to resume: tell it nothing more comes.
+                    wasm_bindgen_futures::spawn_local(async move {
+                        if let Ok(mut a) = Abort::new(None) {
+                            let _ = exchange(&notice, &mut a, None).await;
+                        }
+                    });
+                }
+                return Err(e);
+            }
         }
     }
 }
@@ -164,9 +206,13 @@ async fn upload_stream(
     shared: &Rc<Shared>,
     abort: &Abort,
 ) {
-    let body = chunks::to_js(chunks::cut_on_error(
-        shared.reader().boxed_local(),
-        abort.cutter(),
+    // The body reads the shared source only while this upload is the current one: a cut
+    // upload that fetch still pulls from must never take bytes from the next (§12.3).
+    let live = Rc::new(std::cell::Cell::new(true));
+    let _close = chunks::CloseOnDrop(live.clone());
+    let body = chunks::to_js(chunks::gated(
+        chunks::cut_on_error(shared.reader().boxed_local(), abort.cutter()),
+        live,
     ));
     let signal = abort.signal();
     let failed = |e: &JsValue, response_started: bool| StreamFailure {

@@ -7,7 +7,7 @@ use http_body_util::BodyExt;
 use httpipe::protocol::control::Rejection;
 use tokio::sync::oneshot;
 
-use super::{Handoff, Phase, Plane};
+use super::{Handoff, Meet, Phase, Plane};
 use crate::conn::ConnFd;
 use crate::hangup::Hangup;
 use crate::respond::{rejection, Resp};
@@ -15,13 +15,13 @@ use crate::respond::{rejection, Resp};
 /// Registers a consumer and waits (no response yet) until the transfer starts. If the request
 /// goes away meanwhile, this future is dropped and the registration with it; if the peer hangs
 /// up unnoticed by hyper (bytes pipelined behind the request), `hangup` ends it (§3.6); when the
-/// relay starts shutting down, a waiting consumer gets 503 at once (§9).
+/// relay starts shutting down, a waiting consumer gets 503 at once (§9). With a Data API
+/// channel in `meet`, only a producer with the same channel on the path is met (§5.1).
 pub async fn handle(
     plane: Arc<Plane>,
     conn: Option<Arc<ConnFd>>,
     hangup: Hangup,
-    path: String,
-    n: usize,
+    meet: Meet,
 ) -> Resp {
     loop {
         let (tx, rx) = oneshot::channel();
@@ -29,10 +29,14 @@ pub async fn handle(
             tx,
             conn: conn.clone(),
         };
-        let _registered = match plane.hub.consumer(&path, n, handoff) {
-            Ok(w) => w,
-            Err(r) => return rejection(&r),
-        };
+        let _registered =
+            match plane
+                .hub
+                .consumer(&meet.path, meet.channel.as_deref(), meet.n, handoff)
+            {
+                Ok(w) => w,
+                Err(r) => return rejection(&r),
+            };
         let started = tokio::select! {
             s = rx => s,
             _ = plane.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),

@@ -43,6 +43,27 @@ pub struct Start {
     pub body: body::ConsumerBody,
 }
 
+/// Where a Data API request meets its peers (§3.1, §5.1): the stream path, the Data API
+/// channel if `channel=ID` was given (it then meets only requests with the same channel on
+/// the same path, never a Connect caller nor a request without channel: PROTOCOL.md §5.1
+/// "Data API channels"), and the number of consumers `n`.
+#[derive(Debug, Clone)]
+pub struct Meet {
+    pub path: String,
+    pub channel: Option<String>,
+    pub n: usize,
+}
+
+impl Meet {
+    /// Registers a producer in the pairing table at this meeting point.
+    fn producer(
+        &self,
+        hub: &Hub<Handoff>,
+    ) -> Result<crate::pairing::ProducerWait<Handoff>, httpipe::protocol::control::Rejection> {
+        hub.producer(&self.path, self.channel.as_deref(), self.n)
+    }
+}
+
 /// Limits of the Data API (from the relay's configuration).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {

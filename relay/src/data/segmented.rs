@@ -7,6 +7,12 @@
 //! the same length is a no-op 200; anything else out of order is 409), handed to the
 //! consumers, and answered once the bytes are handed on (backpressure). A session that gets
 //! no part for `--upload-gap-timeout` truncates its consumers and frees the path.
+//!
+//! Data API channels (§5.1): every part carries the `channel=ID` of its upload. An upload is
+//! tied to the (path, channel) its `part=0` was sent on: a later part naming the upload with
+//! another channel, or none, doesn't find it (`unknown-upload`, like an upload id of another
+//! path), and a `part=0` naming it starts a new upload on its own (path, channel). So a part
+//! can never be spliced into the transfer of another channel, or of the plain path.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +31,7 @@ use httpipe::protocol::upload;
 
 use super::body::{Log, LogBody};
 use super::transfer::{Kind, Transfer};
-use super::{headers, Phase, Plane};
+use super::{headers, Meet, Phase, Plane};
 use crate::hangup::Hangup;
 use crate::metrics::FailReason;
 use crate::respond::{rejection, text, Resp};
@@ -59,6 +65,8 @@ impl Uploads {
 struct Upload {
     id: String,
     path: String,
+    /// The Data API channel of `part=0` (§5.1); every later part must carry the same.
+    channel: Option<String>,
     session: tokio::sync::Mutex<Session>,
     /// Part requests being read or forwarded right now (the gap timer waits for them).
     inflight: AtomicUsize,
@@ -153,8 +161,7 @@ pub async fn handle(
     headers: HeaderMap,
     body: RequestBody,
     hangup: Hangup,
-    path: String,
-    n: usize,
+    meet: Meet,
     part: Part,
 ) -> Resp {
     let id = part.upload.clone().or_else(|| {
@@ -163,13 +170,14 @@ pub async fn handle(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     });
+    // an upload is found only on the (path, channel) it was started on (§4, §5.1)
     let up = id
         .and_then(|id| plane.uploads.get(&id))
-        .filter(|u| u.path == path);
+        .filter(|u| u.path == meet.path && u.channel == meet.channel);
     // `part=0` starts an upload, unless it names the current upload of this path: then it is
     // a retry of the accepted part 0, answered like any other retry.
     if part.k == 0 && up.is_none() {
-        return start(plane, headers, body, hangup, path, n, part.is_final).await;
+        return start(plane, headers, body, hangup, meet, part.is_final).await;
     }
     let Some(up) = up else {
         return rejection(&Rejection::UnknownUpload);
@@ -211,11 +219,10 @@ async fn start(
     req_headers: HeaderMap,
     body: RequestBody,
     hangup: Hangup,
-    path: String,
-    n: usize,
+    meet: Meet,
     is_final: bool,
 ) -> Resp {
-    let mut wait = match plane.hub.producer(&path, n) {
+    let mut wait = match meet.producer(&plane.hub) {
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
@@ -224,7 +231,7 @@ async fn start(
         Err(r) => return rejection(&r),
     };
     let (log, log_body) = Log::new();
-    log.line(format!("[INFO] Waiting for {n} receiver(s)..."));
+    log.line(format!("[INFO] Waiting for {} receiver(s)...", meet.n));
     // The request going away drops `wait`: unregistered (§3.6).
     let matched = tokio::select! {
         m = wait.matched() => m,
@@ -235,11 +242,12 @@ async fn start(
     drop(wait);
     let mut fwd = headers::forwarded(&req_headers, false);
     headers::add_consumer_defaults(&mut fwd);
-    let transfer = Transfer::start(&plane, matched, fwd, log, Kind::Segmented, &path);
+    let transfer = Transfer::start(&plane, matched, fwd, log, Kind::Segmented, &meet.path);
     let id = new_id();
     let up = Arc::new(Upload {
         id: id.clone(),
-        path,
+        path: meet.path,
+        channel: meet.channel,
         session: tokio::sync::Mutex::new(Session {
             live: Some(Live { transfer, log_body }),
             next_part: 0,

@@ -12,23 +12,23 @@ use httpipe::protocol::control::failure_line;
 use super::body::Log;
 use super::source::{first_part, Source, Upload};
 use super::transfer::{Kind, Transfer};
-use super::{headers, Handoff, Phase, Plane};
+use super::{headers, Handoff, Meet, Phase, Plane};
 use crate::hangup::Hangup;
 use crate::metrics::FailReason;
 use crate::pairing::ProducerWait;
 use crate::respond::{plain_text, rejection, Resp};
 
 /// Registers a producer and answers at once with the status log; a task pumps the upload.
+/// With a Data API channel in `meet`, only consumers with the same channel are met (§5.1).
 pub async fn handle(
     plane: Arc<Plane>,
     version: http::Version,
     headers: HeaderMap,
     body: RequestBody,
     hangup: Hangup,
-    path: String,
-    n: usize,
+    meet: Meet,
 ) -> Resp {
-    let wait = match plane.hub.producer(&path, n) {
+    let wait = match meet.producer(&plane.hub) {
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
@@ -42,11 +42,11 @@ pub async fn handle(
         tokio::task::yield_now().await;
     }
     let (log, log_body) = Log::new();
-    log.line(format!("[INFO] Waiting for {n} receiver(s)..."));
+    log.line(format!("[INFO] Waiting for {} receiver(s)...", meet.n));
     let request = Request {
         version,
         headers,
-        path,
+        path: meet.path,
         hangup,
     };
     tokio::spawn(run(plane, wait, request, upload, log));

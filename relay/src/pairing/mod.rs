@@ -12,9 +12,12 @@
 //!   `await-writer` callers when a producer is present; an `await-reader` and an
 //!   `await-writer` on the same path release each other, and each receives the other's
 //!   hello (§5.1; a caller released by a Data API peer receives none).
-//! - **Channels** (§5.1): a Connect caller with a channel waits in a slot of its own, keyed
-//!   by (path, channel), where no Data API peer ever registers: it meets only Connect callers
-//!   with the same channel on the same path, and Data API peers never see it.
+//! - **Channels** (§5.1): a slot is keyed by the stream path and a [`Room`]. A Connect caller
+//!   with a channel waits in a [`Room::Connect`] slot, where no Data API peer ever registers:
+//!   it meets only Connect callers with the same channel on the same path. A Data API peer
+//!   with a channel ("Data API channels", §5.1) registers in a [`Room::Data`] slot, where no
+//!   Connect caller ever waits: it meets only Data API peers with the same channel on the same
+//!   path. Peers without a channel (Data API and Connect) share the [`Room::Plain`] slot.
 //!
 //! Every registration returns a guard; dropping it (the HTTP request went away) unregisters
 //! at once, so a peer that hangs up while waiting never blocks the path (§3.6: the two
@@ -67,13 +70,35 @@ impl<C> Clone for Hub<C> {
     }
 }
 
-/// A slot's key: the stream path, and the Connect channel (§5.1). Data API peers always use
-/// `(path, None)`, so a channel slot only ever holds Connect callers.
-type Key = (String, Option<String>);
-
-fn key(path: &str, channel: Option<&str>) -> Key {
-    (path.to_string(), channel.map(str::to_string))
+/// Which room of a stream path a peer waits in (§5.1): the one place deciding who can meet.
+///
+/// Only peers in the same room of the same path ever meet, so a Connect channel and a Data
+/// API channel with the same id are apart (§5.1 "Data API channels": a Data API channel never
+/// meets a Connect caller, with or without channel, nor a request without channel).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Room {
+    /// No channel: Data API peers and Connect callers meet each other (§3, §5).
+    Plain,
+    /// `channel=ID` on a Connect call (§5.1): Connect callers only.
+    Connect(String),
+    /// `channel=ID` on a Data API request (§5.1 "Data API channels"): Data API peers only.
+    Data(String),
 }
+
+impl Room {
+    /// The room of a Data API request with an optional `channel=ID`.
+    pub fn data(channel: Option<&str>) -> Room {
+        channel.map_or(Room::Plain, |c| Room::Data(c.to_string()))
+    }
+
+    /// The room of a Connect call with an optional `channel=ID`.
+    pub fn connect(channel: Option<&str>) -> Room {
+        channel.map_or(Room::Plain, |c| Room::Connect(c.to_string()))
+    }
+}
+
+/// A slot's key: the stream path and the room on it (§5.1).
+type Key = (String, Room);
 
 struct Inner<C> {
     paths: Mutex<HashMap<Key, Slot<C>>>,
@@ -151,12 +176,19 @@ impl<C> Hub<C> {
         self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Registers a producer for `n` consumers on `path`. Rejected (§3.5) if another producer
-    /// is there or a transfer runs, or if the path's peers expect another `n`.
-    pub fn producer(&self, path: &str, n: usize) -> Result<ProducerWait<C>, Rejection> {
+    /// Registers a producer for `n` consumers on `path`, with the Data API `channel` if given
+    /// (§5.1: it then meets only consumers with that channel). Rejected (§3.5) if another
+    /// producer is there or a transfer runs, or if the path's peers expect another `n` (both
+    /// within the same channel).
+    pub fn producer(
+        &self,
+        path: &str,
+        channel: Option<&str>,
+        n: usize,
+    ) -> Result<ProducerWait<C>, Rejection> {
         let (tx, rx) = oneshot::channel();
         let id = self.id();
-        let key = key(path, None);
+        let key = (path.to_string(), Room::data(channel));
         let mut paths = self.lock();
         let slot = paths.entry(key.clone()).or_insert_with(|| Slot::new(n));
         if slot.busy || slot.producer.is_some() {
@@ -180,12 +212,18 @@ impl<C> Hub<C> {
         })
     }
 
-    /// Registers a consumer of an `n`-consumer transfer on `path`; `handoff` goes to the
-    /// producer when matched. Rejected if `n` consumers are already there (or a transfer
-    /// runs) or `n` disagrees.
-    pub fn consumer(&self, path: &str, n: usize, handoff: C) -> Result<ConsumerWait<C>, Rejection> {
+    /// Registers a consumer of an `n`-consumer transfer on `path`, with the Data API `channel`
+    /// if given (§5.1); `handoff` goes to the producer when matched. Rejected if `n` consumers
+    /// are already there (or a transfer runs) or `n` disagrees.
+    pub fn consumer(
+        &self,
+        path: &str,
+        channel: Option<&str>,
+        n: usize,
+        handoff: C,
+    ) -> Result<ConsumerWait<C>, Rejection> {
         let id = self.id();
-        let key = key(path, None);
+        let key = (path.to_string(), Room::data(channel));
         let mut paths = self.lock();
         let slot = paths.entry(key.clone()).or_insert_with(|| Slot::new(n));
         if slot.has_data_peers() && slot.n != n {
@@ -210,7 +248,8 @@ impl<C> Hub<C> {
     /// [`ConnectWait::ready`] resolves when the awaited peer is present: without a `channel`,
     /// a waiting Data API peer of the other role (now or later), or a Connect caller awaiting
     /// the opposite role (both are released, each with the other's hello); with a `channel`,
-    /// only a Connect caller awaiting the opposite role with the same channel on `path`.
+    /// only a Connect caller awaiting the opposite role with the same channel on `path` (never
+    /// a Data API peer, with or without channel: §5.1).
     pub fn await_peer(
         &self,
         path: &str,
@@ -220,10 +259,10 @@ impl<C> Hub<C> {
     ) -> ConnectWait<C> {
         let (tx, rx) = oneshot::channel();
         let id = self.id();
-        let key = key(path, channel);
+        let key = (path.to_string(), Room::connect(channel));
         let mut paths = self.lock();
         let slot = paths.entry(key.clone()).or_insert_with(|| Slot::new(1));
-        // a channel slot never holds Data API peers (they register under `(path, None)`)
+        // a `Room::Connect` slot never holds Data API peers (they register in `Plain`/`Data`)
         let present = match want {
             Await::Reader => !slot.consumers.is_empty(),
             Await::Writer => slot.producer.is_some(),

@@ -18,14 +18,15 @@ export const RELEASE_DIR = path.join(path.resolve(ROOT, process.env.CARGO_TARGET
 export const RELAY_BIN = process.env.HTTPIPE_RELAY_BIN || path.join(RELEASE_DIR, 'httpipe-relay');
 
 /**
- * @param {{ args?: string[], env?: Record<string,string>, timeoutMs?: number }} [opts]
+ * @param {{ args?: string[], env?: Record<string,string>, timeoutMs?: number, port?: number|string }} [opts]
+ *   `port`: the HTTP port (default 0, a free one), e.g. to restart a relay on the same port
  * @returns {Promise<{ http: string, https: string|undefined, proc: import('node:child_process').ChildProcess, output: () => string, stop: () => Promise<void> }>}
  */
 export async function startRelay(opts = {}) {
   if (!fs.existsSync(RELAY_BIN)) {
     throw new Error(`relay binary not found at ${RELAY_BIN}: run cargo build --release -p httpipe-relay`);
   }
-  const args = ['--host', '127.0.0.1', '--http-port', '0', '--https-port', '0',
+  const args = ['--host', '127.0.0.1', '--http-port', String(opts.port ?? 0), '--https-port', '0',
     '--www', path.join(ROOT, 'www'), '--sdk-dir', path.join(ROOT, 'pkg'), ...(opts.args || [])];
   const proc = spawn(RELAY_BIN, args, { env: { ...process.env, ...(opts.env || {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

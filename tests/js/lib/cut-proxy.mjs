@@ -1,0 +1,98 @@
+// A TCP proxy for tests, between a client and the relay, that breaks connections the way
+// networks do (PROTOCOL.md §12.3): it cuts the connection that carries the Nth byte sent
+// through it (client → relay, counted over all its connections), or stalls every
+// connection without closing it (a tunnel), and can cut everything at once.
+import net from 'node:net';
+
+/**
+ * @param {number} targetPort the relay's port on 127.0.0.1
+ * @returns {Promise<{ port: number, url: string, cutAt: (...bytes: number[]) => void,
+ *   cutDownAt: (...bytes: number[]) => void, flipAt: (...bytes: number[]) => void, stall: () => void, cutAll: () => void, stats: { up: number, down: number, cuts: number, connections: number },
+ *   close: () => Promise<void> }>}
+ */
+export async function cutProxy(targetPort) {
+  const stats = { up: 0, down: 0, cuts: 0, connections: 0 };
+  /** Upstream byte counts at which to cut the connection carrying that byte, ascending. */
+  let cuts = [];
+  /** The same for bytes relay → client. */
+  let downCuts = [];
+  let stalled = false;
+  /** Upstream byte positions to flip (XOR 1), like a tampering middlebox. */
+  let flips = [];
+  const pairs = new Set();
+
+  const cut = (pair) => {
+    stats.cuts += 1;
+    pair.client.resetAndDestroy?.() ?? pair.client.destroy();
+    pair.server.destroy();
+    pairs.delete(pair);
+  };
+
+  const server = net.createServer((client) => {
+    stats.connections += 1;
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    const pair = { client, server: upstream };
+    pairs.add(pair);
+    const drop = () => { client.destroy(); upstream.destroy(); pairs.delete(pair); };
+    client.on('error', drop);
+    upstream.on('error', drop);
+    client.on('close', drop);
+    upstream.on('close', drop);
+    client.on('data', (chunk) => {
+      if (stalled) return;
+      let data = chunk;
+      for (const at of flips) {
+        if (at >= stats.up && at < stats.up + data.length) {
+          data = Buffer.from(data);
+          data[at - stats.up] ^= 1;
+        }
+      }
+      flips = flips.filter((at) => at >= stats.up + data.length);
+      if (cuts.length && stats.up + data.length >= cuts[0]) {
+        const keep = cuts[0] - stats.up;
+        cuts.shift();
+        stats.up += keep;
+        if (keep > 0) upstream.write(data.subarray(0, keep));
+        cut(pair);
+        return;
+      }
+      stats.up += data.length;
+      if (!upstream.write(data)) {
+        client.pause();
+        upstream.once('drain', () => client.resume());
+      }
+    });
+    upstream.on('data', (chunk) => {
+      if (stalled) return;
+      if (downCuts.length && stats.down + chunk.length >= downCuts[0]) {
+        const keep = downCuts[0] - stats.down;
+        downCuts.shift();
+        stats.down += keep;
+        if (keep > 0) client.write(chunk.subarray(0, keep));
+        cut(pair);
+        return;
+      }
+      stats.down += chunk.length;
+      if (!client.write(chunk)) {
+        upstream.pause();
+        client.once('drain', () => upstream.resume());
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = /** @type {net.AddressInfo} */ (server.address());
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    stats,
+    cutAt: (...bytes) => { cuts = [...cuts, ...bytes].sort((a, b) => a - b); },
+    cutDownAt: (...bytes) => { downCuts = [...downCuts, ...bytes].sort((a, b) => a - b); },
+    flipAt: (...bytes) => { flips = [...flips, ...bytes]; },
+    stall: () => { stalled = true; },
+    cutAll: () => { stalled = false; for (const p of [...pairs]) cut(p); },
+    close: () => new Promise((resolve) => {
+      for (const p of [...pairs]) { p.client.destroy(); p.server.destroy(); }
+      server.close(() => resolve());
+    }),
+  };
+}

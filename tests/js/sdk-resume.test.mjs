@@ -1,0 +1,212 @@
+// Resume after a break (PROTOCOL.md §12.3), Node → relay → Node, with real cuts: a TCP proxy
+// between the producer and the relay cuts the producer's connection at chosen byte counts;
+// the relay then cuts the consumer's response (§3.6); both sides meet again on the
+// transfer's channel and the transfer goes on from where the consumer stands.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startRelay } from './lib/relay.mjs';
+import { cutProxy } from './lib/cut-proxy.mjs';
+import { PKG, uniquePath, randomSource, hashStream, rejection, sleep } from './lib/sdk.mjs';
+
+const sdk = await import(PKG);
+let relay;
+before(async () => { relay = await startRelay(); });
+after(async () => { await relay?.stop(); });
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const identity = sdk.generateIdentity();
+const recipient = sdk.identityToRecipient(identity);
+const PASS = 'resume passphrase';
+const CRYPTO = {
+  plain: { send: {}, recv: {} },
+  'age-rt passphrase': { send: { passphrase: PASS }, recv: { passphrase: PASS } },
+  'age x25519': { send: { recipients: [recipient], format: 'age' }, recv: { identities: [identity] } },
+};
+const relayPort = () => Number(new URL(relay.http).port);
+const within = (p, ms, what) => Promise.race([p,
+  sleep(ms).then(() => { throw new Error(`${what}: not settled within ${ms} ms`); })]);
+
+/** A Blob of `size` pseudo-random bytes and its SHA-256 (hex). */
+async function blobOf(size) {
+  const { stream, digest } = randomSource(size, 1 * MiB);
+  const parts = [];
+  for await (const c of stream) parts.push(c);
+  return { blob: new Blob(parts), digest: await digest };
+}
+
+/**
+ * Sends `source` and receives it, one side through a cutting proxy: the producer's
+ * connection cut at `cuts` bytes sent, or the consumer's at `cuts` bytes received.
+ */
+async function cutTransfer(source, { cuts, side = 'producer', send = {}, recv = {}, ms = 60_000 }) {
+  const proxy = await cutProxy(relayPort());
+  if (side === 'producer') proxy.cutAt(...cuts); else proxy.cutDownAt(...cuts);
+  const path = uniquePath('resume');
+  const progress = [];
+  const sent = [];
+  const via = (s) => (s === side ? proxy.url : relay.http);
+  try {
+    const sendP = sdk.send(source, { relay: via('producer'), path, resume: true, ...send, onProgress: (p) => sent.push(p) });
+    sendP.catch(() => {});
+    const got = await within(sdk.receive({
+      relay: via('consumer'), path, resume: true, ...recv, onProgress: (p) => progress.push(p),
+    }).then((r) => hashStream(r.stream)), ms, 'receive');
+    const report = await within(sendP, ms, 'send');
+    return { got, report, proxy, progress, sent };
+  } finally {
+    await proxy.close();
+  }
+}
+
+// A segmented upload's part that is cut is sent again (§4, §11.2 step 4): no resume needed
+// for the producer's cuts. The consumer's cuts break both ways of uploading.
+const SIDES = [['stream', 'producer'], ['stream', 'consumer'], ['segmented', 'consumer']];
+for (const [name, c] of Object.entries(CRYPTO)) {
+  for (const [upload, side] of SIDES) {
+    test(`${name}, ${upload}, the ${side}'s connection: a Blob cut at 30 %, 60 % and 90 % arrives exact after 3 resumes`, { timeout: 120_000 }, async () => {
+      const size = 48 * MiB + 17;
+      const { blob, digest } = await blobOf(size);
+      const cuts = [0.3, 0.6, 0.9].map((f) => Math.floor(size * f));
+      const { got, report, proxy, progress, sent } = await cutTransfer(blob, {
+        cuts, side, send: { ...c.send, upload, partSize: 1 * MiB }, recv: c.recv,
+      });
+      // Both sides said "reconnecting" and counted the resumes in their progress.
+      for (const [who, p] of [['receiver', progress], ['sender', sent]]) {
+        assert.ok(p.some((x) => x.reconnecting === true), `${who}: a reconnecting report`);
+        assert.equal(p.at(-1).reconnecting, false, `${who}: not reconnecting at the end`);
+        assert.equal(Math.max(...p.map((x) => x.resumed)), 3, `${who}: resumed`);
+      }
+      assert.equal(got.bytes, size);
+      assert.equal(got.sha256, digest);
+      assert.equal(report.resumes, 3, 'the report counts the resumes');
+      assert.equal(proxy.stats.cuts, 3);
+      const moved = side === 'producer' ? proxy.stats.up : proxy.stats.down;
+      // What the producer sent (its cuts) is at most 5 % more; the consumer's cuts also lose
+      // what was in flight to it (socket and relay buffers, §12.3).
+      const slack = side === 'producer' ? 1.05 : 1.25;
+      assert.ok(moved <= slack * size + 1 * MiB, `${moved} bytes went through for ${size}`);
+      assert.ok(report.receipt, 'the receipt confirms the resumed transfer');
+      assert.equal(report.receipt.bytes, size);
+    });
+  }
+}
+
+test('a stream source cut inside the replay window resumes; the receipt covers every byte', { timeout: 60_000 }, async () => {
+  const size = 24 * MiB;
+  const { stream, digest } = randomSource(size, 256 * KiB);
+  const { got, report } = await cutTransfer(stream, { cuts: [Math.floor(size / 2)] });
+  assert.equal(got.sha256, await digest);
+  assert.equal(report.resumes, 1);
+  assert.equal(report.receipt?.bytes, size);
+});
+
+test('a gap older than the replay window: both sides fail with the numbers, nothing complete', { timeout: 60_000 }, async () => {
+  const size = 16 * MiB;
+  const { stream } = randomSource(size, 64 * KiB);
+  const proxy = await cutProxy(relayPort());
+  proxy.cutAt(12 * MiB);
+  const path = uniquePath('resume-gap');
+  try {
+    // A window of 0 bytes keeps nothing: whatever was in flight at the cut is gone.
+    const sendP = sdk.send(stream, { relay: proxy.url, path, resume: true, resumeWindow: 0 });
+    sendP.catch(() => {});
+    const r = await sdk.receive({ relay: relay.http, path, resume: true });
+    const recvErr = await rejection(hashStream(r.stream));
+    const sendErr = await rejection(sendP);
+    assert.equal(recvErr.code, 'TRUNCATED', recvErr.message);
+    assert.match(recvErr.message, /cannot resume: .*replay window holds only bytes/);
+    assert.equal(sendErr.code, 'PEER_DISCONNECTED', sendErr.message);
+    assert.match(sendErr.message, /cannot resume/);
+  } finally {
+    await proxy.close();
+  }
+});
+
+test('resume on one side only (the default is off) → a cut fails cleanly as before', { timeout: 60_000 }, async () => {
+  for (const [send, recv] of [[{ resume: true }, {}], [{}, { resume: true }]]) {
+    const proxy = await cutProxy(relayPort());
+    proxy.cutAt(4 * MiB);
+    const path = uniquePath('resume-off');
+    try {
+      const { stream } = randomSource(8 * MiB, 256 * KiB);
+      const sendP = sdk.send(stream, { relay: proxy.url, path, ...send });
+      sendP.catch(() => {});
+      const r = await sdk.receive({ relay: relay.http, path, ...recv });
+      const recvErr = await within(rejection(hashStream(r.stream)), 20_000, 'receive');
+      assert.equal(recvErr.code, 'TRUNCATED', recvErr.message);
+      const sendErr = await within(rejection(sendP), 20_000, 'send');
+      assert.ok(['PEER_DISCONNECTED', 'NETWORK'].includes(sendErr.code), sendErr.message);
+    } finally {
+      await proxy.close();
+    }
+  }
+});
+
+test('a tampered byte in the resumed ciphertext → DECRYPT_FAILED (the decryptor continues its counter)', { timeout: 60_000 }, async () => {
+  // A second producer can't take over (another transfer id never meets this consumer), so the
+  // only way to splice is on the wire: a proxy that flips one byte after the first cut.
+  const size = 8 * MiB;
+  const { blob } = await blobOf(size);
+  const proxy = await cutProxy(relayPort());
+  proxy.cutAt(3 * MiB);
+  proxy.flipAt(5 * MiB);
+  const path = uniquePath('resume-tamper');
+  try {
+    const sendP = sdk.send(blob, { relay: proxy.url, path, passphrase: PASS, resume: true });
+    sendP.catch(() => {});
+    const r = await sdk.receive({ relay: relay.http, path, passphrase: PASS, resume: true });
+    const err = await within(rejection(hashStream(r.stream)), 30_000, 'receive');
+    assert.equal(err.code, 'DECRYPT_FAILED', err.message);
+    const sendErr = await within(rejection(sendP), 30_000, 'send');
+    assert.equal(sendErr.code, 'PEER_DISCONNECTED', sendErr.message);
+  } finally {
+    await proxy.close();
+  }
+});
+
+/** Hashes `stream` slowly (about `mbps` MB/s), calling `at(bytes)` as bytes arrive. */
+async function slowHash(stream, mbps, at) {
+  const { createHash } = await import('node:crypto');
+  const h = createHash('sha256');
+  let bytes = 0;
+  for await (const c of stream) {
+    h.update(c);
+    bytes += c.length;
+    at(bytes);
+    await sleep((c.length / (mbps * 1e6)) * 1000);
+  }
+  return { bytes, sha256: h.digest('hex') };
+}
+
+test('the relay restarted on the same port mid-transfer → both sides resume, the file is exact', { timeout: 90_000 }, async () => {
+  let own = await startRelay();
+  const port = new URL(own.http).port;
+  // Larger than what is in flight (socket and relay buffers): the producer is still sending
+  // when the relay goes.
+  const size = 128 * MiB;
+  const { blob, digest } = await blobOf(size);
+  const path = uniquePath('resume-restart');
+  try {
+    const sendP = sdk.send(blob, { relay: own.http, path, passphrase: PASS, resume: true });
+    sendP.catch(() => {});
+    const r = await sdk.receive({ relay: own.http, path, passphrase: PASS, resume: true });
+    let restarted;
+    const got = await within(slowHash(r.stream, 40, (n) => {
+      if (n >= 8 * MiB && !restarted) {
+        restarted = (async () => {
+          await own.stop();
+          own = await startRelay({ port });
+        })();
+      }
+    }), 60_000, 'receive');
+    await restarted;
+    assert.equal(got.bytes, size);
+    assert.equal(got.sha256, digest);
+    const report = await within(sendP, 30_000, 'send');
+    assert.ok(report.resumes >= 1, `resumes: ${report.resumes}`);
+    assert.equal(report.receipt?.bytes, size);
+  } finally {
+    await own.stop();
+  }
+});
