@@ -287,9 +287,9 @@ pub enum ResumeStep {
     Sleep(f64),
     /// `GET` the resumed data; answer with [`Resumer::on_head`] or [`Resumer::on_get_failure`].
     Get(Request),
-    /// The stream goes on: read the new body through this check (its failures are breaks
-    /// again, [`Resumer::on_break`]).
-    Resumed(BodyCheck),
+    /// The stream goes on from this wire offset: read the new body through this check (its
+    /// failures are breaks again, [`Resumer::on_break`]).
+    Resumed(BodyCheck, u64),
     /// Give up with this error.
     Failed(Error),
 }
@@ -482,11 +482,12 @@ impl Resumer {
                     ));
                 }
                 self.resumes += 1;
-                ResumeStep::Resumed(BodyCheck {
+                let check = BodyCheck {
                     what,
                     length: None,
                     seen: 0,
-                })
+                };
+                ResumeStep::Resumed(check, offset)
             }
             503 => self.meet(error, offset, now_ms, Some(clock)),
             _ => ResumeStep::Failed(classify_response(status, "", &what)),
@@ -698,7 +699,7 @@ mod tests {
             panic!()
         };
         let at: &[(&str, &str)] = &[("x-piping", "httpipe-resume=70")];
-        let ResumeStep::Resumed(_) = r.on_head(200, &at, 2200.0) else {
+        let ResumeStep::Resumed(_, 70) = r.on_head(200, &at, 2200.0) else {
             panic!()
         };
         assert_eq!(r.resumes, 1);

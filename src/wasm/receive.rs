@@ -241,7 +241,6 @@ async fn resume_after_break(
     ),
     Error,
 > {
-    let mut at = 0;
     loop {
         step = match step {
             ResumeStep::Call(req) => {
@@ -266,41 +265,36 @@ async fn resume_after_break(
                 abort.disarm_timeout();
                 match got {
                     Ok(resp) => {
-                        let next = r.resumer.on_head(resp.status(), &JsHeaders(resp.headers()), now_ms());
-                        if let ResumeStep::Resumed(_) = &next {
-                            at = crate::protocol::headers::resumed_at(
-                                &resp.headers().get("x-piping").ok().flatten().unwrap_or_default(),
-                            )
-                            .unwrap_or(0);
-                            match resp.body() {
-                                Some(body) => {
-                                    let ResumeStep::Resumed(check) = next else { unreachable!() };
-                                    // The abort link lives as long as the stream reads.
-                                    let input = chunks::raw(body)
-                                        .map(move |x| {
-                                            let _ = &abort;
-                                            x
-                                        })
-                                        .boxed_local();
-                                    return Ok((input, check, at));
-                                }
-                                None => {
-                                    return Err(Error::new(
+                        match r
+                            .resumer
+                            .on_head(resp.status(), &JsHeaders(resp.headers()), now_ms())
+                        {
+                            ResumeStep::Resumed(check, at) => {
+                                let body = resp.body().ok_or_else(|| {
+                                    Error::new(
                                         ErrorCode::RelayError,
                                         "the relay's resumed response has no body",
-                                    ))
-                                }
+                                    )
+                                })?;
+                                // The abort link lives as long as the stream reads.
+                                let input = chunks::raw(body)
+                                    .map(move |x| {
+                                        let _ = &abort;
+                                        x
+                                    })
+                                    .boxed_local();
+                                return Ok((input, check, at));
                             }
+                            next => next,
                         }
-                        next
                     }
                     Err(e) => r.resumer.on_get_failure(abort.failure(&e), now_ms()),
                 }
             }
-            ResumeStep::Resumed(check) => {
+            ResumeStep::Resumed(..) => {
                 return Err(Error::new(
                     ErrorCode::Unsupported,
-                    format!("internal error in the SDK's consumer: resumed without a body ({check:?}, {at})"),
+                    "internal error in the SDK's consumer: resumed without a resumed GET",
                 ))
             }
             ResumeStep::Failed(e) => return Err(e),

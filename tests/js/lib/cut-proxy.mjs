@@ -38,8 +38,28 @@ export async function cutProxy(targetPort) {
     upstream.on('error', drop);
     client.on('close', drop);
     upstream.on('close', drop);
-    client.on('data', (chunk) => {
+    /**
+     * Forwards `from` → `to`, counting in `stats[dir]` and cutting the pair when the count
+     * reaches the next of `cutsOf()` (kept to that byte); `tamper` may change a chunk first.
+     */
+    const forward = (from, to, dir, cutsOf, tamper = (d) => d) => from.on('data', (chunk) => {
       if (stalled) return;
+      const data = tamper(chunk);
+      const due = cutsOf();
+      if (due.length && stats[dir] + data.length >= due[0]) {
+        const keep = due.shift() - stats[dir];
+        stats[dir] += keep;
+        if (keep > 0) to.write(data.subarray(0, keep));
+        cut(pair);
+        return;
+      }
+      stats[dir] += data.length;
+      if (!to.write(data)) {
+        from.pause();
+        to.once('drain', () => from.resume());
+      }
+    });
+    forward(client, upstream, 'up', () => cuts, (chunk) => {
       let data = chunk;
       for (const at of flips) {
         if (at >= stats.up && at < stats.up + data.length) {
@@ -48,36 +68,9 @@ export async function cutProxy(targetPort) {
         }
       }
       flips = flips.filter((at) => at >= stats.up + data.length);
-      if (cuts.length && stats.up + data.length >= cuts[0]) {
-        const keep = cuts[0] - stats.up;
-        cuts.shift();
-        stats.up += keep;
-        if (keep > 0) upstream.write(data.subarray(0, keep));
-        cut(pair);
-        return;
-      }
-      stats.up += data.length;
-      if (!upstream.write(data)) {
-        client.pause();
-        upstream.once('drain', () => client.resume());
-      }
+      return data;
     });
-    upstream.on('data', (chunk) => {
-      if (stalled) return;
-      if (downCuts.length && stats.down + chunk.length >= downCuts[0]) {
-        const keep = downCuts[0] - stats.down;
-        downCuts.shift();
-        stats.down += keep;
-        if (keep > 0) client.write(chunk.subarray(0, keep));
-        cut(pair);
-        return;
-      }
-      stats.down += chunk.length;
-      if (!client.write(chunk)) {
-        upstream.pause();
-        client.once('drain', () => upstream.resume());
-      }
-    });
+    forward(upstream, client, 'down', () => downCuts);
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = /** @type {net.AddressInfo} */ (server.address());
