@@ -625,12 +625,22 @@ async fn rejections_per_table(t: T) {
     );
     expect(405, "[ERROR] Unsupported method: DELETE.\n")(resp).await;
 
+    // Each consumer is registered before the next request: on separate connections the relay
+    // may otherwise take them in another order (CI hung here once: `n=3` came first and waited).
     let mut c1 = r.get(t, "/lim?n=2").await;
+    r.until_gauge("httpipe_waiting_consumers", 1).await;
     let mut x = r.get(t, "/lim?n=3").await;
-    expect(400, "[ERROR] The number of receivers should be 2 but 3.\n")(x.response().await).await;
+    expect(400, "[ERROR] The number of receivers should be 2 but 3.\n")(
+        within(5.0, "n=3 refused", x.response()).await,
+    )
+    .await;
     let mut c2 = r.get(t, "/lim?n=2").await;
+    r.until_gauge("httpipe_waiting_consumers", 2).await;
     let mut x = r.get(t, "/lim?n=2").await;
-    expect(400, "[ERROR] The number of receivers has reached limits.\n")(x.response().await).await;
+    expect(400, "[ERROR] The number of receivers has reached limits.\n")(
+        within(5.0, "third consumer refused", x.response()).await,
+    )
+    .await;
     assert!(
         c1.still_waiting(Duration::from_millis(10)).await
             && c2.still_waiting(Duration::from_millis(0)).await

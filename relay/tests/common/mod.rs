@@ -361,20 +361,34 @@ pub async fn within<F: std::future::Future>(secs: f64, what: &str, f: F) -> F::O
     }
 }
 
-/// Instantiates `async fn $name(t: T)` as one test per transport.
+/// A transport test that runs longer than this has hung: it fails with its name instead of
+/// keeping the whole suite waiting (CI once hung 25 min on one racy request).
+pub const TEST_BOUND_S: u64 = 180;
+
+pub async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    if tokio::time::timeout(Duration::from_secs(TEST_BOUND_S), f)
+        .await
+        .is_err()
+    {
+        panic!("hung: still running after {TEST_BOUND_S}s");
+    }
+}
+
+/// Instantiates `async fn $name(t: T)` as one test per transport, each bounded by
+/// [`TEST_BOUND_S`].
 #[macro_export]
 macro_rules! on_all_transports {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
             use super::*;
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn h1() { super::$name(T::H1).await }
+            async fn h1() { bounded(super::$name(T::H1)).await }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn h1_tls() { super::$name(T::H1Tls).await }
+            async fn h1_tls() { bounded(super::$name(T::H1Tls)).await }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn h2c() { super::$name(T::H2c).await }
+            async fn h2c() { bounded(super::$name(T::H2c)).await }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn h2() { super::$name(T::H2).await }
+            async fn h2() { bounded(super::$name(T::H2)).await }
         }
     )*};
 }
