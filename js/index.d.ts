@@ -79,9 +79,9 @@ export interface CommonOptions {
   /**
    * Resume after a break (PROTOCOL.md §12.3): when both sides ask for it, a cut connection
    * (network, proxy, relay restart) is resumed where the receiver stands. A number: seconds to
-   * keep trying to meet the other side again; true: 60; false (default, for now): a break
-   * fails the transfer (TRUNCATED / PEER_DISCONNECTED). With it on, a peer that died is waited
-   * for that long before the error.
+   * keep trying to meet the other side again; true (default): 60; false: a break fails the
+   * transfer at once (TRUNCATED / PEER_DISCONNECTED). A peer whose process died is waited for
+   * that long before the error (a peer that failed or cancelled says so at once).
    */
   resume?: boolean | number;
 }

@@ -90,6 +90,22 @@ impl Outcome {
             Outcome::Failed(_) => "failed",
         }
     }
+
+    /// The receipt call's `timeout` in seconds (§12.2).
+    pub fn send_timeout_s(self) -> f64 {
+        match self {
+            Outcome::Ok => hello::RECEIPT_SEND_TIMEOUT_S,
+            Outcome::Cancelled | Outcome::Failed(_) => hello::NEGATIVE_RECEIPT_TIMEOUT_S,
+        }
+    }
+
+    /// Whether a call that failed below HTTP (or got a 503) is repeated within
+    /// [`Outcome::send_timeout_s`] (§12.2): only the `ok` receipt, which a producer waits for;
+    /// a negative one is sent once, so a consumer that failed against a relay that is gone
+    /// ends at once instead of trying for half a minute.
+    pub fn repeats(self) -> bool {
+        self == Outcome::Ok
+    }
 }
 
 fn b64(bytes: &[u8]) -> String {
@@ -257,7 +273,7 @@ impl ReceiptPlan {
             &self.path,
             &self.transfer,
             ConnectMode::AwaitWriter,
-            hello::RECEIPT_SEND_TIMEOUT_S,
+            outcome.send_timeout_s(),
             self.token.as_deref(),
             Some(text),
         )

@@ -37,8 +37,12 @@ pub const RESUME_CALL_MAX_S: f64 = 30.0;
 pub const RESUME_RETRY_MS: f64 = 1000.0;
 /// Bytes of a transfer id before encoding (16 → 22 base64url characters).
 pub const TRANSFER_ID_BYTES: usize = 16;
-/// Seconds a consumer's receipt call waits for the producer (§12.2).
+/// Seconds a consumer's `ok` receipt call waits for the producer, repeated while the relay
+/// can't be reached (§12.2).
 pub const RECEIPT_SEND_TIMEOUT_S: f64 = 30.0;
+/// Seconds a consumer's `cancelled` / `failed` receipt call waits for the producer, made once
+/// (§12.2): a producer that cares is on the channel already or within seconds.
+pub const NEGATIVE_RECEIPT_TIMEOUT_S: f64 = FAILURE_NOTICE_TIMEOUT_S;
 /// Seconds a producer waits for the receipt by default (§12.2).
 pub const RECEIPT_TIMEOUT_S: f64 = 120.0;
 

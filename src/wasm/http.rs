@@ -27,6 +27,27 @@ impl ClientHeaders for JsHeaders {
     }
 }
 
+/// Sends the core's `req` (no body) with `keepalive`, so that the browser finishes it after the
+/// page is gone, and forgets it: a last word that nobody waits for (see `pagehide.rs`).
+pub fn send_keepalive(req: &Request) {
+    let send = || -> Result<js_sys::Promise, JsValue> {
+        let init = Object::new();
+        Reflect::set(&init, &"method".into(), &req.method.as_str().into())?;
+        let headers = Headers::new()?;
+        for (k, v) in &req.headers {
+            headers.append(k, v)?;
+        }
+        Reflect::set(&init, &"headers".into(), &headers)?;
+        Reflect::set(&init, &"keepalive".into(), &JsValue::TRUE)?;
+        Ok(global_fetch(&req.url, &init))
+    };
+    if let Ok(p) = send() {
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = JsFuture::from(p).await;
+        });
+    }
+}
+
 /// Sends the core's `req` with `body` (a complete body — `Uint8Array`, `Blob`, string — or a
 /// `ReadableStream` when `streaming`); `Err` is the raw JavaScript rejection (a `TypeError` on
 /// network failure, an `AbortError` after an abort).

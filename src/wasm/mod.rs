@@ -26,6 +26,7 @@ pub mod csv;
 pub mod error;
 pub mod http;
 pub mod options;
+pub mod pagehide;
 pub mod receipt;
 pub mod receive;
 pub mod send;

@@ -103,10 +103,10 @@ impl Parsed {
             Some(v) if v.as_string().as_deref() == Some("manual") => ReceiptMode::Manual,
             Some(_) => return Err(usage("`receipt` must be true, false or 'manual'")),
         };
-        // Off unless asked for, for now (docs/js-api.md): with it, a peer that died is waited
-        // for `resume` seconds before the error, which the demo doesn't say yet.
+        // On by default (docs/js-api.md): a break is worth waiting `RESUME_TIME_S` for; an
+        // app shows `reconnecting` meanwhile (the demo does), a peer that failed says so at once.
         let resume_s = match member(options, "resume") {
-            None => None,
+            None => Some(RESUME_TIME_S),
             Some(v) if v.as_bool() == Some(true) => Some(RESUME_TIME_S),
             Some(v) if v.as_bool() == Some(false) => None,
             Some(v) => match v.as_f64() {

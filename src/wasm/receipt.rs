@@ -3,7 +3,7 @@
 //! makes the consumer's Connect call on the transfer's channel when its stream ends.
 
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use futures::StreamExt;
 use js_sys::{Function, Promise};
@@ -16,11 +16,12 @@ use super::bindings::{now_ms, sleep};
 use super::chunks::ByteStream;
 use super::error::into_js;
 use super::http::exchange;
+use super::pagehide::PageHide;
 use crate::client::error::StopReason;
 use crate::client::error::{classify_response, Error, ErrorCode};
 use crate::client::receipt::{Commitment, Committer, Outcome, ReceiptPlan};
 use crate::crypto::{Decryptor, Encryptor};
-use crate::protocol::hello::{RECEIPT_SEND_TIMEOUT_S, RESUME_RETRY_MS};
+use crate::protocol::hello::RESUME_RETRY_MS;
 
 /// What one side counted (and, plain and with receipts on, hashed) of the plaintext.
 #[derive(Default)]
@@ -90,6 +91,8 @@ pub struct Receipt {
     ended: Cell<bool>,
     /// A receipt was sent (or is on its way).
     sent: Cell<bool>,
+    /// In a page: the `cancelled` receipt if the page goes away first.
+    _page_hide: Option<PageHide>,
 }
 
 impl Receipt {
@@ -104,14 +107,53 @@ impl Receipt {
             hash: plan.is_some() && dec.is_none(),
             ..Ledger::default()
         };
-        Rc::new(Receipt {
-            plan,
-            ledger: RefCell::new(ledger),
-            dec,
-            manual,
-            ended: Cell::new(false),
-            sent: Cell::new(false),
+        let wants = plan.is_some();
+        Rc::new_cyclic(|me: &Weak<Receipt>| {
+            let me = me.clone();
+            Receipt {
+                plan,
+                ledger: RefCell::new(ledger),
+                dec,
+                manual,
+                ended: Cell::new(false),
+                sent: Cell::new(false),
+                _page_hide: wants
+                    .then(|| PageHide::watch(move || me.upgrade()?.page_left()))
+                    .flatten(),
+            }
         })
+    }
+
+    /// The page is going away before a receipt went: the `cancelled` one, sent once.
+    fn page_left(&self) -> Option<crate::client::request::Request> {
+        if self.sent.replace(true) {
+            return None;
+        }
+        // A negative receipt needs no digest or mac (§12.2): the count alone, without touching
+        // a decryptor that the interrupted read may hold.
+        let released = self.ledger.try_borrow().ok()?.committer.commitment();
+        self.plan
+            .as_ref()?
+            .request(Outcome::Cancelled, &released, None)
+            .ok()
+    }
+
+    /// What the consumer released so far, and the receipt key of an encrypted transfer.
+    fn released(&self) -> (Commitment, Option<Zeroizing<[u8; 32]>>) {
+        let ledger = self.ledger.borrow();
+        match (&self.dec, &self.plan) {
+            (Some(d), Some(plan)) => {
+                let d = d.borrow();
+                // No tag digest before the payload (a wrong key): only a negative receipt
+                // can follow, and its digest says nothing.
+                let released = match d.tag_digest() {
+                    Some(digest) => ledger.committer.with_digest(digest),
+                    None => ledger.committer.commitment(),
+                };
+                (released, d.receipt_key(&plan.transfer))
+            }
+            _ => (ledger.committer.commitment(), None),
+        }
     }
 
     /// Sends the receipt for `outcome` once; `Ok` when the producer took it (or none is
@@ -123,27 +165,12 @@ impl Receipt {
         if self.sent.replace(true) {
             return Ok(());
         }
-        let (released, key) = {
-            let ledger = self.ledger.borrow();
-            match &self.dec {
-                None => (ledger.committer.commitment(), None),
-                Some(d) => {
-                    let d = d.borrow();
-                    // No tag digest before the payload (a wrong key): only a negative receipt
-                    // can follow, and its digest says nothing.
-                    let released = match d.tag_digest() {
-                        Some(digest) => ledger.committer.with_digest(digest),
-                        None => ledger.committer.commitment(),
-                    };
-                    (released, d.receipt_key(&plan.transfer))
-                }
-            }
-        };
+        let (released, key) = self.released();
         let req = plan.request(outcome, &released, key.as_deref())?;
         let what = "sending the delivery receipt (PROTOCOL.md §12.2)";
         // A relay that is restarting (§12.3) gets the receipt once it is back, within the
         // receipt call's time.
-        let until = now_ms() + RECEIPT_SEND_TIMEOUT_S * 1000.0;
+        let until = now_ms() + outcome.send_timeout_s() * 1000.0;
         loop {
             let mut abort = Abort::new(None)?;
             let again = match exchange(&req, &mut abort, None).await {
@@ -159,7 +186,7 @@ impl Receipt {
                 Err(f) if f.stop == StopReason::None => f.into_error(ErrorCode::Network, what),
                 Err(f) => return Err(f.into_error(ErrorCode::Network, what)),
             };
-            if now_ms() + RESUME_RETRY_MS > until {
+            if !outcome.repeats() || now_ms() + RESUME_RETRY_MS > until {
                 return Err(again);
             }
             sleep(RESUME_RETRY_MS).await;

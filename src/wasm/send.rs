@@ -19,8 +19,9 @@ use super::crypto::{encrypt_stream, encryptor_for};
 use super::error::into_js;
 use super::http::{exchange, fetch, probe, streaming_uploads_supported, text, TEXT_LIMIT};
 use super::options::Parsed;
+use super::pagehide::PageHide;
 use super::receipt::{self, Ledger};
-use crate::client::error::Error;
+use crate::client::error::{Error, ErrorCode};
 use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
 use crate::client::request::{NoHeaders, Request};
@@ -105,6 +106,13 @@ async fn send_inner(
     let mut stream: ByteStream = source.reader().boxed_local();
 
     let mut reconnecting = false;
+    // In a page: if it goes away mid-transfer, tell a consumer that may be resuming (§12.3).
+    let page_left: Rc<RefCell<Option<Request>>> = Rc::default();
+    let _page_hide = PageHide::watch({
+        let page_left = page_left.clone();
+        move || page_left.borrow_mut().take()
+    });
+    let mut page_notice_armed = _page_hide.is_none();
     loop {
         {
             let w = window.borrow();
@@ -118,6 +126,16 @@ async fn send_inner(
             Parsed::report_progress(&p.on_progress, m.report(now_ms()));
         }
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
+        if !page_notice_armed {
+            // armed once the core knows the stream (right after the step that starts it)
+            if let Some(n) = producer.failure_notice(&Error::new(
+                ErrorCode::Aborted,
+                "the sending page went away (closed, reloaded or navigated elsewhere)",
+            )) {
+                *page_left.borrow_mut() = Some(n);
+                page_notice_armed = true;
+            }
+        }
         match step {
             Step::Rendezvous(req) => {
                 match exchange(&req, abort, None).await {
@@ -185,12 +203,13 @@ async fn send_inner(
             Step::Done(report) => return Ok(report),
             Step::Failed(e) => {
                 if let Some(notice) = producer.failure_notice(&e) {
-                    // The consumer may be meeting us to resume: tell it nothing more comes.
-                    wasm_bindgen_futures::spawn_local(async move {
-                        if let Ok(mut a) = Abort::new(None) {
-                            let _ = exchange(&notice, &mut a, None).await;
-                        }
-                    });
+                    // The consumer may be meeting us to resume: tell it nothing more comes
+                    // before `send()` rejects — work left in the background dies with a Worker's
+                    // request or a script that exits. A resuming consumer is on the channel
+                    // within moments of the break; the call waits at most its `timeout`.
+                    if let Ok(mut a) = Abort::new(None) {
+                        let _ = exchange(&notice, &mut a, None).await;
+                    }
                 }
                 return Err(e);
             }

@@ -60,8 +60,12 @@ test('receiver closes its tab mid-transfer: the sender shows "the other side lef
   await openDemo(receiver, link);
   const dl = await download;
   await waitReceived(receiver, 1);
+  const t0 = Date.now();
   await receiver.close();
-  assert.equal(await waitState(sender, 'send-panel', ['done', 'error'], 60000), 'error');
+  const state = await waitState(sender, 'send-panel', ['done', 'error'], 30000).catch(async (e) => `${e.message}; sender says: ${await textOf(sender, 'send-status')}`);
+  assert.equal(state, 'error');
+  // at once (the page's cancelled receipt on pagehide), not after the 60 s of resume
+  assert.ok(Date.now() - t0 < 20000, `told after ${Date.now() - t0} ms`);
   assert.equal(await textOf(sender, 'send-status'), 'The other side left.');
   assert.match(await textOf(sender, 'send-error'), /other side left before the transfer finished/);
   assert.equal(await sender.isVisible('#send-retry'), true, 'offers to send again');
@@ -69,6 +73,25 @@ test('receiver closes its tab mid-transfer: the sender shows "the other side lef
   assert.notEqual(await dl.failure(), null, 'the partial download is marked failed, not complete');
   await screenshot(sender, 'demo-sender-other-side-left.png');
   await sender.close();
+});
+
+// A closed tab can't run its cancel: the page's last word goes with `keepalive` on
+// `pagehide` (§12.2 cancelled receipt / §12.3 failed notice), so the other side, which would
+// otherwise try to resume for 60 s, hears it at once.
+test('sender closes its tab mid-transfer: the receiver is told at once, not after its resume time', { timeout: 120000 }, async () => {
+  const { page: sender, link } = await startSend(relay.https, [big.file]);
+  const receiver = await receiverBrowser.context.newPage();
+  const download = receiver.waitForEvent('download', { timeout: 60000 });
+  await openDemo(receiver, link);
+  const dl = await download;
+  await waitReceived(receiver, 1);
+  const t0 = Date.now();
+  await sender.close();
+  assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 30000), 'error');
+  assert.ok(Date.now() - t0 < 20000, `told after ${Date.now() - t0} ms`);
+  assert.equal(await textOf(receiver, 'recv-status'), 'Cut short: nothing was saved.');
+  assert.notEqual(await dl.failure(), null, 'the partial download is marked failed');
+  await receiver.close();
 });
 
 test('receiver presses Cancel: its download fails, the sender is told the other side left', { timeout: 120000 }, async () => {

@@ -64,15 +64,22 @@ test('wrong passphrase, small payload: consumer WRONG_KEY, and the producer hear
 });
 
 for (const upload of ['stream', 'segmented']) {
-  test(`producer process killed mid-stream → consumer TRUNCATED (${upload})`, async () => {
+  // Both sides resume by default (§12.3): the consumer waits `resume` seconds for a producer
+  // that never comes back (its process is gone), then fails saying so.
+  test(`producer process killed mid-stream → consumer TRUNCATED after its resume time (${upload})`, async () => {
     const p = uniquePath('kill');
     const child = runChild([CHILD, 'send', relay.http, p, '-1', JSON.stringify({ upload })]);
     try {
-      const r = await sdk.receive({ relay: relay.http, path: p });
+      const r = await sdk.receive({ relay: relay.http, path: p, resume: 2 });
       const reader = await readAtLeast(r.stream, 2 << 20);
       child.kill('SIGKILL');
+      const t0 = Date.now();
       const err = await rejection((async () => { for (;;) { const { done } = await reader.read(); if (done) return 'clean end'; } })());
       isCode('TRUNCATED')(err);
+      if (upload === 'stream') {
+        assert.match(err.message, /the sender did not come back within 2 s to resume/);
+        assert.ok(Date.now() - t0 >= 1500, `waited ${Date.now() - t0} ms`);
+      }
     } finally { child.kill(); }
   });
 
@@ -146,13 +153,13 @@ test('connect() returns the data URL when the peer is there', async () => {
   assert.equal(b, a);
 });
 
-test('relay stopped mid-transfer → both sides reject', async () => {
+test('relay stopped mid-transfer (and not back) → both sides reject after their resume time', async () => {
   const own = await startRelay();
   const p = uniquePath('relaydies');
   const { stream } = randomSource(1 << 30, 64 * 1024);
-  const sendP = sdk.send(stream, { relay: own.http, path: p });
+  const sendP = sdk.send(stream, { relay: own.http, path: p, resume: 2 });
   const sendErrP = rejection(sendP);
-  const r = await sdk.receive({ relay: own.http, path: p });
+  const r = await sdk.receive({ relay: own.http, path: p, resume: 2 });
   const reader = await readAtLeast(r.stream, 1 << 20);
   own.proc.kill('SIGKILL');
   const recvErr = await rejection((async () => { for (;;) { const { done } = await reader.read(); if (done) return; } })());

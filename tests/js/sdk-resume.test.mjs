@@ -123,8 +123,9 @@ test('a gap older than the replay window: both sides fail with the numbers, noth
   }
 });
 
-test('resume on one side only (the default is off) → a cut fails cleanly as before', { timeout: 60_000 }, async () => {
-  for (const [send, recv] of [[{ resume: true }, {}], [{}, { resume: true }]]) {
+test('resume on one side only (the other says resume: false) → a cut fails cleanly as before', { timeout: 60_000 }, async () => {
+  // the default is on: one side without it is `resume: false` (or a peer that doesn't know it)
+  for (const [send, recv] of [[{}, { resume: false }], [{ resume: false }, {}]]) {
     const proxy = await cutProxy(relayPort());
     proxy.cutAt(4 * MiB);
     const path = uniquePath('resume-off');

@@ -8,7 +8,7 @@ import { safeFileName } from './link.js';
 import { describeError, headline } from './errors.js';
 import { formatBytes } from './format.js';
 import { autoStrategy, needsGesture, fsaSink, swSink, blobSink, downloadBlob, hasFsa } from './save.js';
-import { $, show, setText, progressView, copyButton, showError } from './ui.js';
+import { $, show, setText, progressView, copyButton, showError, resumeNotice } from './ui.js';
 
 const TEXT_LIMIT = 16 * 1024 * 1024;
 const IMAGE_PREVIEW_LIMIT = 32 * 1024 * 1024;
@@ -110,7 +110,11 @@ export class Receiver {
     let progress = null;
     try {
       // receipt: 'manual': the sender hears "delivered" only after the file is saved (below).
-      const res = await this.sdk.receive({ relay: this.relay, path: this.target.path, signal: ac.signal, receipt: 'manual', ...enc });
+      const res = await this.sdk.receive({
+        relay: this.relay, path: this.target.path, signal: ac.signal, receipt: 'manual', ...enc,
+        // resumes by itself after a broken connection (§12.3); the panel says so meanwhile
+        onProgress: resumeNotice($('recv-status')),
+      });
       setText($('recv-status'), 'The sender is here. Starting…');
       reader = res.stream.getReader();
       // The first read proves the key (WRONG_KEY comes before any plaintext), so a wrong

@@ -6,7 +6,7 @@ import { describeItems, counting, expectSegmented } from './source.js';
 import { describeError, headline } from './errors.js';
 import { formatBytes } from './format.js';
 import { renderQr } from './qr.js';
-import { $, show, setText, progressView, showError } from './ui.js';
+import { $, show, setText, progressView, showError, resumeNotice } from './ui.js';
 
 const SEGMENTED_NOTE = "This browser can't stream uploads on this connection, so the data goes up in parts. Same result, slightly slower.";
 
@@ -78,6 +78,8 @@ export class Sender {
       const report = await this.sdk.send(source, {
         relay: this.relay, path: this.path, signal: ac.signal,
         size: this.item.size, ...this.enc,
+        // resumes by itself after a broken connection (§12.3); the panel says so meanwhile
+        onProgress: resumeNotice($('send-status')),
       });
       progress.finish(this.item.size);
       this.machine.go('done', report);

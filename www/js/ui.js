@@ -45,6 +45,29 @@ export function progressView(bar, stats, total) {
   };
 }
 
+/** What a panel says while the SDK reconnects after a broken connection (PROTOCOL.md §12.3). */
+export const RESUMING = 'Connection lost — resuming…';
+
+/**
+ * An `onProgress` handler that shows {@link RESUMING} in `el` while the SDK reports
+ * `reconnecting`, and puts the panel's own line back once the transfer goes on (unless the
+ * panel wrote something else meanwhile).
+ * @param {HTMLElement} el
+ * @returns {(p: { reconnecting?: boolean }) => void}
+ */
+export function resumeNotice(el) {
+  let saved = null;
+  return (p) => {
+    if (p.reconnecting && saved === null) {
+      saved = el.textContent;
+      el.textContent = RESUMING;
+    } else if (!p.reconnecting && saved !== null) {
+      if (el.textContent === RESUMING) el.textContent = saved;
+      saved = null;
+    }
+  };
+}
+
 /**
  * Copies text to the clipboard and briefly relabels the button. Where the Clipboard API is
  * missing (plain-http pages on another host), selects `field` and uses the older copy command.

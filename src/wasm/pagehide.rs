@@ -1,0 +1,49 @@
+//! A page that goes away (tab closed, reloaded, navigated elsewhere) stops its scripts before a
+//! stream's cancel or a failed send can tell the other side, which would then wait out its
+//! resume time (`docs/PROTOCOL.md` §12.3) for a peer that is gone. So, in a page only, the side
+//! still transferring says its last word on `pagehide` with `fetch(…, { keepalive: true })`,
+//! a request the browser finishes after the page is gone: the consumer its `cancelled` receipt
+//! (§12.2), the producer its `failed=ABORTED` notice (§12.3).
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::EventTarget;
+
+use super::http::send_keepalive;
+use crate::client::request::Request;
+
+/// The `pagehide` listener of one transfer, removed when this is dropped.
+pub struct PageHide {
+    target: EventTarget,
+    listener: Closure<dyn FnMut()>,
+}
+
+impl PageHide {
+    /// Calls `notice` when the page goes away and sends the request it returns (`None`:
+    /// nothing to say). Outside a page (Node, Deno, workers: no `document`) registers nothing.
+    pub fn watch(notice: impl Fn() -> Option<Request> + 'static) -> Option<PageHide> {
+        let global = js_sys::global();
+        if !js_sys::Reflect::has(&global, &"document".into()).unwrap_or(false) {
+            return None;
+        }
+        let target: EventTarget = global.dyn_into().ok()?;
+        let listener = Closure::<dyn FnMut()>::new(move || {
+            if let Some(req) = notice() {
+                send_keepalive(&req);
+            }
+        });
+        target
+            .add_event_listener_with_callback("pagehide", listener.as_ref().unchecked_ref())
+            .ok()?;
+        Some(PageHide { target, listener })
+    }
+}
+
+impl Drop for PageHide {
+    fn drop(&mut self) {
+        let _ = self.target.remove_event_listener_with_callback(
+            "pagehide",
+            self.listener.as_ref().unchecked_ref(),
+        );
+    }
+}

@@ -1,0 +1,75 @@
+// The demo survives broken connections (PROTOCOL.md §12.3): Chromium page → page, encrypted,
+// the receiving page behind a TCP proxy that cuts its connections twice mid-transfer. Both
+// pages go on by themselves; the receiver shows "Connection lost — resuming…" meanwhile; the
+// saved file is exact and the sender says "Delivered".
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { startRelay } from './lib/relay.mjs';
+import { cutProxy } from './lib/cut-proxy.mjs';
+import {
+  launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, textOf, screenshot,
+} from './lib/demo-browser.mjs';
+
+const MiB = 1024 * 1024;
+let relay; let proxy; let senderBrowser; let receiverBrowser;
+
+test.before(async () => {
+  relay = await startRelay();
+  proxy = await cutProxy(Number(new URL(relay.http).port));
+  senderBrowser = await launchChromium();
+  receiverBrowser = await launchChromium();
+  await receiverBrowser.context.addInitScript(() => {
+    localStorage.setItem('httpipe.save', 'sw');
+    // Every status line the receiving page shows, in order (the resume notice is brief).
+    window.__statusLog = [];
+    document.addEventListener('DOMContentLoaded', () => {
+      const el = document.getElementById('recv-status');
+      if (!el) return;
+      new MutationObserver(() => window.__statusLog.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+  });
+});
+
+test.after(async () => {
+  await senderBrowser?.close();
+  await receiverBrowser?.close();
+  await proxy?.close();
+  await relay?.stop();
+});
+
+test('a 64 MiB encrypted handoff whose receiver is cut off twice resumes and arrives exact', { timeout: 240000 }, async () => {
+  const size = 64 * MiB;
+  const src = randomFile(size, 'survey.bin');
+  try {
+    const sender = await senderBrowser.context.newPage();
+    await openDemo(sender, `${relay.https}/`);
+    await dropFiles(sender, [src.file]);
+    await waitState(sender, 'send-panel', ['waiting', 'sending']);
+    const link = new URL(await sender.inputValue('#link'));
+    // The receiving page talks to the relay through the proxy: cut its downloads twice, once
+    // the page's own assets are loaded.
+    const receiver = await receiverBrowser.context.newPage();
+    const download = receiver.waitForEvent('download', { timeout: 120000 });
+    await openDemo(receiver, `${proxy.url}/${link.hash}`);
+    proxy.cutDownAt(proxy.stats.down + 20 * MiB, proxy.stats.down + 45 * MiB);
+    const dl = await download;
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 180000), 'done',
+      await textOf(receiver, 'recv-error'));
+    assert.equal(await waitState(sender, 'send-panel', ['done', 'error', 'cancelled'], 60000), 'done',
+      await textOf(sender, 'send-error'));
+    assert.equal(proxy.stats.cuts, 2, 'the proxy cut twice');
+    const log = await receiver.evaluate(() => window.__statusLog);
+    assert.ok(log.includes('Connection lost — resuming…'), `the receiver showed the resume notice: ${JSON.stringify(log)}`);
+    const saved = await dl.path();
+    assert.equal(fs.statSync(saved).size, size);
+    assert.equal(await sha256File(saved), src.sha256);
+    assert.match(await textOf(sender, 'send-status'), /Delivered/);
+    await screenshot(receiver, 'demo-receiver-resumed.png');
+    await dl.delete();
+    await sender.close();
+    await receiver.close();
+  } finally {
+    fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});
