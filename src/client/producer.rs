@@ -426,6 +426,9 @@ pub struct Producer<T> {
     peer_decrypts: bool,
     /// ... and that it resumes (§12.3).
     peer_resumes: bool,
+    /// The relay delivered every byte (its success line came): past the point where a
+    /// failure notice helps a resuming consumer (§12.3).
+    delivered: bool,
     /// The data URL of the rendezvous (resumed uploads go to its channel, §12.3).
     stream_url: Option<String>,
     /// The transport of the last upload.
@@ -491,6 +494,7 @@ impl<T: ByteChunk> Producer<T> {
             peer_sends_receipts: false,
             peer_decrypts: false,
             peer_resumes: false,
+            delivered: false,
             stream_url: None,
             transport: Transport::Stream,
             resumes: 0,
@@ -536,7 +540,13 @@ impl<T: ByteChunk> Producer<T> {
     /// application) while the consumer may be resuming: the call that tells it so (§12.3),
     /// for the adapter to make in the background (any answer will do).
     pub fn failure_notice(&self, e: &Error) -> Option<Request> {
-        if !self.resumes() || self.stream_url.is_none() || e.code == ErrorCode::PeerDisconnected {
+        // After the relay's success the receipt call already offers the resume, and a
+        // consumer that had not come by the end of it is not resuming.
+        if !self.resumes()
+            || self.stream_url.is_none()
+            || self.delivered
+            || e.code == ErrorCode::PeerDisconnected
+        {
             return None;
         }
         let hello = ResumeHello::Failed {
@@ -810,6 +820,7 @@ impl<T: ByteChunk> Producer<T> {
             self.resumes().then(|| self.offer().text()),
         ) {
             Ok(request) => {
+                self.delivered = true;
                 self.state = State::AwaitReceipt {
                     request,
                     report,

@@ -29,6 +29,9 @@ pub const OFFSET: &str = "offset";
 pub const FAILED: &str = "failed";
 /// Seconds a failed producer's notice waits for the consumer's resume call (§12.3).
 pub const FAILURE_NOTICE_TIMEOUT_S: f64 = 10.0;
+/// Milliseconds `send()` waits for its failure notice to be taken before it rejects; the call
+/// goes on in the background after that (§12.3).
+pub const FAILURE_NOTICE_WAIT_MS: f64 = 2000.0;
 /// Seconds a side keeps trying to meet the other after a break, by default (§12.3).
 pub const RESUME_TIME_S: f64 = 60.0;
 /// The longest single resume call, in seconds (§12.3).

@@ -28,6 +28,7 @@ use crate::client::request::{NoHeaders, Request};
 use crate::client::resume::ReplayWindow;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
+use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 
 thread_local! {
     static MEMORY: RefCell<OriginMemory> = RefCell::new(OriginMemory::new());
@@ -203,13 +204,20 @@ async fn send_inner(
             Step::Done(report) => return Ok(report),
             Step::Failed(e) => {
                 if let Some(notice) = producer.failure_notice(&e) {
-                    // The consumer may be meeting us to resume: tell it nothing more comes
-                    // before `send()` rejects — work left in the background dies with a Worker's
-                    // request or a script that exits. A resuming consumer is on the channel
-                    // within moments of the break; the call waits at most its `timeout`.
-                    if let Ok(mut a) = Abort::new(None) {
-                        let _ = exchange(&notice, &mut a, None).await;
-                    }
+                    // The consumer may be meeting us to resume: tell it nothing more comes.
+                    // `send()` waits a moment for it (work left in the background dies with a
+                    // Worker's request or a script that exits; a resuming consumer is on the
+                    // channel within moments of the break), then the call goes on without it.
+                    let call = wasm_bindgen_futures::JsFuture::from(
+                        wasm_bindgen_futures::future_to_promise(async move {
+                            if let Ok(mut a) = Abort::new(None) {
+                                let _ = exchange(&notice, &mut a, None).await;
+                            }
+                            Ok(JsValue::UNDEFINED)
+                        }),
+                    );
+                    let wait = Box::pin(sleep(FAILURE_NOTICE_WAIT_MS));
+                    let _ = futures::future::select(call, wait).await;
                 }
                 return Err(e);
             }
