@@ -27,17 +27,23 @@ impl ClientHeaders for JsHeaders {
     }
 }
 
+/// The `fetch` init of `req`: its method and headers.
+fn init_for(req: &Request) -> Result<Object, JsValue> {
+    let init = Object::new();
+    Reflect::set(&init, &"method".into(), &req.method.as_str().into())?;
+    let headers = Headers::new()?;
+    for (k, v) in &req.headers {
+        headers.append(k, v)?;
+    }
+    Reflect::set(&init, &"headers".into(), &headers)?;
+    Ok(init)
+}
+
 /// Sends the core's `req` (no body) with `keepalive`, so that the browser finishes it after the
 /// page is gone, and forgets it: a last word that nobody waits for (see `pagehide.rs`).
 pub fn send_keepalive(req: &Request) {
     let send = || -> Result<js_sys::Promise, JsValue> {
-        let init = Object::new();
-        Reflect::set(&init, &"method".into(), &req.method.as_str().into())?;
-        let headers = Headers::new()?;
-        for (k, v) in &req.headers {
-            headers.append(k, v)?;
-        }
-        Reflect::set(&init, &"headers".into(), &headers)?;
+        let init = init_for(req)?;
         Reflect::set(&init, &"keepalive".into(), &JsValue::TRUE)?;
         Ok(global_fetch(&req.url, &init))
     };
@@ -57,13 +63,7 @@ pub async fn fetch(
     body: Option<JsValue>,
     streaming: bool,
 ) -> Result<Response, JsValue> {
-    let init = Object::new();
-    Reflect::set(&init, &"method".into(), &req.method.as_str().into())?;
-    let headers = Headers::new()?;
-    for (k, v) in &req.headers {
-        headers.append(k, v)?;
-    }
-    Reflect::set(&init, &"headers".into(), &headers)?;
+    let init = init_for(req)?;
     Reflect::set(&init, &"signal".into(), signal)?;
     if let Some(body) = &body {
         Reflect::set(&init, &"body".into(), body)?;

@@ -49,17 +49,23 @@ async function startSend(origin, files, passphrase) {
   return { page, link: await page.inputValue('#link') };
 }
 
-async function waitReceived(page, percent) {
-  await page.waitForFunction((p) => document.getElementById('recv-progress').value >= p, percent, { timeout: 60000, polling: 50 });
-}
-
-test('receiver closes its tab mid-transfer: the sender shows "the other side left"', { timeout: 120000 }, async () => {
+/** The big file on its way: the receiving page's download started and 1 % arrived. */
+async function midTransfer() {
   const { page: sender, link } = await startSend(relay.https, [big.file]);
   const receiver = await receiverBrowser.context.newPage();
   const download = receiver.waitForEvent('download', { timeout: 60000 });
   await openDemo(receiver, link);
   const dl = await download;
   await waitReceived(receiver, 1);
+  return { sender, receiver, dl };
+}
+
+async function waitReceived(page, percent) {
+  await page.waitForFunction((p) => document.getElementById('recv-progress').value >= p, percent, { timeout: 60000, polling: 50 });
+}
+
+test('receiver closes its tab mid-transfer: the sender shows "the other side left"', { timeout: 120000 }, async () => {
+  const { sender, receiver, dl } = await midTransfer();
   const t0 = Date.now();
   await receiver.close();
   const state = await waitState(sender, 'send-panel', ['done', 'error'], 30000).catch(async (e) => `${e.message}; sender says: ${await textOf(sender, 'send-status')}`);
@@ -79,12 +85,7 @@ test('receiver closes its tab mid-transfer: the sender shows "the other side lef
 // `pagehide` (§12.2 cancelled receipt / §12.3 failed notice), so the other side, which would
 // otherwise try to resume for 60 s, hears it at once.
 test('sender closes its tab mid-transfer: the receiver is told at once, not after its resume time', { timeout: 120000 }, async () => {
-  const { page: sender, link } = await startSend(relay.https, [big.file]);
-  const receiver = await receiverBrowser.context.newPage();
-  const download = receiver.waitForEvent('download', { timeout: 60000 });
-  await openDemo(receiver, link);
-  const dl = await download;
-  await waitReceived(receiver, 1);
+  const { sender, receiver, dl } = await midTransfer();
   const t0 = Date.now();
   await sender.close();
   assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 30000), 'error');
@@ -95,12 +96,7 @@ test('sender closes its tab mid-transfer: the receiver is told at once, not afte
 });
 
 test('receiver presses Cancel: its download fails, the sender is told the other side left', { timeout: 120000 }, async () => {
-  const { page: sender, link } = await startSend(relay.https, [big.file]);
-  const receiver = await receiverBrowser.context.newPage();
-  const download = receiver.waitForEvent('download', { timeout: 60000 });
-  await openDemo(receiver, link);
-  const dl = await download;
-  await waitReceived(receiver, 1);
+  const { sender, receiver, dl } = await midTransfer();
   await receiver.click('#recv-cancel');
   assert.equal(await waitState(receiver, 'recv-panel', ['cancelled', 'error', 'done']), 'cancelled');
   assert.match(await textOf(receiver, 'recv-status'), /Cancelled\. Nothing was saved/);
@@ -112,12 +108,7 @@ test('receiver presses Cancel: its download fails, the sender is told the other 
 });
 
 test("cancelling the download in the browser stops the transfer and tells both sides", { timeout: 120000 }, async () => {
-  const { page: sender, link } = await startSend(relay.https, [big.file]);
-  const receiver = await receiverBrowser.context.newPage();
-  const download = receiver.waitForEvent('download', { timeout: 60000 });
-  await openDemo(receiver, link);
-  const dl = await download;
-  await waitReceived(receiver, 1);
+  const { sender, receiver, dl } = await midTransfer();
   await dl.cancel();
   assert.equal(await waitState(receiver, 'recv-panel', ['cancelled', 'error', 'done'], 60000), 'cancelled');
   assert.match(await textOf(receiver, 'recv-status'), /Cancelled in the browser's downloads/);
@@ -128,12 +119,7 @@ test("cancelling the download in the browser stops the transfer and tells both s
 });
 
 test('sender cancels mid-transfer: the receiver is told it was cut short and nothing is kept', { timeout: 120000 }, async () => {
-  const { page: sender, link } = await startSend(relay.https, [big.file]);
-  const receiver = await receiverBrowser.context.newPage();
-  const download = receiver.waitForEvent('download', { timeout: 60000 });
-  await openDemo(receiver, link);
-  const dl = await download;
-  await waitReceived(receiver, 1);
+  const { sender, receiver, dl } = await midTransfer();
   await sender.click('#send-cancel');
   assert.equal(await waitState(sender, 'send-panel', ['cancelled', 'error', 'done']), 'cancelled');
   assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 90000), 'error');
