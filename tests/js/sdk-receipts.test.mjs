@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { startRelay } from './lib/relay.mjs';
-import { PKG, uniquePath, randomSource, hashStream, rejection, sleep } from './lib/sdk.mjs';
+import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within } from './lib/sdk.mjs';
 
 const sdk = await import(PKG);
 let relay;
@@ -36,8 +36,6 @@ async function untilConnectWaiting(n, ms = 20_000) {
   }
 }
 
-const within = (p, ms, what) => Promise.race([p,
-  sleep(ms).then(() => { throw new Error(`${what}: not settled within ${ms} ms`); })]);
 
 for (const [name, c] of Object.entries(CRYPTO)) {
   for (const upload of ['stream', 'segmented']) {

@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRelay } from './lib/relay.mjs';
 import { cutProxy } from './lib/cut-proxy.mjs';
-import { PKG, uniquePath, randomSource, hashStream, rejection, sleep } from './lib/sdk.mjs';
+import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within } from './lib/sdk.mjs';
 
 const sdk = await import(PKG);
 let relay;
@@ -24,8 +24,6 @@ const CRYPTO = {
   'age x25519': { send: { recipients: [recipient], format: 'age' }, recv: { identities: [identity] } },
 };
 const relayPort = () => Number(new URL(relay.http).port);
-const within = (p, ms, what) => Promise.race([p,
-  sleep(ms).then(() => { throw new Error(`${what}: not settled within ${ms} ms`); })]);
 
 /** A Blob of `size` pseudo-random bytes and its SHA-256 (hex). */
 async function blobOf(size) {

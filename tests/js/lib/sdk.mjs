@@ -71,3 +71,16 @@ export async function rejection(p) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `p`, or a rejection naming `what` once `ms` passed. The timer ends with `p`: an uncleared
+ * one kept the test file's process alive for its whole `ms` after the last test (sdk-resume
+ * idled 55 s).
+ */
+export function within(p, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not settled within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
