@@ -555,6 +555,13 @@ impl<T: ByteChunk> Producer<T> {
         self.resume_plan()?
             .call(hello, FAILURE_NOTICE_TIMEOUT_S)
             .ok()
+            .map(Request::as_last_word)
+    }
+
+    /// True once the relay said it delivered every byte: from then on no failure notice is
+    /// due ([`Producer::failure_notice`] is `None`), the receipt call offers the resume.
+    pub fn delivered(&self) -> bool {
+        self.delivered
     }
 
     fn offer(&self) -> ResumeHello {
@@ -1309,6 +1316,16 @@ mod tests {
         let Step::Stream(_) = p.poll(&mut mem) else {
             panic!()
         };
+        // while it streams, a failure of its own is told on the channel, as a last word
+        let aborted = Error::new(ErrorCode::Aborted, "gone");
+        let notice = p
+            .failure_notice(&aborted)
+            .expect("a notice while streaming");
+        assert!(notice.last_word);
+        assert!(notice.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe-resume=1; failed=ABORTED".into()
+        )));
         p.observe(1000.0, 100, 500);
         let cut = Failure::network(Cause {
             name: String::new(),
@@ -1355,6 +1372,9 @@ mod tests {
         let Step::Receipt(_) = p.poll(&mut mem) else {
             panic!()
         };
+        // delivered by the relay: the receipt call offers the resume, no notice is due
+        assert!(p.delivered());
+        assert_eq!(p.failure_notice(&aborted), None);
         let mut k = receipt::Committer::new();
         k.update(b"x");
         let ours = k.commitment();

@@ -83,6 +83,16 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The receipt of a consumer that failed with `code`: an abort (the application's signal,
+    /// or a page being closed, whose browser aborts its requests) is the application
+    /// cancelling; anything else is `failed` with its code.
+    pub fn of_error(code: ErrorCode) -> Outcome {
+        match code {
+            ErrorCode::Aborted => Outcome::Cancelled,
+            code => Outcome::Failed(code),
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -277,6 +287,7 @@ impl ReceiptPlan {
             self.token.as_deref(),
             Some(text),
         )
+        .map(Request::as_last_word)
     }
 }
 
@@ -309,6 +320,30 @@ mod tests {
         let mut c = Committer::new();
         c.update(bytes);
         c.commitment()
+    }
+
+    #[test]
+    fn an_abort_is_a_cancel_and_receipts_are_last_words() {
+        // A page being closed aborts its download before `pagehide` (CI, session 7): its
+        // receipt says `cancelled`, and goes as a last word that outlives the page.
+        assert_eq!(Outcome::of_error(ErrorCode::Aborted), Outcome::Cancelled);
+        assert_eq!(
+            Outcome::of_error(ErrorCode::DecryptFailed),
+            Outcome::Failed(ErrorCode::DecryptFailed)
+        );
+        let plan = ReceiptPlan {
+            relay: RelayBase::parse("http://127.0.0.1:1").unwrap(),
+            path: "/p".into(),
+            transfer: "T".into(),
+            token: None,
+        };
+        for o in [
+            Outcome::Ok,
+            Outcome::Cancelled,
+            Outcome::Failed(ErrorCode::Network),
+        ] {
+            assert!(plan.request(o, &plain(b""), None).unwrap().last_word);
+        }
     }
 
     #[test]

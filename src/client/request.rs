@@ -26,6 +26,11 @@ pub struct Request {
     pub headers: Vec<(&'static str, String)>,
     /// The adapter gives up on this request after this many milliseconds (`None`: never).
     pub timeout_ms: Option<f64>,
+    /// A last word: a receipt (`docs/PROTOCOL.md` §12.2) or a failure notice (§12.3), which
+    /// the caller may be about to stop right after (a page being closed). An adapter whose
+    /// runtime cancels a caller's requests when it goes away (a browser page) sends it so
+    /// that it outlives the caller (`fetch(…, { keepalive: true })`).
+    pub last_word: bool,
 }
 
 impl Request {
@@ -35,6 +40,15 @@ impl Request {
             url: url.into(),
             headers,
             timeout_ms: None,
+            last_word: false,
+        }
+    }
+
+    /// This request as a last word (see [`Request::last_word`]).
+    pub fn as_last_word(self) -> Self {
+        Request {
+            last_word: true,
+            ..self
         }
     }
 

@@ -36,6 +36,10 @@ fn init_for(req: &Request) -> Result<Object, JsValue> {
         headers.append(k, v)?;
     }
     Reflect::set(&init, &"headers".into(), &headers)?;
+    if req.last_word && super::pagehide::in_page() {
+        // outlives the page if it is closed right now (see `pagehide.rs`)
+        Reflect::set(&init, &"keepalive".into(), &JsValue::TRUE)?;
+    }
     Ok(init)
 }
 

@@ -4,6 +4,10 @@
 //! still transferring says its last word on `pagehide` with `fetch(…, { keepalive: true })`,
 //! a request the browser finishes after the page is gone: the consumer its `cancelled` receipt
 //! (§12.2), the producer its `failed=ABORTED` notice (§12.3).
+//!
+//! A last word already on its way when the page goes away (a receipt or a notice that the
+//! page's own teardown provoked: the browser aborts the page's downloads first) is sent with
+//! `keepalive` too (`Request::last_word`, `http.rs`), so it survives the page.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -18,15 +22,19 @@ pub struct PageHide {
     listener: Closure<dyn FnMut()>,
 }
 
+/// True in a browser page (a global with a `document`), false in Node, Deno and workers.
+pub fn in_page() -> bool {
+    js_sys::Reflect::has(&js_sys::global(), &"document".into()).unwrap_or(false)
+}
+
 impl PageHide {
     /// Calls `notice` when the page goes away and sends the request it returns (`None`:
     /// nothing to say). Outside a page (Node, Deno, workers: no `document`) registers nothing.
     pub fn watch(notice: impl Fn() -> Option<Request> + 'static) -> Option<PageHide> {
-        let global = js_sys::global();
-        if !js_sys::Reflect::has(&global, &"document".into()).unwrap_or(false) {
+        if !in_page() {
             return None;
         }
-        let target: EventTarget = global.dyn_into().ok()?;
+        let target: EventTarget = js_sys::global().dyn_into().ok()?;
         let listener = Closure::<dyn FnMut()>::new(move || {
             if let Some(req) = notice() {
                 send_keepalive(&req);

@@ -81,6 +81,9 @@ pub fn producer_commitment(
     }
 }
 
+/// The HMAC key of an encrypted transfer's receipt (§12.2).
+type ReceiptKey = Zeroizing<[u8; 32]>;
+
 /// The consumer's side of one transfer's receipt.
 pub struct Receipt {
     plan: Option<ReceiptPlan>,
@@ -129,21 +132,25 @@ impl Receipt {
         if self.sent.replace(true) {
             return None;
         }
-        // A negative receipt needs no digest or mac (§12.2): the count alone, without touching
-        // a decryptor that the interrupted read may hold.
-        let released = self.ledger.try_borrow().ok()?.committer.commitment();
+        let (released, _) = self.released(Outcome::Cancelled).ok()?;
         self.plan
             .as_ref()?
             .request(Outcome::Cancelled, &released, None)
             .ok()
     }
 
-    /// What the consumer released so far, and the receipt key of an encrypted transfer.
-    fn released(&self) -> (Commitment, Option<Zeroizing<[u8; 32]>>) {
-        let ledger = self.ledger.borrow();
-        match (&self.dec, &self.plan) {
+    /// What the consumer released so far and, for an `ok` receipt of an encrypted transfer,
+    /// the receipt key. A negative receipt needs no digest or mac (§12.2): the count alone,
+    /// without touching a decryptor that an interrupted read may hold.
+    fn released(&self, outcome: Outcome) -> Result<(Commitment, Option<ReceiptKey>), Error> {
+        let busy = || Error::usage("internal error in the SDK: the receipt's ledger is in use");
+        let ledger = self.ledger.try_borrow().map_err(|_| busy())?;
+        if outcome != Outcome::Ok {
+            return Ok((ledger.committer.commitment(), None));
+        }
+        Ok(match (&self.dec, &self.plan) {
             (Some(d), Some(plan)) => {
-                let d = d.borrow();
+                let d = d.try_borrow().map_err(|_| busy())?;
                 // No tag digest before the payload (a wrong key): only a negative receipt
                 // can follow, and its digest says nothing.
                 let released = match d.tag_digest() {
@@ -153,7 +160,7 @@ impl Receipt {
                 (released, d.receipt_key(&plan.transfer))
             }
             _ => (ledger.committer.commitment(), None),
-        }
+        })
     }
 
     /// Sends the receipt for `outcome` once; `Ok` when the producer took it (or none is
@@ -165,7 +172,7 @@ impl Receipt {
         if self.sent.replace(true) {
             return Ok(());
         }
-        let (released, key) = self.released();
+        let (released, key) = self.released(outcome)?;
         let req = plan.request(outcome, &released, key.as_deref())?;
         let what = "sending the delivery receipt (PROTOCOL.md §12.2)";
         // A relay that is restarting (§12.3) gets the receipt once it is back, within the
@@ -243,9 +250,9 @@ pub fn with_receipt(stream: ByteStream, receipt: Rc<Receipt>) -> ByteStream {
             }
             Some(Err(e)) => {
                 let r = guard.0.clone();
-                let code = e.code;
+                let outcome = Outcome::of_error(e.code);
                 spawn_local(async move {
-                    let _ = r.deliver(Outcome::Failed(code)).await;
+                    let _ = r.deliver(outcome).await;
                 });
                 Some((Err(e), None))
             }

@@ -113,7 +113,10 @@ async fn send_inner(
         let page_left = page_left.clone();
         move || page_left.borrow_mut().take()
     });
+    // Unarmed → armed (once the core knows the stream) → withdrawn (delivered, or failed
+    // with its own notice on the way).
     let mut page_notice_armed = _page_hide.is_none();
+    let mut page_notice_withdrawn = _page_hide.is_none();
     loop {
         {
             let w = window.borrow();
@@ -136,6 +139,9 @@ async fn send_inner(
                 *page_left.borrow_mut() = Some(n);
                 page_notice_armed = true;
             }
+        } else if !page_notice_withdrawn && producer.delivered() {
+            page_left.borrow_mut().take();
+            page_notice_withdrawn = true;
         }
         match step {
             Step::Rendezvous(req) => {
@@ -203,6 +209,8 @@ async fn send_inner(
             },
             Step::Done(report) => return Ok(report),
             Step::Failed(e) => {
+                // its own notice (a last word that outlives the page) replaces the page's
+                page_left.borrow_mut().take();
                 if let Some(notice) = producer.failure_notice(&e) {
                     // The consumer may be meeting us to resume: tell it nothing more comes.
                     // `send()` waits a moment for it (work left in the background dies with a

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRelay } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
-import { PKG, uniquePath, hashStream } from './lib/sdk.mjs';
+import { PKG, uniquePath, hashStream, within } from './lib/sdk.mjs';
 
 const sdk = await import(PKG);
 const MiB = 1 << 20;
@@ -145,4 +145,48 @@ test('Chromium: errors are HttpipeError with codes (timeout, wrong key)', { time
     }, { relayUrl: relay.https, path });
     assert.deepEqual(codes, [['HttpipeError', 'CONNECT_TIMEOUT', true], ['HttpipeError', 'WRONG_KEY', true]]);
   } finally { await page.close(); }
+});
+
+// A page that cancels its download and is closed at once: its `cancelled` receipt is a last
+// word sent with `keepalive` (PROTOCOL.md §12.2, §12.3 "A page that goes away"), so the Node
+// producer, which would otherwise try to resume for 60 s, hears it at once.
+test('Chromium: a receiving page that cancels and closes at once tells the producer', { timeout: 60_000 }, async () => {
+  const page = await openPage(relay.https);
+  const path = uniquePath('chromium-cancel-close');
+  const sendP = sdk.send(gen(4096 * MiB, 5), { relay: relay.http, path });
+  sendP.catch(() => {});
+  const t0 = await page.evaluate(async ({ relayUrl, path }) => {
+    const r = await window.httpipe.receive({ relay: relayUrl, path });
+    const reader = r.stream.getReader();
+    for (let got = 0; got < 4 << 20;) got += (await reader.read()).value.length;
+    await reader.cancel();
+    return Date.now();
+  }, { relayUrl: relay.https, path });
+  await page.close();
+  const err = await within(sendP.then(() => null, (e) => e), 15_000, 'the producer told');
+  assert.equal(err?.code, 'PEER_DISCONNECTED', String(err));
+  assert.match(err.message, /cancelled after \d+ of/);
+  assert.ok(Date.now() - t0 < 10_000, `told after ${Date.now() - t0} ms`);
+});
+
+// The same when the page is closed while it reads: the browser aborts the download first, and
+// the receipt that abort provokes must outlive the page (it failed 3 in 3 under load before).
+test('Chromium: a receiving page closed mid-stream tells the producer at once', { timeout: 60_000 }, async () => {
+  const page = await openPage(relay.https);
+  const path = uniquePath('chromium-close');
+  const sendP = sdk.send(gen(4096 * MiB, 6), { relay: relay.http, path });
+  sendP.catch(() => {});
+  await page.evaluate(async ({ relayUrl, path }) => {
+    const r = await window.httpipe.receive({ relay: relayUrl, path });
+    const reader = r.stream.getReader();
+    window.got = 0;
+    (async () => { for (;;) window.got += (await reader.read()).value.length; })();
+  }, { relayUrl: relay.https, path });
+  await page.waitForFunction(() => window.got > 4 << 20, null, { polling: 50 });
+  const t0 = Date.now();
+  await page.close();
+  const err = await within(sendP.then((r) => r, (e) => e), 15_000, 'the producer told');
+  assert.equal(err?.code, 'PEER_DISCONNECTED', JSON.stringify(err));
+  assert.match(err.message, /cancelled after \d+ of/);
+  assert.ok(Date.now() - t0 < 10_000, `told after ${Date.now() - t0} ms`);
 });
