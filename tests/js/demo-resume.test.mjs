@@ -1,7 +1,7 @@
-// The demo survives broken connections (PROTOCOL.md §12.3): Chromium page → page, encrypted,
-// the receiving page behind a TCP proxy that cuts its connections twice mid-transfer. Both
-// pages go on by themselves; the receiver shows "Connection lost — resuming…" meanwhile; the
-// saved file is exact and the sender says "Delivered".
+// The demo survives broken connections (PROTOCOL.md §12.3): Chromium page → page, 1 GiB,
+// encrypted, the receiving page behind a TCP proxy that cuts its connections at 30, 60 and
+// 90 % (issue 11's "done when"). Both pages go on by themselves and show "Connection lost —
+// resuming…" meanwhile; the saved file is exact and the sender says "Delivered".
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -19,16 +19,19 @@ test.before(async () => {
   proxy = await cutProxy(Number(new URL(relay.http).port));
   senderBrowser = await launchChromium();
   receiverBrowser = await launchChromium();
-  await receiverBrowser.context.addInitScript(() => {
-    localStorage.setItem('httpipe.save', 'sw');
-    // Every status line the receiving page shows, in order (the resume notice is brief).
-    window.__statusLog = [];
-    document.addEventListener('DOMContentLoaded', () => {
-      const el = document.getElementById('recv-status');
-      if (!el) return;
-      new MutationObserver(() => window.__statusLog.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+  await receiverBrowser.context.addInitScript(() => localStorage.setItem('httpipe.save', 'sw'));
+  for (const b of [senderBrowser, receiverBrowser]) {
+    await b.context.addInitScript(() => {
+      // Every status line either panel shows, in order (the resume notice is brief).
+      window.__statusLog = [];
+      document.addEventListener('DOMContentLoaded', () => {
+        for (const id of ['send-status', 'recv-status']) {
+          const el = document.getElementById(id);
+          if (el) new MutationObserver(() => window.__statusLog.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+        }
+      });
     });
-  });
+  }
 });
 
 test.after(async () => {
@@ -38,8 +41,8 @@ test.after(async () => {
   await relay?.stop();
 });
 
-test('a 64 MiB encrypted handoff whose receiver is cut off twice resumes and arrives exact', { timeout: 240000 }, async () => {
-  const size = 64 * MiB;
+test('a 1 GiB encrypted handoff whose receiver is cut off three times resumes and arrives exact', { timeout: 300000 }, async () => {
+  const size = 1024 * MiB;
   const src = randomFile(size, 'survey.bin');
   try {
     const sender = await senderBrowser.context.newPage();
@@ -47,20 +50,23 @@ test('a 64 MiB encrypted handoff whose receiver is cut off twice resumes and arr
     await dropFiles(sender, [src.file]);
     await waitState(sender, 'send-panel', ['waiting', 'sending']);
     const link = new URL(await sender.inputValue('#link'));
-    // The receiving page talks to the relay through the proxy: cut its downloads twice, once
-    // the page's own assets are loaded.
+    // The receiving page talks to the relay through the proxy: cut its downloads at 30, 60
+    // and 90 % of the file, counted from once the page's own assets are loaded.
     const receiver = await receiverBrowser.context.newPage();
     const download = receiver.waitForEvent('download', { timeout: 120000 });
     await openDemo(receiver, `${proxy.url}/${link.hash}`);
-    proxy.cutDownAt(proxy.stats.down + 20 * MiB, proxy.stats.down + 45 * MiB);
+    const base = proxy.stats.down;
+    proxy.cutDownAt(...[0.3, 0.6, 0.9].map((f) => base + Math.round(f * size)));
     const dl = await download;
     assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 180000), 'done',
       await textOf(receiver, 'recv-error'));
     assert.equal(await waitState(sender, 'send-panel', ['done', 'error', 'cancelled'], 60000), 'done',
       await textOf(sender, 'send-error'));
-    assert.equal(proxy.stats.cuts, 2, 'the proxy cut twice');
-    const log = await receiver.evaluate(() => window.__statusLog);
-    assert.ok(log.includes('Connection lost — resuming…'), `the receiver showed the resume notice: ${JSON.stringify(log)}`);
+    assert.equal(proxy.stats.cuts, 3, 'the proxy cut three times');
+    for (const [who, page] of [['receiver', receiver], ['sender', sender]]) {
+      const log = await page.evaluate(() => window.__statusLog);
+      assert.ok(log.includes('Connection lost — resuming…'), `the ${who} showed the resume notice: ${JSON.stringify(log.slice(-20))}`);
+    }
     const saved = await dl.path();
     assert.equal(fs.statSync(saved).size, size);
     assert.equal(await sha256File(saved), src.sha256);

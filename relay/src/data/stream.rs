@@ -132,10 +132,13 @@ async fn run(
     pump(plane, transfer, source, version).await;
 }
 
-/// How long the upload is still read (and discarded) after every consumer left.
-const DRAIN_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long the upload is held (not read) after every consumer left, before it is dropped.
+const HOLD_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The same on HTTP/2, where the reset only has to come after the last status line.
-const H2_DRAIN_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_millis(300);
+const H2_HOLD_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_millis(300);
+/// HTTP/1.1: how long what the producer sent during the hold is then read (and discarded),
+/// so that the close is clean.
+const DRAIN_AFTER_HOLD: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Feeds the upload to the transfer until its end, a failure, every consumer leaving, or the
 /// relay's grace period ending.
@@ -176,19 +179,24 @@ async fn pump(
         }
     };
     if outcome == Err(FailReason::ReceiverDisconnected) {
-        // Keep reading (and discarding) the upload for a moment. HTTP/1.1: closing a
-        // connection with unread request bytes makes the kernel send a TCP reset, which can
-        // destroy the `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line before a full-duplex
-        // client (the ZebraStream client) reads it; the client stops uploading once it has
-        // read it. HTTP/2: the stream's reset can't destroy what was sent before it, and it
-        // is what makes an uploading client (curl) stop, so it comes soon after the line.
-        let drain_for = if version == http::Version::HTTP_2 {
-            H2_DRAIN_AFTER_DISCONNECT
+        // Hold the upload for a moment *without reading it*, then drop it. Read and
+        // discarded, the producer would push on at full speed into nowhere, and a producer
+        // that resumes (§12.3) counts what it pushed as sent: its replay window would move
+        // past what the consumer lacks (a browser producer pushed ~60 MB in a 300 ms drain).
+        // Held, the upload stops at flow control (the HTTP/2 stream window, the socket
+        // buffers). HTTP/1.1: the hold gives a full-duplex client (the ZebraStream client)
+        // time to read the `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line and stop; what it sent
+        // meanwhile is then read briefly, since closing a connection with unread request
+        // bytes makes the kernel send a TCP reset, which can destroy the line before the
+        // client reads it. HTTP/2: the stream's reset can't destroy what was sent before it,
+        // and it is what makes an uploading client (curl) stop, so it comes soon after.
+        if version == http::Version::HTTP_2 {
+            tokio::time::sleep(H2_HOLD_AFTER_DISCONNECT).await;
         } else {
-            DRAIN_AFTER_DISCONNECT
-        };
-        let drain = async { while let Ok(Some(_)) = source.next().await {} };
-        let _ = tokio::time::timeout(drain_for, drain).await;
+            tokio::time::sleep(HOLD_AFTER_DISCONNECT).await;
+            let drain = async { while let Ok(Some(_)) = source.next().await {} };
+            let _ = tokio::time::timeout(DRAIN_AFTER_HOLD, drain).await;
+        }
         source.abandon();
     }
 }

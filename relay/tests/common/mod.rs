@@ -6,7 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response};
@@ -319,6 +319,18 @@ impl BodyTx {
     /// Like `send`, but the relay may already have stopped reading (a rejection).
     pub async fn send_lossy(&self, b: impl Into<Bytes>) {
         let _ = self.0.send(Ok(Frame::data(b.into()))).await;
+    }
+    /// How many bytes of `chunk`s the client handed to the relay's connection until
+    /// `deadline` or until the relay stopped reading.
+    pub async fn push_until(&self, chunk: Bytes, deadline: Instant) -> usize {
+        let mut taken = 0;
+        while let Ok(Ok(())) =
+            tokio::time::timeout_at(deadline.into(), self.0.send(Ok(Frame::data(chunk.clone()))))
+                .await
+        {
+            taken += chunk.len();
+        }
+        taken
     }
     /// Makes the body fail (the client aborts the upload).
     pub async fn abort(self) {
