@@ -536,8 +536,7 @@ async fn producer_abort_truncates_consumers(t: T) {
 /// §3.2: a consumer that hangs up mid-transfer gives the producer
 /// `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` and ends its response. And §3.5: the relay then
 /// stops reading the upload. What it read and discarded, a resuming producer (§12.3) would
-/// count as sent, and its replay window would move past what the consumer lacks (a browser
-/// producer pushed ~60 MB in a 300 ms drain and could not resume).
+/// count as sent, and its replay window would move past what the consumer lacks.
 async fn receiver_disconnect_reported_to_producer(t: T) {
     let r = relay().await;
     let (tx, b) = channel_body();

@@ -8,6 +8,10 @@ import { formatBytes } from './format.js';
 import { renderQr } from './qr.js';
 import { $, show, setText, progressView, showError, resumeNotice } from './ui.js';
 
+/** The replay window of a handoff (bytes, PROTOCOL.md §12.3): what a broken connection may
+ * lose page to page, with room to spare. */
+const RESUME_WINDOW = 160 * 1024 * 1024;
+
 const SEGMENTED_NOTE = "This browser can't stream uploads on this connection, so the data goes up in parts. Same result, slightly slower.";
 
 /** One transfer (a link, possibly sent again after a failure). The page keeps the current one. */
@@ -80,6 +84,9 @@ export class Sender {
         size: this.item.size, ...this.enc,
         // resumes by itself after a broken connection (§12.3); the panel says so meanwhile
         onProgress: resumeNotice($('send-status')),
+        // Page to page, what a cut loses in flight measured 60-80 MB (browser, kernel and relay
+        // buffers; PROTOCOL.md §12.3), over the SDK's default 64 MiB window.
+        resumeWindow: RESUME_WINDOW,
       });
       progress.finish(this.item.size);
       this.machine.go('done', report);

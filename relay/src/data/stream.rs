@@ -182,9 +182,9 @@ async fn pump(
         // Hold the upload for a moment *without reading it*, then drop it. Read and
         // discarded, the producer would push on at full speed into nowhere, and a producer
         // that resumes (§12.3) counts what it pushed as sent: its replay window would move
-        // past what the consumer lacks (a browser producer pushed ~60 MB in a 300 ms drain).
-        // Held, the upload stops at flow control (the HTTP/2 stream window, the socket
-        // buffers). HTTP/1.1: the hold gives a full-duplex client (the ZebraStream client)
+        // past what the consumer lacks (a test client pushed 200 MiB in a 300 ms drain on
+        // HTTP/2, 3 GiB in 5 s on HTTP/1.1). Held, the upload stops at flow control (the
+        // HTTP/2 stream window, the socket buffers). HTTP/1.1: the hold gives a full-duplex client (the ZebraStream client)
         // time to read the `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line and stop; what it sent
         // meanwhile is then read briefly, since closing a connection with unread request
         // bytes makes the kernel send a TCP reset, which can destroy the line before the
