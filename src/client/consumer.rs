@@ -17,7 +17,9 @@ use crate::protocol::headers::resumed_at;
 use crate::protocol::headers::{
     declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, PEER_HELLO, X_PIPING,
 };
-use crate::protocol::hello::{consumer_hello, PeerHello, ResumeHello, RESUME_RETRY_MS};
+use crate::protocol::hello::{
+    consumer_hello, PeerHello, ResumeHello, RESUME_RETRY_MS, STALL_AFTER_S, STALL_CALL_S,
+};
 
 /// Everything a receive needs to know up front.
 #[derive(Debug, Clone)]
@@ -307,6 +309,10 @@ enum ResumeState {
         offset: u64,
         error: Error,
     },
+    /// A stall call is out (§12.4) for a consumer holding `offset` wire bytes.
+    Stalled {
+        offset: u64,
+    },
 }
 
 /// The consumer's side of resume (§12.3): after a break it meets the producer on the
@@ -383,7 +389,7 @@ impl Resumer {
                 offset,
                 error,
             } => Some((clock, offset, error)),
-            ResumeState::Idle => None,
+            ResumeState::Idle | ResumeState::Stalled { .. } => None,
         }
     }
 
@@ -405,25 +411,8 @@ impl Resumer {
                 .as_deref()
                 .and_then(ResumeHello::parse)
             {
-                Some(ResumeHello::Offer { from, to }) => {
-                    if let Err(e) = agree(from, to, offset, true) {
-                        return ResumeStep::Failed(e);
-                    }
-                    let url = channel_data_url(&self.data_url, &self.plan.transfer);
-                    let mut req = Request::get(url, auth_headers(self.plan.token.as_deref()));
-                    req.timeout_ms = Some(RESUMED_GET_TIMEOUT_S * 1000.0);
-                    self.state = ResumeState::Getting {
-                        clock,
-                        offset,
-                        error,
-                    };
-                    ResumeStep::Get(req)
-                }
-                Some(ResumeHello::Failed { code }) => ResumeStep::Failed(Error::new(
-                    ErrorCode::Truncated,
-                    format!("the sender failed with {code} after {offset} bytes: the stream is cut short (PROTOCOL.md §12.3)"),
-                )),
-                _ => ResumeStep::Failed(Error::new(
+                Some(hello) => self.met(hello, clock, offset, error, what),
+                None => ResumeStep::Failed(Error::new(
                     ErrorCode::RelayError,
                     format!("{what}: the answer carries no resume offer from the sender"),
                 )),
@@ -439,6 +428,91 @@ impl Resumer {
             }
             _ => ResumeStep::Failed(classify_response(status, body, what)),
         }
+    }
+
+    /// The producer's hello at a meeting (§12.3): its offer (the verdict, then the resumed
+    /// `GET`) or its failure notice.
+    fn met(
+        &mut self,
+        hello: ResumeHello,
+        clock: ResumeClock,
+        offset: u64,
+        error: Error,
+        what: &str,
+    ) -> ResumeStep {
+        match hello {
+            ResumeHello::Offer { from, to } => {
+                if let Err(e) = agree(from, to, offset, true) {
+                    return ResumeStep::Failed(e);
+                }
+                let url = channel_data_url(&self.data_url, &self.plan.transfer);
+                let mut req = Request::get(url, auth_headers(self.plan.token.as_deref()));
+                req.timeout_ms = Some(RESUMED_GET_TIMEOUT_S * 1000.0);
+                self.state = ResumeState::Getting {
+                    clock,
+                    offset,
+                    error,
+                };
+                ResumeStep::Get(req)
+            }
+            ResumeHello::Failed { code } => ResumeStep::Failed(Error::new(
+                ErrorCode::Truncated,
+                format!("the sender failed with {code} after {offset} bytes: the stream is cut short (PROTOCOL.md §12.3)"),
+            )),
+            ResumeHello::Ask { .. } => ResumeStep::Failed(Error::new(
+                ErrorCode::RelayError,
+                format!("{what}: the answer carries no resume offer from the sender"),
+            )),
+        }
+    }
+
+    /// A read of the body has waited [`STALL_AFTER_S`] for a byte while the consumer holds
+    /// `offset` wire bytes (§12.4): the call that asks whether the producer waits too. The
+    /// adapter takes nothing from the body until its answer ([`Resumer::on_stall_answer`]).
+    pub fn stall_call(&mut self, offset: u64) -> Result<Request, Error> {
+        if !matches!(self.state, ResumeState::Idle) {
+            return Err(misuse("a stall call while resuming"));
+        }
+        let req = self.plan.call(ResumeHello::Ask { offset }, STALL_CALL_S)?;
+        self.state = ResumeState::Stalled { offset };
+        Ok(req)
+    }
+
+    /// The answer to a [`Resumer::stall_call`] (`None`: it failed below HTTP). `None` back:
+    /// no meeting, read on from the same body; else the connection stalled and the stream
+    /// goes on as after a break from the step (stop reading the stalled body first).
+    pub fn on_stall_answer(
+        &mut self,
+        answer: Option<(u16, &dyn Headers)>,
+        now_ms: f64,
+    ) -> Option<ResumeStep> {
+        let ResumeState::Stalled { offset } = std::mem::replace(&mut self.state, ResumeState::Idle)
+        else {
+            return Some(ResumeStep::Failed(misuse(
+                "a stall answer nobody asked for",
+            )));
+        };
+        let (200, headers) = answer? else {
+            return None;
+        };
+        let hello = headers
+            .get(PEER_HELLO)
+            .as_deref()
+            .and_then(ResumeHello::parse)?;
+        let clock = ResumeClock::start(now_ms, self.seconds);
+        let error = Error::new(
+            ErrorCode::Truncated,
+            format!(
+                "the stream stalled after {offset} bytes: nothing arrived for {STALL_AFTER_S} s while the sender waited too (PROTOCOL.md §12.4)"
+            ),
+        );
+        Some(self.met(
+            hello,
+            clock,
+            offset,
+            error,
+            "meeting the sender after a stall (PROTOCOL.md §12.4)",
+        ))
     }
 
     /// The [`ResumeStep::Call`] failed below HTTP: call again after a pause (the relay may be
@@ -633,6 +707,63 @@ mod tests {
             crate::protocol::headers::HELLO,
             "httpipe=1; receipt=decrypted".into()
         )));
+    }
+
+    /// §12.4: a starving read asks on the channel; a 408 or a failed call reads on; the
+    /// producer waiting too resumes as after a break; its failure notice ends the stream.
+    #[test]
+    fn a_stalled_body_resumes_when_the_producer_waits_too() {
+        let mut c = cfg(true, false);
+        c.resume_s = Some(5.0);
+        let mut c = Consumer::new(c).unwrap();
+        let Step::Rendezvous(_) = c.poll() else {
+            panic!()
+        };
+        let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; resume")];
+        c.on_response(200, &h, "http://h:1/p\n");
+        let mut r = c.resumer().expect("both sides resume");
+        let call = r.stall_call(70).unwrap();
+        assert_eq!(
+            call.url,
+            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=2"
+        );
+        assert!(call.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe-resume=1; offset=70".into()
+        )));
+        assert!(r.stall_call(70).is_err(), "one at a time");
+        assert!(r.on_stall_answer(Some((408, &NoHeaders)), 0.0).is_none());
+        r.stall_call(70).unwrap();
+        assert!(r.on_stall_answer(None, 0.0).is_none(), "a failed call");
+        r.stall_call(70).unwrap();
+        let offer: &[(&str, &str)] = &[(PEER_HELLO, "httpipe-resume=1; from=10; to=90")];
+        let Some(ResumeStep::Get(get)) = r.on_stall_answer(Some((200, &offer)), 0.0) else {
+            panic!("the stall is a break")
+        };
+        assert_eq!(get.url, "http://h:1/p?channel=TID");
+        let at: &[(&str, &str)] = &[("x-piping", "httpipe-resume=70")];
+        let ResumeStep::Resumed(_, 70) = r.on_head(200, &at, 100.0) else {
+            panic!()
+        };
+        assert_eq!(r.resumes, 1);
+        r.stall_call(80).unwrap();
+        let failed: &[(&str, &str)] = &[(PEER_HELLO, "httpipe-resume=1; failed=SOURCE_FAILED")];
+        let Some(ResumeStep::Failed(e)) = r.on_stall_answer(Some((200, &failed)), 0.0) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::Truncated);
+        // the time to meet again after a stall runs out with the stall's error
+        r.stall_call(80).unwrap();
+        let Some(ResumeStep::Get(_)) = r.on_stall_answer(Some((200, &offer)), 0.0) else {
+            panic!()
+        };
+        let ResumeStep::Call(_) = r.on_head(503, &NoHeaders, 1000.0) else {
+            panic!()
+        };
+        let ResumeStep::Failed(e) = r.on_call(408, &NoHeaders, "", 5500.0) else {
+            panic!()
+        };
+        assert!(e.message.contains("stalled after 80 bytes"), "{e}");
     }
 
     /// §12.3: a break meets the producer with the offset held, refuses an offer that no

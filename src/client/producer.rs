@@ -31,7 +31,7 @@ use crate::protocol::headers::{
     OCTET_STREAM, PEER_HELLO, X_PIPING,
 };
 use crate::protocol::hello::{
-    producer_hello, PeerHello, ResumeHello, FAILURE_NOTICE_TIMEOUT_S, RESUME_RETRY_MS,
+    producer_hello, PeerHello, ResumeHello, FAILURE_NOTICE_TIMEOUT_S, RESUME_RETRY_MS, STALL_CALL_S,
 };
 use crate::protocol::upload::HEADER as UPLOAD_HEADER;
 
@@ -439,6 +439,8 @@ pub struct Producer<T> {
     /// [`Producer::observe`].
     now_ms: f64,
     window: (u64, u64),
+    /// The window a stall call that is out offered (§12.4).
+    stall_offer: Option<(u64, u64)>,
 }
 
 /// No receipt came (§12.2 verdicts): `UNCONFIRMED`, with the network failure if there was one.
@@ -500,6 +502,7 @@ impl<T: ByteChunk> Producer<T> {
             resumes: 0,
             now_ms: 0.0,
             window: (0, 0),
+            stall_offer: None,
         })
     }
 
@@ -836,6 +839,63 @@ impl<T: ByteChunk> Producer<T> {
             }
             Err(e) => self.fail(e),
         }
+    }
+
+    /// The streaming upload has taken no byte for
+    /// [`STALL_AFTER_S`](crate::protocol::hello::STALL_AFTER_S) (§12.4): the call that
+    /// asks whether the consumer waits too, offering the window of the last
+    /// [`Producer::observe`]. The adapter hands the upload nothing more until it passes the
+    /// answer to [`Producer::on_stall_answer`]. `None`: no such call now (the sides don't
+    /// resume, no streaming upload is under way, or one is out).
+    pub fn stall_call(&mut self) -> Option<Request> {
+        let streaming = matches!(self.state, State::Streaming { issued: true, .. });
+        if !streaming || !self.resumes() || self.stall_offer.is_some() {
+            return None;
+        }
+        let req = self.resume_plan()?.call(self.offer(), STALL_CALL_S).ok()?;
+        self.stall_offer = Some(self.window);
+        Some(req)
+    }
+
+    /// The answer to a [`Producer::stall_call`] (`None`: it failed below HTTP); `ours` and
+    /// `key` as for [`Producer::on_receipt`]. True: the consumer was waiting too, so the
+    /// upload stalled — stop it and poll (the transfer resumes, §12.4), or the consumer's
+    /// receipt ended the transfer; false: nothing happened, go on.
+    pub fn on_stall_answer(
+        &mut self,
+        answer: Option<(u16, &dyn Headers)>,
+        ours: &Commitment,
+        key: Option<&[u8; 32]>,
+    ) -> bool {
+        let Some((from, to)) = self.stall_offer.take() else {
+            return false;
+        };
+        let Some((200, headers)) = answer else {
+            return false;
+        };
+        let Some(text) = headers.get(PEER_HELLO) else {
+            return false;
+        };
+        if !matches!(self.state, State::Streaming { .. }) {
+            return false;
+        }
+        if let Some(ResumeHello::Ask { offset }) = ResumeHello::parse(&text) {
+            match agree(from, to, offset, false) {
+                Ok(()) => self.state = State::Rewind(offset),
+                Err(e) => self.fail_final(e),
+            }
+            return true;
+        }
+        // A receipt: the consumer cancelled or failed meanwhile (§12.2).
+        let transfer = self.transfer_id().unwrap_or_default().to_string();
+        let outcome = receipt::verify(&text, &transfer, ours, key).map(|r| SendReport {
+            transport: self.transport,
+            relay_state: String::new(),
+            receipt: Some(r),
+            resumes: self.resumes,
+        });
+        self.state = State::Finished(Some(outcome));
+        true
     }
 
     /// The answer to a [`Step::Receipt`] call: `ours` is what was sent (plaintext bytes and
@@ -1437,6 +1497,82 @@ mod tests {
         };
         assert_eq!(e.code, ErrorCode::PeerDisconnected);
         assert!(e.message.contains("within 3 s to resume"), "{e}");
+    }
+
+    /// §12.4: a blocked streaming upload asks on the channel; nothing (408, a failed call)
+    /// changes nothing; the consumer waiting too turns it into a resume at its offset, with
+    /// the verdict taken on the window the call offered.
+    #[test]
+    fn a_stalled_upload_resumes_when_the_consumer_waits_too() {
+        let mut mem = OriginMemory::new();
+        let none = receipt::Committer::new().commitment();
+        let start = |mem: &mut OriginMemory, resume: bool| {
+            let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+            c.resume_s = resume.then_some(10.0);
+            let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+            assert!(p.stall_call().is_none(), "not before the upload");
+            let Step::Rendezvous(_) = p.poll(mem) else {
+                panic!()
+            };
+            let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
+            p.on_response(200, &h, "http://h:1/p\n");
+            let Step::Stream(_) = p.poll(mem) else {
+                panic!()
+            };
+            p
+        };
+        assert!(
+            start(&mut mem, false).stall_call().is_none(),
+            "no resume, no call"
+        );
+        let mut p = start(&mut mem, true);
+        p.observe(0.0, 100, 500);
+        let call = p.stall_call().expect("a stall call");
+        assert_eq!(
+            call.url,
+            "http://h:1/connect/v0/p?mode=await-reader&channel=TID&timeout=2"
+        );
+        assert!(call.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe-resume=1; from=100; to=500".into()
+        )));
+        assert!(p.stall_call().is_none(), "one at a time");
+        assert!(!p.on_stall_answer(Some((408, &NoHeaders)), &none, None));
+        assert!(p.stall_call().is_some());
+        assert!(!p.on_stall_answer(None, &none, None), "a failed call");
+        // the consumer waits too: resume at its offset, on the window offered
+        assert!(p.stall_call().is_some());
+        p.observe(0.0, 400, 900);
+        let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
+        assert!(p.on_stall_answer(Some((200, &ask)), &none, None));
+        let Step::ResumeFrom(300) = p.poll(&mut mem) else {
+            panic!("resumes at the consumer's offset")
+        };
+        assert_eq!(p.resumed(), 1);
+        let Step::Stream(up) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(up.url, "http://h:1/p?channel=TID");
+        // an offset outside the offered window fails with the numbers
+        let mut p = start(&mut mem, true);
+        p.observe(0.0, 100, 500);
+        assert!(p.stall_call().is_some());
+        let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=50")];
+        assert!(p.on_stall_answer(Some((200, &ask)), &none, None));
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
+        assert!(e.message.contains("100..500"), "{e}");
+        // a cancelled receipt meanwhile ends the send
+        let mut p = start(&mut mem, true);
+        assert!(p.stall_call().is_some());
+        let text = receipt::receipt_text("TID", receipt::Outcome::Cancelled, &none, None);
+        assert!(p.on_stall_answer(Some((200, &vec![(PEER_HELLO, text.as_str())])), &none, None));
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
     }
 
     #[test]

@@ -36,6 +36,12 @@ pub const FAILURE_NOTICE_WAIT_MS: f64 = 2000.0;
 pub const RESUME_TIME_S: f64 = 60.0;
 /// The longest single resume call, in seconds (§12.3).
 pub const RESUME_CALL_MAX_S: f64 = 30.0;
+/// Seconds a side waits with bytes between it and its peer (a producer's upload that takes
+/// nothing, a consumer's read that gets nothing) before it asks whether the connection
+/// stalled (§12.4).
+pub const STALL_AFTER_S: f64 = 10.0;
+/// The `timeout` of a stall call, in seconds (§12.4).
+pub const STALL_CALL_S: f64 = 2.0;
 /// Milliseconds before a resume call that failed below HTTP (or got a 503) is repeated.
 pub const RESUME_RETRY_MS: f64 = 1000.0;
 /// Bytes of a transfer id before encoding (16 → 22 base64url characters).
