@@ -110,7 +110,9 @@ proptest! {
             for piece in ct[at..to].chunks(step) {
                 dec.update(piece, &mut out).unwrap();
             }
+            let asked = dec.resume_offset();
             let point = dec.resume_point().expect("a binary stream resumes") as usize;
+            prop_assert_eq!(asked, Some(point as u64), "resume_offset() is resume_point() without the drop");
             prop_assert!(point <= to);
             prop_assert!(plain.starts_with(&out), "only authenticated plaintext, in order");
             at = point;

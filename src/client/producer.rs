@@ -876,8 +876,15 @@ impl<T: ByteChunk> Producer<T> {
         let Some(text) = headers.get(PEER_HELLO) else {
             return false;
         };
-        if !matches!(self.state, State::Streaming { .. }) {
-            return false;
+        match self.state {
+            State::Streaming { .. } => {}
+            // The upload ended while the call was out (the relay's success line, or a
+            // break): the consumer's answer is the one the next call would have got.
+            State::AwaitReceipt { .. } | State::Resuming { .. } => {
+                self.on_receipt(200, headers, "", ours, key);
+                return true;
+            }
+            _ => return false,
         }
         if let Some(ResumeHello::Ask { offset }) = ResumeHello::parse(&text) {
             match agree(from, to, offset, false) {
@@ -1564,6 +1571,18 @@ mod tests {
         };
         assert_eq!(e.code, ErrorCode::PeerDisconnected);
         assert!(e.message.contains("100..500"), "{e}");
+        // the upload ended (the relay's success) while the call was out: the consumer's
+        // receipt it met is the receipt
+        let mut p = start(&mut mem, true);
+        assert!(p.stall_call().is_some());
+        p.on_stream_log(OK_LOG.as_bytes());
+        p.on_stream_end();
+        let text = receipt::receipt_text("TID", receipt::Outcome::Ok, &none, None);
+        assert!(p.on_stall_answer(Some((200, &vec![(PEER_HELLO, text.as_str())])), &none, None));
+        let Step::Done(rep) = p.poll(&mut mem) else {
+            panic!("the receipt that met the stall call confirms the delivery")
+        };
+        assert_eq!(rep.receipt.map(|r| r.bytes), Some(0));
         // a cancelled receipt meanwhile ends the send
         let mut p = start(&mut mem, true);
         assert!(p.stall_call().is_some());

@@ -127,9 +127,7 @@ impl Decryptor {
     /// reordering and tampering still fail. `None` for armored input (it doesn't resume) and
     /// after an error or the end.
     pub fn resume_point(&mut self) -> Option<u64> {
-        if self.state != Ok(false) || self.is_armored() == Some(true) {
-            return None;
-        }
+        let at = self.resume_offset()?;
         let held = self.detect.len()
             + match &mut self.stage {
                 Stage::Header(buf) | Stage::Nonce { buf, .. } => std::mem::take(buf).len(),
@@ -138,7 +136,23 @@ impl Decryptor {
             };
         self.detect.clear();
         self.fed -= held as u64;
+        debug_assert_eq!(self.fed, at);
         Some(self.fed)
+    }
+
+    /// The offset [`Decryptor::resume_point`] would return, without dropping anything: what a
+    /// consumer asks for before it knows that it resumes (a stall, PROTOCOL.md §12.4).
+    pub fn resume_offset(&self) -> Option<u64> {
+        if self.state != Ok(false) || self.is_armored() == Some(true) {
+            return None;
+        }
+        let held = self.detect.len()
+            + match &self.stage {
+                Stage::Header(buf) | Stage::Nonce { buf, .. } => buf.len(),
+                Stage::Age(r) => r.held(),
+                Stage::AgeRt(r) => r.held(),
+            };
+        Some(self.fed - held as u64)
     }
 
     /// The detected format, once the first header line has been parsed.

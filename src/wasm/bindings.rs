@@ -24,6 +24,44 @@ pub fn now_ms() -> f64 {
     js_sys::Date::now()
 }
 
+/// Resolves after `ms` milliseconds, and clears its timer when dropped before that (a
+/// dropped [`sleep`] keeps its timer, and with it a Node or Deno process, alive until it
+/// fires): for timers raced against other work.
+pub struct Delay {
+    fired: wasm_bindgen_futures::JsFuture,
+    handle: JsValue,
+}
+
+impl Delay {
+    pub fn new(ms: f64) -> Delay {
+        let mut handle = JsValue::UNDEFINED;
+        let promise = Promise::new(&mut |resolve, _reject| {
+            handle = set_timeout(&resolve, ms);
+        });
+        Delay {
+            fired: wasm_bindgen_futures::JsFuture::from(promise),
+            handle,
+        }
+    }
+}
+
+impl std::future::Future for Delay {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        std::pin::Pin::new(&mut self.fired).poll(cx).map(|_| ())
+    }
+}
+
+impl Drop for Delay {
+    fn drop(&mut self) {
+        clear_timeout(&self.handle);
+    }
+}
+
 /// Resolves after `ms` milliseconds.
 pub async fn sleep(ms: f64) {
     let promise = Promise::new(&mut |resolve, _reject| {

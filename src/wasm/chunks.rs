@@ -255,6 +255,82 @@ impl Stream for Gated {
     }
 }
 
+/// How a streaming upload's body is pulled (`PROTOCOL.md` §12.4): when the HTTP client last
+/// got a chunk, whether it is asking for one now, and a hold that keeps the body from taking
+/// more from the source while a stall call is out.
+pub struct BodyWatch {
+    asking: Cell<bool>,
+    last_ms: Cell<f64>,
+    held: Cell<bool>,
+    waker: RefCell<Option<std::task::Waker>>,
+}
+
+impl BodyWatch {
+    pub fn new() -> Rc<BodyWatch> {
+        Rc::new(BodyWatch {
+            asking: Cell::new(false),
+            last_ms: Cell::new(now_ms()),
+            held: Cell::new(false),
+            waker: RefCell::new(None),
+        })
+    }
+
+    /// Milliseconds the body has waited for the HTTP client to ask for more (after its end:
+    /// since the end); 0 while the client asks.
+    pub fn blocked_ms(&self, now_ms: f64) -> f64 {
+        if self.asking.get() {
+            0.0
+        } else {
+            now_ms - self.last_ms.get()
+        }
+    }
+
+    /// Hand the upload nothing more until [`BodyWatch::release`].
+    pub fn hold(&self) {
+        self.held.set(true);
+    }
+
+    pub fn release(&self) {
+        self.held.set(false);
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+    }
+}
+
+/// `stream` as an upload's body watched by `watch`.
+pub fn watched(stream: ByteStream, watch: Rc<BodyWatch>) -> ByteStream {
+    Watched {
+        inner: stream,
+        watch,
+    }
+    .boxed_local()
+}
+
+struct Watched {
+    inner: ByteStream,
+    watch: Rc<BodyWatch>,
+}
+
+impl Stream for Watched {
+    type Item = Result<Uint8Array, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let w = self.watch.clone();
+        w.asking.set(true);
+        if w.held.get() {
+            *w.waker.borrow_mut() = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        let r = self.inner.poll_next_unpin(cx);
+        if r.is_ready() {
+            w.asking.set(false);
+            w.last_ms.set(now_ms());
+        }
+        r
+    }
+}
+
 /// Clears its flag when dropped (ends a [`gated`] stream).
 pub struct CloseOnDrop(pub Rc<Cell<bool>>);
 

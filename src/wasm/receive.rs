@@ -12,7 +12,7 @@ use wasm_bindgen::JsCast;
 use web_sys::Response;
 
 use super::abort::Abort;
-use super::bindings::{now_ms, sleep};
+use super::bindings::{now_ms, sleep, Delay};
 use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
@@ -22,7 +22,9 @@ use super::receipt::{with_receipt, Receipt};
 use crate::client::consumer::{BodyCheck, Consumer, ResumeStep, Resumer, Step};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::rate::RateMeter;
+use crate::client::request::Headers;
 use crate::crypto::Decryptor;
+use crate::protocol::hello::STALL_AFTER_S;
 use futures::stream::LocalBoxStream;
 
 /// `receive(options) → Promise<{ stream, contentType?, filename?, size? }>`: resolves when the
@@ -179,7 +181,23 @@ fn checked(
             return None;
         }
         loop {
-            let failure = match b.input.next().await {
+            let Some(item) = next_or_stall(&mut b.input, b.resume.is_some()).await else {
+                // A read waited STALL_AFTER_S for a byte (§12.4).
+                match on_stall(&mut b).await {
+                    None => continue,
+                    Some(Ok((input, check, at))) => {
+                        b.input = input;
+                        b.check = check;
+                        b.received = at;
+                        continue;
+                    }
+                    Some(Err(e)) => {
+                        b.done = true;
+                        return Some((Err(e), b));
+                    }
+                }
+            };
+            let failure = match item {
                 Some(Ok(v)) => match v.dyn_into::<Uint8Array>() {
                     Ok(chunk) => {
                         b.check.on_bytes(chunk.length() as u64);
@@ -226,6 +244,52 @@ fn checked(
         }
     })
     .boxed_local()
+}
+
+type Input = LocalBoxStream<'static, Result<JsValue, JsValue>>;
+
+/// The next piece of `input`; `None` when `watch` and it waited [`STALL_AFTER_S`] for it
+/// (the read is left pending in `input` and goes on at the next call).
+async fn next_or_stall(input: &mut Input, watch: bool) -> Option<Option<Result<JsValue, JsValue>>> {
+    let mut next = input.next();
+    if let std::task::Poll::Ready(item) = futures::poll!(&mut next) {
+        return Some(item);
+    }
+    if !watch {
+        return Some(next.await);
+    }
+    match futures::future::select(next, Delay::new(STALL_AFTER_S * 1000.0)).await {
+        futures::future::Either::Left((item, _)) => Some(item),
+        futures::future::Either::Right(_) => None,
+    }
+}
+
+/// Asks whether the producer waits too (§12.4), taking nothing from the body meanwhile:
+/// `None` when it doesn't (read on); else the connection stalled, and this is the body
+/// resumed as after a break (or why it could not be).
+async fn on_stall(b: &mut Body) -> Option<Result<(Input, BodyCheck, u64), Error>> {
+    let r = b.resume.as_mut()?;
+    let offset = match &r.dec {
+        Some(d) => d.borrow().resume_offset()?,
+        None => b.received,
+    };
+    let call = r.resumer.stall_call(offset).ok()?;
+    let answer = match Abort::new(r.signal.clone()) {
+        Ok(mut a) => exchange(&call, &mut a, None).await.ok(),
+        Err(_) => None,
+    };
+    let answer = answer.as_ref().map(|(s, h, _)| (*s, h as &dyn Headers));
+    let step = r.resumer.on_stall_answer(answer, now_ms())?;
+    // Stalled: drop what the decryptor holds beyond the offset asked for, and stop reading
+    // the stalled body (dropping the reader cancels it).
+    if let Some(d) = &r.dec {
+        d.borrow_mut().resume_point();
+    }
+    b.input = futures::stream::empty().boxed_local();
+    r.progress(true);
+    let resumed = resume_after_break(r, step).await;
+    r.progress(false);
+    Some(resumed)
 }
 
 /// Drives the core's [`Resumer`] from `step` to the resumed body: its stream, check and

@@ -13,22 +13,24 @@ use wasm_bindgen::JsCast;
 use web_sys::ReadableStream;
 
 use super::abort::Abort;
-use super::bindings::{now_ms, sleep};
-use super::chunks::{self, concat, ByteStream, Shared, View};
+use super::bindings::{now_ms, sleep, Delay};
+use super::chunks::{self, concat, BodyWatch, ByteStream, Shared, View};
 use super::crypto::{encrypt_stream, encryptor_for};
 use super::error::into_js;
 use super::http::{exchange, fetch, probe, streaming_uploads_supported, text, TEXT_LIMIT};
 use super::options::Parsed;
 use super::pagehide::PageHide;
 use super::receipt::{self, Ledger};
-use crate::client::error::{Error, ErrorCode};
+use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
-use crate::client::request::{NoHeaders, Request};
+use crate::client::receipt::Commitment;
+use crate::client::request::{Headers, NoHeaders, Request};
 use crate::client::resume::ReplayWindow;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
-use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
+use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, STALL_AFTER_S};
+use zeroize::Zeroizing;
 
 thread_local! {
     static MEMORY: RefCell<OriginMemory> = RefCell::new(OriginMemory::new());
@@ -176,7 +178,24 @@ async fn send_inner(
                     &mut stream,
                     futures::stream::empty().boxed_local(),
                 ));
-                upload_stream(&mut producer, &req, &shared, abort).await;
+                let ours = |p: &Producer<View>| {
+                    let transfer = p.transfer_id().unwrap_or_default().to_string();
+                    receipt::producer_commitment(
+                        &plain.borrow(),
+                        &wire.borrow(),
+                        enc.as_deref(),
+                        p.receipt_commits_to_plaintext(),
+                        &transfer,
+                    )
+                };
+                let upload = Upload {
+                    req: &req,
+                    shared: &shared,
+                    abort,
+                    window: &window,
+                    ours: &ours,
+                };
+                upload_stream(&mut producer, upload).await;
                 // A fallback reads on from the same source (after the core's replay).
                 stream = shared.reader().boxed_local();
             }
@@ -233,23 +252,132 @@ async fn send_inner(
     }
 }
 
+/// What one streaming upload needs besides the producer.
+struct Upload<'a> {
+    req: &'a Request,
+    shared: &'a Rc<Shared>,
+    abort: &'a Abort,
+    /// The replay window (what a stall call offers, §12.4).
+    window: &'a RefCell<ReplayWindow<View>>,
+    /// What was sent, for a receipt that answers a stall call (§12.2).
+    ours: &'a dyn Fn(&Producer<View>) -> (Commitment, Option<Zeroizing<[u8; 32]>>),
+}
+
 /// One streaming `POST` whose body is the shared source; the status log is fed to the core
-/// as it arrives (Node and Deno read it full-duplex; Chromium after the upload).
-async fn upload_stream(
-    producer: &mut Producer<View>,
-    req: &Request,
-    shared: &Rc<Shared>,
-    abort: &Abort,
+/// as it arrives (Node and Deno read it full-duplex; Chromium after the upload). Meanwhile a
+/// watch asks the core about a stall (§12.4) and stops the upload when the core says so.
+async fn upload_stream(producer: &mut Producer<View>, up: Upload<'_>) {
+    let watch = BodyWatch::new();
+    // The upload's own controller (linked to the operation's): a stall stops this request
+    // and nothing else.
+    let own = match Abort::new(Some(up.abort.signal())) {
+        Ok(a) => a,
+        Err(_) => {
+            return producer.on_stream_failed(StreamFailure {
+                failure: Failure::stopped(up.abort.reason(), None),
+                replay: up.shared.take_replay(),
+                response_started: false,
+                source_error: up.shared.source_error(),
+            })
+        }
+    };
+    let producer = RefCell::new(producer);
+    let calls = StallCalls::default();
+    let upload = stream_once(&producer, &up, &own, watch.clone());
+    let stall = stall_watch(&producer, &up, &watch, &calls);
+    futures::pin_mut!(upload, stall);
+    match futures::future::select(upload, stall).await {
+        // The core turned the stall into a resume (or the consumer's receipt ended it).
+        futures::future::Either::Right(_) => own.abort_internal(),
+        futures::future::Either::Left((_, stall)) => {
+            // A stall call still out may have met the consumer (its receipt, or its ask to
+            // resume): the relay handed that to this call alone, so its answer goes to the
+            // core, whatever the upload's end made of the transfer.
+            calls.ended.set(true);
+            if calls.out.get() {
+                stall.await;
+            }
+        }
+    }
+}
+
+/// The stall calls of one upload (§12.4).
+#[derive(Default)]
+struct StallCalls {
+    /// One is out.
+    out: std::cell::Cell<bool>,
+    /// The upload ended: make no more.
+    ended: std::cell::Cell<bool>,
+}
+
+/// Asks the core about a stall whenever the upload's body has waited
+/// [`STALL_AFTER_S`] for the HTTP client, holding the body while the call is out
+/// (§12.4). Resolves only when the core says the upload is to stop.
+async fn stall_watch(
+    producer: &RefCell<&mut Producer<View>>,
+    up: &Upload<'_>,
+    watch: &BodyWatch,
+    calls: &StallCalls,
 ) {
+    if !producer.borrow().resumes() {
+        return futures::future::pending().await;
+    }
+    while !calls.ended.get() {
+        let wait = STALL_AFTER_S * 1000.0 - watch.blocked_ms(now_ms());
+        if wait > 0.0 {
+            Delay::new(wait.max(250.0)).await;
+            continue;
+        }
+        let call = {
+            let mut p = producer.borrow_mut();
+            let w = up.window.borrow();
+            p.observe(now_ms(), w.low(), w.high());
+            p.stall_call()
+        };
+        let Some(call) = call else {
+            Delay::new(1000.0).await;
+            continue;
+        };
+        watch.hold();
+        calls.out.set(true);
+        let answer = match Abort::new(Some(up.abort.signal())) {
+            Ok(mut a) => exchange(&call, &mut a, None).await.ok(),
+            Err(_) => None,
+        };
+        calls.out.set(false);
+        let stop = {
+            let mut p = producer.borrow_mut();
+            let (c, k) = (up.ours)(&p);
+            let answer = answer.as_ref().map(|(s, h, _)| (*s, h as &dyn Headers));
+            p.on_stall_answer(answer, &c, k.as_deref())
+        };
+        watch.release();
+        if stop {
+            return;
+        }
+    }
+}
+
+/// The upload itself.
+async fn stream_once(
+    producer: &RefCell<&mut Producer<View>>,
+    up: &Upload<'_>,
+    own: &Abort,
+    watch: Rc<BodyWatch>,
+) {
+    let (req, shared, abort) = (up.req, up.shared, up.abort);
     // The body reads the shared source only while this upload is the current one: a cut
     // upload that fetch still pulls from must never take bytes from the next (§12.3).
     let live = Rc::new(std::cell::Cell::new(true));
     let _close = chunks::CloseOnDrop(live.clone());
-    let body = chunks::to_js(chunks::gated(
-        chunks::cut_on_error(shared.reader().boxed_local(), abort.cutter()),
-        live,
+    let body = chunks::to_js(chunks::watched(
+        chunks::gated(
+            chunks::cut_on_error(shared.reader().boxed_local(), abort.cutter()),
+            live,
+        ),
+        watch,
     ));
-    let signal = abort.signal();
+    let signal = own.signal();
     let failed = |e: &JsValue, response_started: bool| StreamFailure {
         failure: abort.failure(e),
         replay: shared.take_replay(),
@@ -258,24 +386,27 @@ async fn upload_stream(
     };
     let resp = match fetch(req, &signal, Some(body.into()), true).await {
         Ok(r) => r,
-        Err(e) => return producer.on_stream_failed(failed(&e, false)),
+        Err(e) => return producer.borrow_mut().on_stream_failed(failed(&e, false)),
     };
     if resp.status() != 200 {
         let body = text(&resp, TEXT_LIMIT).await.unwrap_or_default();
-        return producer.on_stream_refused(resp.status(), &body);
+        return producer
+            .borrow_mut()
+            .on_stream_refused(resp.status(), &body);
     }
     if let Some(body) = resp.body() {
         let mut log = chunks::raw(body);
         while let Some(piece) = log.next().await {
             match piece.and_then(|c| c.dyn_into::<Uint8Array>()) {
                 Ok(c) => {
-                    if producer.on_stream_log(&c.to_vec()) == Verdict::PeerDisconnected {
+                    if producer.borrow_mut().on_stream_log(&c.to_vec()) == Verdict::PeerDisconnected
+                    {
                         return;
                     }
                 }
-                Err(e) => return producer.on_stream_failed(failed(&e, true)),
+                Err(e) => return producer.borrow_mut().on_stream_failed(failed(&e, true)),
             }
         }
     }
-    producer.on_stream_end();
+    producer.borrow_mut().on_stream_end();
 }

@@ -4,6 +4,7 @@
 // transfer's channel and the transfer goes on from where the consumer stands.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
 import { startRelay } from './lib/relay.mjs';
 import { cutProxy } from './lib/cut-proxy.mjs';
 import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within } from './lib/sdk.mjs';
@@ -89,6 +90,77 @@ for (const [name, c] of Object.entries(CRYPTO)) {
     });
   }
 }
+
+// §12.4: a connection that stops without closing (a tunnel, an address that changed): no side
+// sees a break; both wait STALL_AFTER_S (10 s), meet on the channel and go on as after a break.
+const STALLS = [['plain', 'consumer'], ['age x25519', 'producer'], ['age-rt passphrase', 'consumer']];
+for (const [name, side] of STALLS) {
+  test(`${name}: the ${side}'s connection stalls without closing → both sides meet and resume; exact`, { timeout: 90_000 }, async () => {
+    const size = 16 * MiB + 5;
+    const { blob, digest } = await blobOf(size);
+    const proxy = await cutProxy(relayPort());
+    if (side === 'producer') proxy.stallAt(6 * MiB); else proxy.stallDownAt(6 * MiB);
+    const path = uniquePath('stall');
+    const via = (s) => (s === side ? proxy.url : relay.http);
+    const [sent, progress] = [[], []];
+    const started = Date.now();
+    try {
+      const sendP = sdk.send(blob, { relay: via('producer'), path, ...CRYPTO[name].send, onProgress: (p) => sent.push(p) });
+      sendP.catch(() => {});
+      const r = await sdk.receive({ relay: via('consumer'), path, ...CRYPTO[name].recv, onProgress: (p) => progress.push(p) });
+      const got = await within(hashStream(r.stream), 60_000, 'receive');
+      const report = await within(sendP, 30_000, 'send');
+      assert.equal(proxy.stats.stalls, 1, 'the connection stalled');
+      assert.equal(got.bytes, size);
+      assert.equal(got.sha256, digest);
+      assert.equal(report.resumes, 1, 'one resume');
+      assert.equal(report.receipt?.bytes, size, 'the receipt confirms every byte');
+      for (const [who, p] of [['receiver', progress], ['sender', sent]]) {
+        assert.ok(p.some((x) => x.reconnecting === true), `${who}: a reconnecting report`);
+        assert.equal(Math.max(...p.map((x) => x.resumed)), 1, `${who}: resumed`);
+      }
+      // 10 s of waiting, then the meeting: well before a TCP timeout
+      assert.ok(Date.now() - started < 45_000, `took ${Date.now() - started} ms`);
+    } finally {
+      await proxy.close();
+    }
+  });
+}
+
+test('waiting on one side only is no stall: a consumer that stops reading for 12 s and a source quiet for 12 s → no resume, exact', { timeout: 90_000 }, async () => {
+  const size = 12 * MiB;
+  const chunk = 256 * KiB;
+  const hash = createHash('sha256');
+  let made = 0;
+  // quiet for 12 s after 2 MiB (the consumer waits on it: a live source, not a stall)
+  const stream = new ReadableStream({
+    async pull(ctrl) {
+      if (made >= size) { ctrl.close(); return; }
+      if (made === 2 * MiB) await sleep(12_000);
+      const c = randomBytes(chunk);
+      hash.update(c);
+      made += chunk;
+      ctrl.enqueue(c);
+    },
+  }, { highWaterMark: 0 });
+  const path = uniquePath('no-stall');
+  const sendP = sdk.send(stream, { relay: relay.http, path });
+  sendP.catch(() => {});
+  const r = await sdk.receive({ relay: relay.http, path });
+  const got = createHash('sha256');
+  let bytes = 0;
+  for await (const c of r.stream) {
+    // the consumer stops reading for 12 s after 8 MiB (a save dialog: the producer blocks)
+    if (bytes < 8 * MiB && bytes + c.byteLength >= 8 * MiB) await sleep(12_000);
+    got.update(c);
+    bytes += c.byteLength;
+  }
+  const report = await within(sendP, 30_000, 'send');
+  assert.equal(bytes, size);
+  assert.equal(got.digest('hex'), hash.digest('hex'));
+  assert.equal(report.resumes, 0, 'nothing resumed');
+  assert.equal(report.receipt?.bytes, size);
+});
 
 test('a stream source cut inside the replay window resumes; the receipt covers every byte', { timeout: 60_000 }, async () => {
   const size = 24 * MiB;

@@ -90,6 +90,11 @@ impl Reader {
     }
 
     /// Drops the input held for a chunk not opened yet; returns its length (resume, §12.3).
+    /// Input bytes held back (a partial record or chunk).
+    pub(crate) fn held(&self) -> usize {
+        self.buf.len()
+    }
+
     pub(crate) fn drop_held(&mut self) -> usize {
         std::mem::take(&mut self.buf).len()
     }

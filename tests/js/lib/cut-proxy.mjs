@@ -1,22 +1,30 @@
 // A TCP proxy for tests, between a client and the relay, that breaks connections the way
 // networks do (PROTOCOL.md §12.3): it cuts the connection that carries the Nth byte sent
 // through it (client → relay, counted over all its connections), or stalls every
-// connection without closing it (a tunnel), and can cut everything at once.
+// connection without closing it, or the one that carries the Nth byte (a tunnel, an address
+// that changed: later connections pass), and can cut everything at once.
 import net from 'node:net';
 
 /**
  * @param {number} targetPort the relay's port on 127.0.0.1
  * @returns {Promise<{ port: number, url: string, cutAt: (...bytes: number[]) => void,
- *   cutDownAt: (...bytes: number[]) => void, flipAt: (...bytes: number[]) => void, stall: () => void, cutAll: () => void, stats: { up: number, down: number, cuts: number, connections: number },
+ *   cutDownAt: (...bytes: number[]) => void, flipAt: (...bytes: number[]) => void, stall: () => void,
+ *   stallAt: (...bytes: number[]) => void, stallDownAt: (...bytes: number[]) => void, cutAll: () => void,
+ *   stats: { up: number, down: number, cuts: number, stalls: number, connections: number },
  *   close: () => Promise<void> }>}
  */
 export async function cutProxy(targetPort) {
-  const stats = { up: 0, down: 0, cuts: 0, connections: 0 };
+  const stats = { up: 0, down: 0, cuts: 0, stalls: 0, connections: 0 };
   /** Upstream byte counts at which to cut the connection carrying that byte, ascending. */
   let cuts = [];
   /** The same for bytes relay → client. */
   let downCuts = [];
   let stalled = false;
+  /** Byte counts (client → relay, relay → client) at which the connection carrying that
+   * byte stalls: it carries nothing more either way and stays open (a tunnel, a changed
+   * address); connections made later pass. */
+  let stallsUp = [];
+  let stallsDown = [];
   /** Upstream byte positions to flip (XOR 1), like a tampering middlebox. */
   let flips = [];
   const pairs = new Set();
@@ -26,6 +34,15 @@ export async function cutProxy(targetPort) {
     pair.client.resetAndDestroy?.() ?? pair.client.destroy();
     pair.server.destroy();
     pairs.delete(pair);
+  };
+
+  /** Stops a pair for good without closing it: nothing is read (so the sender's buffers
+   * fill and it blocks, as behind a dead link) and nothing is written. */
+  const stallPair = (pair) => {
+    stats.stalls += 1;
+    pair.stalled = true;
+    pair.client.pause();
+    pair.server.pause();
   };
 
   const server = net.createServer((client) => {
@@ -42,9 +59,17 @@ export async function cutProxy(targetPort) {
      * Forwards `from` → `to`, counting in `stats[dir]` and cutting the pair when the count
      * reaches the next of `cutsOf()` (kept to that byte); `tamper` may change a chunk first.
      */
-    const forward = (from, to, dir, cutsOf, tamper = (d) => d) => from.on('data', (chunk) => {
-      if (stalled) return;
+    const forward = (from, to, dir, cutsOf, stallsOf, tamper = (d) => d) => from.on('data', (chunk) => {
+      if (stalled || pair.stalled) return;
       const data = tamper(chunk);
+      const stallAt = stallsOf();
+      if (stallAt.length && stats[dir] + data.length >= stallAt[0]) {
+        const keep = stallAt.shift() - stats[dir];
+        stats[dir] += keep;
+        if (keep > 0) to.write(data.subarray(0, keep));
+        stallPair(pair);
+        return;
+      }
       const due = cutsOf();
       if (due.length && stats[dir] + data.length >= due[0]) {
         const keep = due.shift() - stats[dir];
@@ -59,7 +84,7 @@ export async function cutProxy(targetPort) {
         to.once('drain', () => from.resume());
       }
     });
-    forward(client, upstream, 'up', () => cuts, (chunk) => {
+    forward(client, upstream, 'up', () => cuts, () => stallsUp, (chunk) => {
       let data = chunk;
       for (const at of flips) {
         if (at >= stats.up && at < stats.up + data.length) {
@@ -70,7 +95,7 @@ export async function cutProxy(targetPort) {
       flips = flips.filter((at) => at >= stats.up + data.length);
       return data;
     });
-    forward(upstream, client, 'down', () => downCuts);
+    forward(upstream, client, 'down', () => downCuts, () => stallsDown);
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = /** @type {net.AddressInfo} */ (server.address());
@@ -82,6 +107,8 @@ export async function cutProxy(targetPort) {
     cutDownAt: (...bytes) => { downCuts = [...downCuts, ...bytes].sort((a, b) => a - b); },
     flipAt: (...bytes) => { flips = [...flips, ...bytes]; },
     stall: () => { stalled = true; },
+    stallAt: (...bytes) => { stallsUp = [...stallsUp, ...bytes].sort((a, b) => a - b); },
+    stallDownAt: (...bytes) => { stallsDown = [...stallsDown, ...bytes].sort((a, b) => a - b); },
     cutAll: () => { stalled = false; for (const p of [...pairs]) cut(p); },
     close: () => new Promise((resolve) => {
       for (const p of [...pairs]) { p.client.destroy(); p.server.destroy(); }
