@@ -260,8 +260,11 @@ struct Upload<'a> {
     /// The replay window (what a stall call offers, §12.4).
     window: &'a RefCell<ReplayWindow<View>>,
     /// What was sent, for a receipt that answers a stall call (§12.2).
-    ours: &'a dyn Fn(&Producer<View>) -> (Commitment, Option<Zeroizing<[u8; 32]>>),
+    ours: &'a dyn Fn(&Producer<View>) -> Sent,
 }
+
+/// What was sent and the receipt key (§12.2), as a receipt is checked against.
+type Sent = (Commitment, Option<Zeroizing<[u8; 32]>>);
 
 /// One streaming `POST` whose body is the shared source; the status log is fed to the core
 /// as it arrives (Node and Deno read it full-duplex; Chromium after the upload). Meanwhile a
