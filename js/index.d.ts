@@ -81,7 +81,9 @@ export interface CommonOptions {
    * (network, proxy, relay restart) is resumed where the receiver stands. A number: seconds to
    * keep trying to meet the other side again; true (default): 60; false: a break fails the
    * transfer at once (TRUNCATED / PEER_DISCONNECTED). A peer whose process died is waited for
-   * that long before the error (a peer that failed or cancelled says so at once).
+   * that long before the error (a peer that failed or cancelled says so at once). A
+   * connection that stalls without closing (a tunnel) counts as a break once both sides have
+   * waited 10 s for each other (§12.4).
    */
   resume?: boolean | number;
 }
