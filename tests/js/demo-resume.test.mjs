@@ -1,7 +1,8 @@
 // The demo survives broken connections (PROTOCOL.md §12.3): Chromium page → page, 1 GiB,
 // encrypted, the receiving page behind a TCP proxy that cuts its connections at 30, 60 and
 // 90 % (issue 11's "done when"). Both pages go on by themselves and show "Connection lost —
-// resuming…" meanwhile; the saved file is exact and the sender says "Delivered".
+// resuming…" meanwhile; the saved file is exact and the sender says "Delivered". The same
+// when the receiving connection stalls without closing (§12.4).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -76,6 +77,46 @@ test('a 1 GiB encrypted handoff whose receiver is cut off three times resumes an
     await sender.close();
     await receiver.close();
   } finally {
+    fs.rmSync(src.dir, { recursive: true, force: true });
+  }
+});
+
+test('a handoff whose receiving connection stalls without closing (a tunnel) resumes and arrives exact', { timeout: 180000 }, async () => {
+  // PROTOCOL.md §12.4: no side sees an error; both wait 10 s for each other, meet and resume.
+  // Large enough that the sender is still uploading when the stall has filled every buffer
+  // on the way (60-90 MB page to page, §12.3): both sides wait for each other.
+  const size = 256 * MiB;
+  const src = randomFile(size, 'tunnel.bin');
+  const stalling = await cutProxy(Number(new URL(relay.http).port));
+  try {
+    const sender = await senderBrowser.context.newPage();
+    await openDemo(sender, `${relay.https}/`);
+    await dropFiles(sender, [src.file]);
+    await waitState(sender, 'send-panel', ['waiting', 'sending']);
+    const link = new URL(await sender.inputValue('#link'));
+    const receiver = await receiverBrowser.context.newPage();
+    const download = receiver.waitForEvent('download', { timeout: 120000 });
+    await openDemo(receiver, `${stalling.url}/${link.hash}`);
+    stalling.stallDownAt(stalling.stats.down + Math.round(0.15 * size));
+    const dl = await download;
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 120000), 'done',
+      await textOf(receiver, 'recv-error'));
+    assert.equal(await waitState(sender, 'send-panel', ['done', 'error', 'cancelled'], 60000), 'done',
+      await textOf(sender, 'send-error'));
+    assert.equal(stalling.stats.stalls, 1, 'the connection stalled');
+    // The sender's part of the resume takes no time once they met (its notice may flash by
+    // unseen); the receiver's lasts until its resumed download starts.
+    const log = await receiver.evaluate(() => window.__statusLog);
+    assert.ok(log.includes('Connection lost — resuming…'), `the receiver showed the resume notice: ${JSON.stringify(log.slice(-20))}`);
+    const saved = await dl.path();
+    assert.equal(fs.statSync(saved).size, size);
+    assert.equal(await sha256File(saved), src.sha256);
+    assert.match(await textOf(sender, 'send-status'), /Delivered/);
+    await dl.delete();
+    await sender.close();
+    await receiver.close();
+  } finally {
+    await stalling.close();
     fs.rmSync(src.dir, { recursive: true, force: true });
   }
 });
