@@ -42,43 +42,65 @@ test.after(async () => {
   await relay?.stop();
 });
 
-test('a 1 GiB encrypted handoff whose receiver is cut off three times resumes and arrives exact', { timeout: 300000 }, async () => {
-  const size = 1024 * MiB;
-  const src = randomFile(size, 'survey.bin');
+/**
+ * A handoff page → page whose receiving page talks to the relay through `via` (a cut proxy);
+ * `breakAt(base)` arms its cuts or stalls, `base` being the bytes its own assets took. Waits
+ * until both panels are done and checks the saved file and the sender's "Delivered"; returns
+ * both pages (closed after `more`).
+ */
+async function handoff({ size, name, via, breakAt, more }) {
+  const src = randomFile(size, name);
   try {
     const sender = await senderBrowser.context.newPage();
     await openDemo(sender, `${relay.https}/`);
     await dropFiles(sender, [src.file]);
     await waitState(sender, 'send-panel', ['waiting', 'sending']);
     const link = new URL(await sender.inputValue('#link'));
-    // The receiving page talks to the relay through the proxy: cut its downloads at 30, 60
-    // and 90 % of the file, counted from once the page's own assets are loaded.
     const receiver = await receiverBrowser.context.newPage();
     const download = receiver.waitForEvent('download', { timeout: 120000 });
-    await openDemo(receiver, `${proxy.url}/${link.hash}`);
-    const base = proxy.stats.down;
-    proxy.cutDownAt(...[0.3, 0.6, 0.9].map((f) => base + Math.round(f * size)));
+    await openDemo(receiver, `${via.url}/${link.hash}`);
+    breakAt(via.stats.down);
     const dl = await download;
     assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 180000), 'done',
       await textOf(receiver, 'recv-error'));
     assert.equal(await waitState(sender, 'send-panel', ['done', 'error', 'cancelled'], 60000), 'done',
       await textOf(sender, 'send-error'));
-    assert.equal(proxy.stats.cuts, 3, 'the proxy cut three times');
-    for (const [who, page] of [['receiver', receiver], ['sender', sender]]) {
-      const log = await page.evaluate(() => window.__statusLog);
-      assert.ok(log.includes('Connection lost — resuming…'), `the ${who} showed the resume notice: ${JSON.stringify(log.slice(-20))}`);
-    }
     const saved = await dl.path();
     assert.equal(fs.statSync(saved).size, size);
     assert.equal(await sha256File(saved), src.sha256);
     assert.match(await textOf(sender, 'send-status'), /Delivered/);
-    await screenshot(receiver, 'demo-receiver-resumed.png');
+    await more({ sender, receiver });
     await dl.delete();
     await sender.close();
     await receiver.close();
   } finally {
     fs.rmSync(src.dir, { recursive: true, force: true });
   }
+}
+
+/** Whether `page` showed the resume notice (the status lines it showed, for the message). */
+async function showedResuming(page) {
+  const log = await page.evaluate(() => window.__statusLog);
+  return [log.includes('Connection lost — resuming…'), JSON.stringify(log.slice(-20))];
+}
+
+test('a 1 GiB encrypted handoff whose receiver is cut off three times resumes and arrives exact', { timeout: 300000 }, async () => {
+  const size = 1024 * MiB;
+  await handoff({
+    size,
+    name: 'survey.bin',
+    via: proxy,
+    // cut the receiving page's downloads at 30, 60 and 90 % of the file
+    breakAt: (base) => proxy.cutDownAt(...[0.3, 0.6, 0.9].map((f) => base + Math.round(f * size))),
+    more: async ({ sender, receiver }) => {
+      assert.equal(proxy.stats.cuts, 3, 'the proxy cut three times');
+      for (const [who, page] of [['receiver', receiver], ['sender', sender]]) {
+        const [shown, log] = await showedResuming(page);
+        assert.ok(shown, `the ${who} showed the resume notice: ${log}`);
+      }
+      await screenshot(receiver, 'demo-receiver-resumed.png');
+    },
+  });
 });
 
 test('a handoff whose receiving connection stalls without closing (a tunnel) resumes and arrives exact', { timeout: 180000 }, async () => {
@@ -86,37 +108,22 @@ test('a handoff whose receiving connection stalls without closing (a tunnel) res
   // Large enough that the sender is still uploading when the stall has filled every buffer
   // on the way (60-90 MB page to page, §12.3): both sides wait for each other.
   const size = 256 * MiB;
-  const src = randomFile(size, 'tunnel.bin');
   const stalling = await cutProxy(Number(new URL(relay.http).port));
   try {
-    const sender = await senderBrowser.context.newPage();
-    await openDemo(sender, `${relay.https}/`);
-    await dropFiles(sender, [src.file]);
-    await waitState(sender, 'send-panel', ['waiting', 'sending']);
-    const link = new URL(await sender.inputValue('#link'));
-    const receiver = await receiverBrowser.context.newPage();
-    const download = receiver.waitForEvent('download', { timeout: 120000 });
-    await openDemo(receiver, `${stalling.url}/${link.hash}`);
-    stalling.stallDownAt(stalling.stats.down + Math.round(0.15 * size));
-    const dl = await download;
-    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error', 'cancelled'], 120000), 'done',
-      await textOf(receiver, 'recv-error'));
-    assert.equal(await waitState(sender, 'send-panel', ['done', 'error', 'cancelled'], 60000), 'done',
-      await textOf(sender, 'send-error'));
-    assert.equal(stalling.stats.stalls, 1, 'the connection stalled');
-    // The sender's part of the resume takes no time once they met (its notice may flash by
-    // unseen); the receiver's lasts until its resumed download starts.
-    const log = await receiver.evaluate(() => window.__statusLog);
-    assert.ok(log.includes('Connection lost — resuming…'), `the receiver showed the resume notice: ${JSON.stringify(log.slice(-20))}`);
-    const saved = await dl.path();
-    assert.equal(fs.statSync(saved).size, size);
-    assert.equal(await sha256File(saved), src.sha256);
-    assert.match(await textOf(sender, 'send-status'), /Delivered/);
-    await dl.delete();
-    await sender.close();
-    await receiver.close();
+    await handoff({
+      size,
+      name: 'tunnel.bin',
+      via: stalling,
+      breakAt: (base) => stalling.stallDownAt(base + Math.round(0.15 * size)),
+      more: async ({ receiver }) => {
+        assert.equal(stalling.stats.stalls, 1, 'the connection stalled');
+        // The sender's part of the resume takes no time once they met (its notice may flash
+        // by unseen); the receiver's lasts until its resumed download starts.
+        const [shown, log] = await showedResuming(receiver);
+        assert.ok(shown, `the receiver showed the resume notice: ${log}`);
+      },
+    });
   } finally {
     await stalling.close();
-    fs.rmSync(src.dir, { recursive: true, force: true });
   }
 });

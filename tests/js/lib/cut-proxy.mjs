@@ -56,27 +56,21 @@ export async function cutProxy(targetPort) {
     client.on('close', drop);
     upstream.on('close', drop);
     /**
-     * Forwards `from` → `to`, counting in `stats[dir]` and cutting the pair when the count
-     * reaches the next of `cutsOf()` (kept to that byte); `tamper` may change a chunk first.
+     * Forwards `from` → `to`, counting in `stats[dir]`; when the count reaches the next of
+     * `cutsOf()` the pair is cut, of `stallsOf()` it stalls (either kept to that byte);
+     * `tamper` may change a chunk first.
      */
     const forward = (from, to, dir, cutsOf, stallsOf, tamper = (d) => d) => from.on('data', (chunk) => {
       if (stalled || pair.stalled) return;
       const data = tamper(chunk);
-      const stallAt = stallsOf();
-      if (stallAt.length && stats[dir] + data.length >= stallAt[0]) {
-        const keep = stallAt.shift() - stats[dir];
-        stats[dir] += keep;
-        if (keep > 0) to.write(data.subarray(0, keep));
-        stallPair(pair);
-        return;
-      }
-      const due = cutsOf();
-      if (due.length && stats[dir] + data.length >= due[0]) {
-        const keep = due.shift() - stats[dir];
-        stats[dir] += keep;
-        if (keep > 0) to.write(data.subarray(0, keep));
-        cut(pair);
-        return;
+      for (const [due, act] of [[stallsOf(), stallPair], [cutsOf(), cut]]) {
+        if (due.length && stats[dir] + data.length >= due[0]) {
+          const keep = due.shift() - stats[dir];
+          stats[dir] += keep;
+          if (keep > 0) to.write(data.subarray(0, keep));
+          act(pair);
+          return;
+        }
       }
       stats[dir] += data.length;
       if (!to.write(data)) {
