@@ -162,6 +162,49 @@ test('waiting on one side only is no stall: a consumer that stops reading for 12
   assert.equal(report.receipt?.bytes, size);
 });
 
+// A source that can be read again (a Blob, bytes) keeps no replay window: a resume reopens it
+// at the consumer's offset (§12.3), so `resumeWindow: 0` doesn't stop it; a stream source
+// with no window can't resume what was in flight.
+const SEEKABLE = [['plain', 'Blob'], ['plain', 'Uint8Array']];
+for (const [name, kind] of SEEKABLE) {
+  const c = CRYPTO[name];
+  test(`${name}, resumeWindow 0: a ${kind} source cut three times on the consumer's side arrives exact after 3 resumes (read again, not kept)`, { timeout: 120_000 }, async () => {
+    const size = 24 * MiB + 17;
+    const { blob, digest } = await blobOf(size);
+    const source = kind === 'Blob' ? blob : new Uint8Array(await blob.arrayBuffer());
+    const cuts = [0.3, 0.6, 0.9].map((f) => Math.floor(size * f));
+    const { got, report, proxy } = await cutTransfer(source, {
+      cuts, side: 'consumer', send: { ...c.send, resumeWindow: 0 }, recv: c.recv,
+    });
+    assert.equal(got.bytes, size);
+    assert.equal(got.sha256, digest);
+    assert.equal(proxy.stats.cuts, 3);
+    assert.equal(report.resumes, 3);
+    assert.equal(report.receipt?.bytes, size);
+  });
+}
+
+test('resumeWindow 0, a stream source cut on the consumer\'s side: both sides fail with the numbers (nothing kept to send again)', { timeout: 60_000 }, async () => {
+  const size = 24 * MiB;
+  const { stream } = randomSource(size, 256 * KiB);
+  const proxy = await cutProxy(relayPort());
+  proxy.cutDownAt(Math.floor(size * 0.3));
+  const path = uniquePath('resume-nowindow');
+  try {
+    const sendP = sdk.send(stream, { relay: relay.http, path, resume: true, resumeWindow: 0 });
+    sendP.catch(() => {});
+    const r = await sdk.receive({ relay: proxy.url, path, resume: true });
+    const recvErr = await within(rejection(hashStream(r.stream)), 30_000, 'receive');
+    const sendErr = await within(rejection(sendP), 30_000, 'send');
+    assert.equal(recvErr.code, 'TRUNCATED', recvErr.message);
+    assert.match(recvErr.message, /cannot resume: .*replay window holds only bytes/);
+    assert.equal(sendErr.code, 'PEER_DISCONNECTED', sendErr.message);
+    assert.match(sendErr.message, /a larger resumeWindow would have kept them/);
+  } finally {
+    await proxy.close();
+  }
+});
+
 test('a stream source cut inside the replay window resumes; the receipt covers every byte', { timeout: 60_000 }, async () => {
   const size = 24 * MiB;
   const { stream, digest } = randomSource(size, 256 * KiB);
