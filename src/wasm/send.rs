@@ -15,7 +15,7 @@ use web_sys::ReadableStream;
 use super::abort::Abort;
 use super::bindings::{now_ms, sleep, Delay};
 use super::chunks::{self, concat, BodyWatch, ByteStream, Shared, View};
-use super::crypto::{encrypt_stream, encryptor_for};
+use super::crypto::{encrypt_stream, encryptor_for, reseal_stream};
 use super::error::{from_js, into_js};
 use super::http::{exchange, fetch, probe, streaming_uploads_supported, text, TEXT_LIMIT};
 use super::options::Parsed;
@@ -29,6 +29,7 @@ use crate::client::request::{Headers, NoHeaders, Request};
 use crate::client::resume::{Replay, ReplayWindow};
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
+use crate::crypto::Encryptor;
 use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, STALL_AFTER_S};
 use zeroize::Zeroizing;
 
@@ -97,8 +98,13 @@ async fn send_inner(
         ),
         plain.clone(),
     );
+    // A source that can be read again (a `Blob`, bytes) resumes by reading it again (§12.3):
+    // a plain one's bytes are the wire bytes; an encrypted one is sealed again from a chunk.
+    let reopen = reopen.filter(|_| p.resume_s.is_some());
     let enc = if p.encrypted() {
-        Some(Rc::new(RefCell::new(encryptor_for(&p.o)?)))
+        let e = encryptor_for(&p.o)?;
+        let e = if reopen.is_some() { e.seekable() } else { e };
+        Some(Rc::new(RefCell::new(e)))
     } else {
         None
     };
@@ -107,8 +113,7 @@ async fn send_inner(
     }
     stream = receipt::committed(stream, wire.clone());
     // The replay window (§12.3) keeps what goes to the upload once both sides resume; a source
-    // that can be reopened keeps none (a plain one: the wire bytes are its bytes).
-    let reopen = reopen.filter(|_| enc.is_none());
+    // that can be reopened keeps only an encrypted stream's header.
     let window = Rc::new(RefCell::new(ReplayWindow::<View>::new(0)));
     // What the source has not yielded yet, however many uploads read from it: a resumed
     // upload is the window's bytes, then this (never what an earlier replay left unsent).
@@ -163,7 +168,9 @@ async fn send_inner(
                 }
                 if producer.resumes() {
                     *window.borrow_mut() = match reopen {
-                        Some(_) => ReplayWindow::seekable(0),
+                        Some(_) => ReplayWindow::seekable(
+                            enc.as_ref().map_or(0, |e| e.borrow().header_len()),
+                        ),
                         None => ReplayWindow::new(p.resume_window),
                     };
                 }
@@ -216,9 +223,10 @@ async fn send_inner(
                 // The core checked the offset against this window (§12.3).
                 let replay = window.borrow().replay_from(offset);
                 let (kept, again) = match replay {
-                    Some(Replay::Reopen { kept, from, to }) => {
-                        (kept, reopened(reopen.as_ref(), from, to, abort))
-                    }
+                    Some(Replay::Reopen { kept, from, to }) => (
+                        kept,
+                        reopened(reopen.as_ref(), enc.as_deref(), from, to, abort),
+                    ),
                     Some(Replay::Kept(kept)) => (kept, futures::stream::empty().boxed_local()),
                     None => (Vec::new(), futures::stream::empty().boxed_local()),
                 };
@@ -273,8 +281,31 @@ async fn send_inner(
     }
 }
 
-/// Wire bytes `from..to` of a plain source, read again through the package's `reopen`.
-fn reopened(reopen: Option<&Function>, from: u64, to: u64, abort: &Abort) -> ByteStream {
+/// Wire bytes `from..to` again from the reopened source: a plain source's own bytes, an
+/// encrypted one's chunks sealed again (`Encryptor::reseal`: each sent only if its tag is the
+/// one sent before).
+fn reopened(
+    reopen: Option<&Function>,
+    enc: Option<&RefCell<Encryptor>>,
+    from: u64,
+    to: u64,
+    abort: &Abort,
+) -> ByteStream {
+    let Some(enc) = enc else {
+        return read_again(reopen, from, to, abort);
+    };
+    let resealer = enc.borrow().reseal(from, to);
+    match resealer {
+        Ok(r) => {
+            let (start, end) = r.plaintext();
+            reseal_stream(read_again(reopen, start, end, abort), r)
+        }
+        Err(e) => futures::stream::once(async move { Err(e.into()) }).boxed_local(),
+    }
+}
+
+/// Source bytes `from..to`, read again through the package's `reopen`.
+fn read_again(reopen: Option<&Function>, from: u64, to: u64, abort: &Abort) -> ByteStream {
     let opened = reopen
         .ok_or_else(|| Error::new(ErrorCode::Unsupported, "this source cannot be reopened"))
         .and_then(|f| {
