@@ -168,17 +168,24 @@ function fromBytes(bytes) {
   }, { highWaterMark: 0 });
 }
 
-/** @returns {{ stream: ReadableStream<Uint8Array>, size?: number, type?: string, name?: string }} */
+// A source that can be read again gives `reopen(start, end)`, a stream of its bytes
+// start..end: a resume (PROTOCOL.md §12.3) reads them again instead of keeping a replay window.
+const bytesSource = (b) => ({ stream: fromBytes(b), size: b.byteLength,
+  reopen: (start, end) => fromBytes(b.subarray(start, end)) });
+
+/**
+ * @returns {{ stream: ReadableStream<Uint8Array>, size?: number, type?: string, name?: string,
+ *   reopen?: (start: number, end: number) => ReadableStream<Uint8Array> }}
+ */
 function normaliseSource(source) {
   if (source instanceof ReadableStream) return { stream: source };
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
     return { stream: source.stream(), size: source.size, type: source.type || undefined,
-      name: typeof source.name === 'string' && source.name ? source.name : undefined };
+      name: typeof source.name === 'string' && source.name ? source.name : undefined,
+      reopen: (start, end) => source.slice(start, end).stream() };
   }
-  if (typeof source === 'string') { const b = enc.encode(source); return { stream: fromBytes(b), size: b.byteLength }; }
-  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
-    const b = toBytes(source); return { stream: fromBytes(b), size: b.byteLength };
-  }
+  if (typeof source === 'string') return bytesSource(enc.encode(source));
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return bytesSource(toBytes(source));
   if (isAsyncIterable(source)) return { stream: fromIterator(source[Symbol.asyncIterator]()) };
   if (isIterable(source)) return { stream: fromIterator(source[Symbol.iterator]()) };
   throw new HttpipeError('source must be a Blob, ReadableStream, Uint8Array, string or (async) iterable of bytes', 'UNSUPPORTED');
@@ -231,7 +238,7 @@ export async function send(source, options) {
     let stream = meta.stream;
     if (options && options.autoFlush !== undefined) stream = stream.pipeThrough(batcher(options.autoFlush).stream);
     await init();
-    return await wasm.sendStream(stream, sendOptions(options, meta));
+    return await wasm.sendStream(stream, sendOptions(options, meta), meta.reopen);
   } catch (e) { throw wrapError(e); }
 }
 

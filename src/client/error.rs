@@ -321,6 +321,9 @@ impl From<crate::crypto::Error> for Error {
     /// The public code of a crypto core error, with a hint for the two a person can fix.
     fn from(e: crate::crypto::Error) -> Self {
         use crate::crypto::Error as C;
+        if let C::SourceChanged { .. } = e {
+            return super::resume::source_changed(&e).with_source(e);
+        }
         let code = match &e {
             C::NoMatchingIdentity | C::WrongPassphrase => ErrorCode::WrongKey,
             C::Truncated => ErrorCode::Truncated,

@@ -161,8 +161,9 @@ pub enum Step {
     /// was sent) or [`Producer::on_failure`].
     Receipt(Request),
     /// The transfer resumes at this wire byte (§12.3): stop the old upload; from now on the
-    /// upload's source is the replay window from here ([`ReplayWindow::replay_from`]), then
-    /// the rest of the source. Then poll.
+    /// upload's source is what the replay window gives from here
+    /// ([`ReplayWindow::replay_from`]: kept bytes, or the source reopened), then the rest of
+    /// the source. Then poll.
     ///
     /// [`ReplayWindow::replay_from`]: super::resume::ReplayWindow::replay_from
     ResumeFrom(u64),

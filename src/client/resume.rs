@@ -31,6 +31,10 @@ pub fn window_size(requested: Option<f64>) -> Result<usize, Error> {
 
 /// The last bytes a producer handed to its upload (§12.3): chunks are kept (no copy) until
 /// more than `cap` bytes follow them. Offsets are wire bytes from the start of the stream.
+///
+/// A [`seekable`](Self::seekable) window is for a source the adapter can reopen at any offset
+/// (a `Blob`, bytes): it keeps no chunks but the first `head` wire bytes, and
+/// [`replay_from`](Self::replay_from) says which wire bytes to take from the source again.
 #[derive(Debug)]
 pub struct ReplayWindow<T> {
     chunks: VecDeque<T>,
@@ -39,6 +43,20 @@ pub struct ReplayWindow<T> {
     /// Wire bytes handed to the upload so far.
     high: u64,
     cap: usize,
+    /// Seekable: the wire bytes kept as sent (an encrypted stream's header); the rest is
+    /// reopened.
+    head: Option<u64>,
+}
+
+/// What a resumed upload sends before the rest of the source (§12.3), from
+/// [`ReplayWindow::replay_from`].
+#[derive(Debug, PartialEq)]
+pub enum Replay<T> {
+    /// These kept chunks.
+    Kept(Vec<T>),
+    /// `kept`, then wire bytes `from..to` taken again from the reopened source (the plaintext
+    /// itself, or re-sealed: `crate::crypto::Encryptor::reseal`).
+    Reopen { kept: Vec<T>, from: u64, to: u64 },
 }
 
 impl<T: ByteChunk + Clone> ReplayWindow<T> {
@@ -49,6 +67,17 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
             low: 0,
             high: 0,
             cap,
+            head: None,
+        }
+    }
+
+    /// A window for a source that can be reopened at any offset: it keeps the first `head`
+    /// wire bytes (0 for a plain transfer) and only the offsets of the rest, so every byte
+    /// sent can be sent again whatever `resumeWindow` says.
+    pub fn seekable(head: u64) -> Self {
+        ReplayWindow {
+            head: Some(head),
+            ..Self::new(0)
         }
     }
 
@@ -58,7 +87,19 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
         if n == 0 {
             return;
         }
+        let start = self.high;
         self.high += n;
+        if let Some(head) = self.head {
+            if start < head {
+                let keep = head - start;
+                self.chunks.push_back(if keep < n {
+                    chunk.split_at(keep as usize).0
+                } else {
+                    chunk
+                });
+            }
+            return;
+        }
         self.chunks.push_back(chunk);
         // Drop a first chunk while the rest still covers `cap` bytes.
         while let Some(first) = self.chunks.front() {
@@ -90,14 +131,15 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
         }
     }
 
-    /// The kept bytes from wire offset `offset` on (the first chunk split), or `None` when
-    /// `offset` is outside `low..=high`.
-    pub fn replay_from(&self, offset: u64) -> Option<Vec<T>> {
+    /// What to send again from wire offset `offset` on (kept chunks, the first one split;
+    /// for a seekable window the bytes to reopen), or `None` when `offset` is outside
+    /// `low..=high`.
+    pub fn replay_from(&self, offset: u64) -> Option<Replay<T>> {
         if offset < self.low || offset > self.high {
             return None;
         }
         let mut at = self.low;
-        let mut out = Vec::new();
+        let mut kept = Vec::new();
         for c in &self.chunks {
             let n = c.byte_len() as u64;
             if at + n <= offset {
@@ -106,14 +148,32 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
             }
             if at < offset {
                 let (_, tail) = c.clone().split_at((offset - at) as usize);
-                out.push(tail);
+                kept.push(tail);
             } else {
-                out.push(c.clone());
+                kept.push(c.clone());
             }
             at += n;
         }
-        Some(out)
+        let from = offset.max(self.head.unwrap_or(u64::MAX));
+        Some(if from < self.high {
+            Replay::Reopen {
+                kept,
+                from,
+                to: self.high,
+            }
+        } else {
+            Replay::Kept(kept)
+        })
     }
+}
+
+/// A reopened source gave other bytes than the first time (§12.3): the producer fails rather
+/// than send them (and an encrypting one never seals other plaintext under a used nonce).
+pub fn source_changed(what: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::Unsupported,
+        format!("cannot resume: the source changed since it was sent ({what}); a file must not change while it is sent (PROTOCOL.md §12.3)"),
+    )
 }
 
 /// The meeting's verdict (§12.3), the same on both sides: `Ok` when the consumer's `offset` is
@@ -223,18 +283,54 @@ mod tests {
         assert_eq!(w.low(), 28, "whole chunks, at least 10 bytes kept");
         assert_eq!(w.offer(), ResumeHello::Offer { from: 28, to: 40 });
         for off in 28..=40u64 {
-            assert_eq!(
-                bytes(&w.replay_from(off).unwrap()),
-                data[off as usize..].to_vec(),
-                "{off}"
-            );
+            let Some(Replay::Kept(kept)) = w.replay_from(off) else {
+                panic!("{off}: kept chunks")
+            };
+            assert_eq!(bytes(&kept), data[off as usize..].to_vec(), "{off}");
         }
         assert!(w.replay_from(27).is_none());
         assert!(w.replay_from(41).is_none());
         let mut none = ReplayWindow::<Vec<u8>>::new(0);
         none.push(vec![1, 2]);
         assert_eq!((none.low(), none.high()), (2, 2));
-        assert_eq!(none.replay_from(2), Some(vec![]));
+        assert_eq!(none.replay_from(2), Some(Replay::Kept(vec![])));
+    }
+
+    #[test]
+    fn a_seekable_window_keeps_only_the_head_and_reopens_the_rest() {
+        // plain: nothing kept, every offset sent so far can be reopened
+        let mut plain = ReplayWindow::<Vec<u8>>::seekable(0);
+        for _ in 0..10 {
+            plain.push(vec![7; 1000]);
+        }
+        assert_eq!(
+            plain.offer(),
+            ResumeHello::Offer {
+                from: 0,
+                to: 10_000
+            }
+        );
+        assert!(plain.chunks.is_empty());
+        let reopen = |kept: Vec<Vec<u8>>, from, to| Some(Replay::Reopen { kept, from, to });
+        assert_eq!(plain.replay_from(0), reopen(vec![], 0, 10_000));
+        assert_eq!(plain.replay_from(4321), reopen(vec![], 4321, 10_000));
+        assert_eq!(plain.replay_from(10_000), Some(Replay::Kept(vec![])));
+        assert!(plain.replay_from(10_001).is_none());
+        // encrypted: the header (5 bytes here) is kept as sent, even inside a bigger chunk
+        let mut sealed = ReplayWindow::<Vec<u8>>::seekable(5);
+        sealed.push(vec![1, 2, 3]);
+        assert_eq!(sealed.replay_from(1), Some(Replay::Kept(vec![vec![2, 3]])));
+        sealed.push(vec![4, 5, 6, 7]);
+        sealed.push(vec![8; 100]);
+        assert_eq!(sealed.high(), 107);
+        assert_eq!(
+            sealed.replay_from(0),
+            reopen(vec![vec![1, 2, 3], vec![4, 5]], 5, 107)
+        );
+        assert_eq!(sealed.replay_from(4), reopen(vec![vec![5]], 5, 107));
+        assert_eq!(sealed.replay_from(5), reopen(vec![], 5, 107));
+        assert_eq!(sealed.replay_from(50), reopen(vec![], 50, 107));
+        assert_eq!(sealed.replay_from(107), Some(Replay::Kept(vec![])));
     }
 
     #[test]

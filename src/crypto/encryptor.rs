@@ -2,6 +2,7 @@
 
 use super::header::{self, Stanza};
 use super::keys::{payload_aead, receipt_key, FileKey, PAYLOAD_NONCE_LEN};
+use super::reseal::{self, Resealer, Sealed};
 use super::rng::{draw, OsRandom, RandomSource};
 use super::stream::{age_rt, age_v1, Sealer};
 use super::{armor, Error, Format, Recipient};
@@ -53,6 +54,10 @@ pub struct Encryptor {
     state: Result<bool, Error>,
     /// Kept for [`receipt_key`](Self::receipt_key) (wiped on drop).
     file_key: FileKey,
+    /// Wire bytes before the payload: the header and the payload nonce.
+    head_len: u64,
+    /// [`seekable`](Self::seekable): chunks every 64 KiB of plaintext, tags kept.
+    seekable: bool,
 }
 
 impl Encryptor {
@@ -104,6 +109,7 @@ impl Encryptor {
         let nonce: [u8; PAYLOAD_NONCE_LEN] = draw(rng)?;
         let mut head = header::write(format, &stanzas, &file_key);
         head.extend_from_slice(&nonce);
+        let head_len = head.len() as u64;
         let sealer = Sealer::new(payload_aead(&file_key, &nonce));
         let payload = match format {
             Format::Age => Payload::Age(age_v1::Writer::new(sealer)),
@@ -116,7 +122,60 @@ impl Encryptor {
             armor: None,
             state: Ok(false),
             file_key,
+            head_len,
+            seekable: false,
         })
+    }
+
+    /// For a source that can be read again from any offset (a file, PROTOCOL.md §12.3): a
+    /// chunk / record is cut every 64 KiB of plaintext, never at a [`flush`](Self::flush)
+    /// (which then emits only the header), and the tag of every chunk is kept (16 bytes per
+    /// 64 KiB), so that [`reseal`](Self::reseal) can seal from a chunk again after a break.
+    /// Call it before any output and without armor; otherwise it poisons the encryptor
+    /// ([`Error::Usage`]).
+    pub fn seekable(mut self) -> Self {
+        if self.header.is_none() || self.armor.is_some() {
+            self.state = Err(Error::Usage(
+                "seekable() must be called before any output, without armor".into(),
+            ));
+        }
+        self.seekable = true;
+        match &mut self.payload {
+            Payload::Age(w) => w.sealer_mut().keep_tags(),
+            Payload::AgeRt(w) => w.sealer_mut().keep_tags(),
+        }
+        self
+    }
+
+    /// Wire bytes before the payload (the header and the 16-byte payload nonce): what a
+    /// resume sends again as it was sent (§12.3).
+    pub fn header_len(&self) -> u64 {
+        self.head_len
+    }
+
+    /// Seals again, after a break (§12.3), the chunks that hold wire bytes `from..to` of the
+    /// payload (`from` at or after [`header_len`](Self::header_len), `to` everything sealed so
+    /// far): the [`Resealer`] says which plaintext to read again, and gives each chunk only
+    /// after its tag matched the one sent. [`Error::Usage`] unless [`seekable`](Self::seekable)
+    /// and the offsets fit.
+    pub fn reseal(&self, from: u64, to: u64) -> Result<Resealer, Error> {
+        let sealer = match &self.payload {
+            Payload::Age(w) => w.sealer(),
+            Payload::AgeRt(w) => w.sealer(),
+        };
+        let Some(tags) = sealer.kept().filter(|_| self.seekable) else {
+            return Err(Error::Usage(
+                "only a seekable() encryptor can seal again".into(),
+            ));
+        };
+        let sealed = Sealed {
+            format: self.format,
+            head: self.head_len,
+            tags,
+            plain: sealer.sealed(),
+            finished: self.state == Ok(true),
+        };
+        reseal::plan(&sealed, sealer, from, to)
     }
 
     /// The delivery-receipt key of transfer `transfer_id` (PROTOCOL.md §12.2):
@@ -199,12 +258,16 @@ impl Encryptor {
         })
     }
 
-    /// age-rt: emits buffered plaintext as one record now. age v1: emits only the header
-    /// (a chunk can't be emitted before it is full or final).
+    /// age-rt: emits buffered plaintext as one record now. age v1, and a
+    /// [`seekable`](Self::seekable) encryptor: emits only the header (a chunk can't be emitted
+    /// before it is full or final).
     pub fn flush(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let seekable = self.seekable;
         self.run(out, |p, o| {
             if let Payload::AgeRt(w) = p {
-                w.flush(o)?;
+                if !seekable {
+                    w.flush(o)?;
+                }
             }
             Ok(false)
         })

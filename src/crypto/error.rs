@@ -61,12 +61,20 @@ pub enum Error {
     Usage(String),
     /// The operating system / browser random number generator failed.
     Random(String),
+    /// Chunk / record number `index` of a source sealed again after a break (PROTOCOL.md
+    /// §12.3) is not what was sent the first time: the source changed since. Nothing of it was
+    /// sent (no other plaintext under a used nonce).
+    SourceChanged {
+        /// 0-based chunk/record index.
+        index: u64,
+    },
 }
 
 impl Error {
     /// A stable short class name: `no_match`, `wrong_passphrase`, `header`, `header_too_large`,
     /// `hmac`, `legacy`, `armor`, `chunk_auth`, `payload`, `truncated`, `trailing_data`,
-    /// `work_factor`, `unsupported_recipient`, `invalid_key`, `usage`, `random`.
+    /// `work_factor`, `unsupported_recipient`, `invalid_key`, `usage`, `random`,
+    /// `source_changed`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::NoMatchingIdentity => "no_match",
@@ -85,6 +93,7 @@ impl Error {
             Error::InvalidKey(_) => "invalid_key",
             Error::Usage(_) => "usage",
             Error::Random(_) => "random",
+            Error::SourceChanged { .. } => "source_changed",
         }
     }
 
@@ -137,6 +146,10 @@ impl fmt::Display for Error {
             Error::InvalidKey(m) => write!(f, "invalid key: {m}"),
             Error::Usage(m) => write!(f, "{m}"),
             Error::Random(m) => write!(f, "random number generator failed: {m}"),
+            Error::SourceChanged { index } => write!(
+                f,
+                "chunk {index}, sealed again, is not the chunk sent before"
+            ),
         }
     }
 }

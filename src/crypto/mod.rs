@@ -24,6 +24,7 @@ mod error;
 mod header;
 mod keys;
 mod recipients;
+mod reseal;
 mod rng;
 mod stream;
 
@@ -31,6 +32,7 @@ pub use decryptor::{DecryptOptions, Decryptor};
 pub use encryptor::Encryptor;
 pub use error::Error;
 pub use recipients::{generate_x25519, Identity, Recipient, DEFAULT_SCRYPT_LOG2_N};
+pub use reseal::Resealer;
 pub use rng::{FixedRandom, OsRandom, RandomSource};
 pub use stream::CHUNK_SIZE;
 

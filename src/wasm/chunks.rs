@@ -23,7 +23,7 @@ use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
 use crate::client::producer::REPLAY_LIMIT;
 use crate::client::rate::RateMeter;
-use crate::client::resume::ReplayWindow;
+use crate::client::resume::{source_changed, ReplayWindow};
 
 /// A stream of byte chunks.
 pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, Error>>;
@@ -375,6 +375,38 @@ pub fn stoppable(stream: ByteStream, reason: Rc<Cell<StopReason>>) -> ByteStream
                 }
                 Some(Ok(c)) => Some((Ok(c), (s, reason, false))),
                 Some(Err(e)) => Some((Err(e), (s, reason, true))),
+                None => None,
+            }
+        },
+    )
+    .boxed_local()
+}
+
+/// A reopened source (§12.3): exactly `len` bytes, else it fails with
+/// [`source_changed`](crate::client::resume::source_changed) (a shorter or longer source would
+/// shift every byte after it).
+pub fn exactly(stream: ByteStream, len: u64) -> ByteStream {
+    let differs = move |got: &str| {
+        Err(source_changed(format!(
+            "reopened, it gave {got} bytes where it gave {len} before"
+        )))
+    };
+    futures::stream::unfold(
+        (stream, 0u64, false),
+        move |(mut s, got, done)| async move {
+            if done {
+                return None;
+            }
+            match s.next().await {
+                Some(Ok(c)) if got + u64::from(c.length()) > len => {
+                    Some((differs("more"), (s, got, true)))
+                }
+                Some(Ok(c)) => {
+                    let got = got + u64::from(c.length());
+                    Some((Ok(c), (s, got, false)))
+                }
+                Some(Err(e)) => Some((Err(e), (s, got, true))),
+                None if got < len => Some((differs(&got.to_string()), (s, got, true))),
                 None => None,
             }
         },

@@ -19,7 +19,7 @@ use super::error::into_js;
 use super::options::Options;
 use crate::client::error::Error;
 use crate::crypto::{
-    generate_x25519, DecryptOptions, Decryptor, Encryptor, Format, Identity, Recipient,
+    generate_x25519, DecryptOptions, Decryptor, Encryptor, Format, Identity, Recipient, Resealer,
 };
 
 fn to_js(e: crate::crypto::Error) -> JsValue {
@@ -120,6 +120,36 @@ pub fn encrypt_stream(input: ByteStream, enc: Rc<RefCell<Encryptor>>) -> Result<
             }
         }))
         .boxed_local())
+}
+
+/// The chunks sealed again from a reopened source after a break (§12.3): `input` is the
+/// plaintext [`Resealer::plaintext`] names; a chunk leaves only once its tag matched the one
+/// sent before.
+pub fn reseal_stream(input: ByteStream, resealer: Resealer) -> ByteStream {
+    stream::unfold((input, Some(resealer)), |(mut input, r)| async move {
+        let mut r = r?;
+        let mut out = Vec::new();
+        loop {
+            match input.next().await {
+                Some(Ok(chunk)) => {
+                    if let Err(err) = r.push(&chunk.to_vec(), &mut out) {
+                        return Some((Err(err.into()), (input, None)));
+                    }
+                    if let Some(item) = bytes(&out) {
+                        return Some((item, (input, Some(r))));
+                    }
+                }
+                Some(Err(err)) => return Some((Err(err), (input, None))),
+                None => {
+                    return match r.finish(&mut out) {
+                        Err(err) => Some((Err(err.into()), (input, None))),
+                        Ok(()) => bytes(&out).map(|item| (item, (input, None))),
+                    };
+                }
+            }
+        }
+    })
+    .boxed_local()
 }
 
 /// Decrypts `input`; `dec` stays shared so the receipt can read its tag digest and receipt

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::StreamExt;
-use js_sys::{Object, Reflect, Uint8Array};
+use js_sys::{Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::ReadableStream;
@@ -15,8 +15,8 @@ use web_sys::ReadableStream;
 use super::abort::Abort;
 use super::bindings::{now_ms, sleep, Delay};
 use super::chunks::{self, concat, BodyWatch, ByteStream, Shared, View};
-use super::crypto::{encrypt_stream, encryptor_for};
-use super::error::into_js;
+use super::crypto::{encrypt_stream, encryptor_for, reseal_stream};
+use super::error::{from_js, into_js};
 use super::http::{exchange, fetch, probe, streaming_uploads_supported, text, TEXT_LIMIT};
 use super::options::Parsed;
 use super::pagehide::PageHide;
@@ -26,9 +26,10 @@ use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
 use crate::client::receipt::Commitment;
 use crate::client::request::{Headers, NoHeaders, Request};
-use crate::client::resume::ReplayWindow;
+use crate::client::resume::{Replay, ReplayWindow};
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
+use crate::crypto::Encryptor;
 use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, STALL_AFTER_S};
 use zeroize::Zeroizing;
 
@@ -36,18 +37,25 @@ thread_local! {
     static MEMORY: RefCell<OriginMemory> = RefCell::new(OriginMemory::new());
 }
 
-/// `send(stream, options) → Promise<SendReport>` for a `ReadableStream<Uint8Array>` source
-/// (the package entry turns `Blob`, `string`, `Uint8Array` and async iterables into one).
+/// `send(stream, options, reopen?) → Promise<SendReport>` for a `ReadableStream<Uint8Array>`
+/// source (the package entry turns `Blob`, `string`, `Uint8Array` and async iterables into
+/// one). `reopen(start, end)`, given for a source that can be read again (a `Blob`, bytes),
+/// returns a `ReadableStream` of its bytes `start..end`: a resume (§12.3) then reopens the
+/// source instead of keeping a replay window.
 /// Resolves once the relay confirmed `[STATE:TRANSFER_SUCCESSFUL]` (the consumer got every
 /// byte); rejects with `PEER_DISCONNECTED` if the consumer left, `ABORTED`, `UNAUTHORIZED`,
 /// `FORBIDDEN`, `CONNECT_TIMEOUT`, `NETWORK`, `RELAY_ERROR`, `UNSUPPORTED`.
 #[wasm_bindgen(js_name = sendStream)]
-pub async fn send_stream(source: ReadableStream, options: JsValue) -> Result<JsValue, JsValue> {
+pub async fn send_stream(
+    source: ReadableStream,
+    options: JsValue,
+    reopen: Option<Function>,
+) -> Result<JsValue, JsValue> {
     let p = Parsed::from_js(&options).map_err(into_js)?;
     let mut abort = Abort::new(p.signal.clone()).map_err(into_js)?;
     let started = now_ms();
     let meter = Rc::new(RefCell::new(RateMeter::new(started, p.size())));
-    let result = send_inner(source, &p, &mut abort, meter.clone()).await;
+    let result = send_inner(source, reopen, &p, &mut abort, meter.clone()).await;
     if result.is_err() {
         // Stop whatever is still running (the upload, a waiting part request).
         abort.abort_internal();
@@ -72,6 +80,7 @@ pub async fn send_stream(source: ReadableStream, options: JsValue) -> Result<JsV
 
 async fn send_inner(
     source: ReadableStream,
+    reopen: Option<Function>,
     p: &Parsed,
     abort: &mut Abort,
     meter: Rc<RefCell<RateMeter>>,
@@ -89,8 +98,13 @@ async fn send_inner(
         ),
         plain.clone(),
     );
+    // A source that can be read again (a `Blob`, bytes) resumes by reading it again (§12.3):
+    // a plain one's bytes are the wire bytes; an encrypted one is sealed again from a chunk.
+    let reopen = reopen.filter(|_| p.resume_s.is_some());
     let enc = if p.encrypted() {
-        Some(Rc::new(RefCell::new(encryptor_for(&p.o)?)))
+        let e = encryptor_for(&p.o)?;
+        let e = if reopen.is_some() { e.seekable() } else { e };
+        Some(Rc::new(RefCell::new(e)))
     } else {
         None
     };
@@ -98,7 +112,8 @@ async fn send_inner(
         stream = encrypt_stream(stream, e.clone())?;
     }
     stream = receipt::committed(stream, wire.clone());
-    // The replay window (§12.3) keeps what goes to the upload once both sides resume.
+    // The replay window (§12.3) keeps what goes to the upload once both sides resume; a source
+    // that can be reopened keeps only an encrypted stream's header.
     let window = Rc::new(RefCell::new(ReplayWindow::<View>::new(0)));
     // What the source has not yielded yet, however many uploads read from it: a resumed
     // upload is the window's bytes, then this (never what an earlier replay left unsent).
@@ -152,7 +167,12 @@ async fn send_inner(
                     Err(f) => producer.on_failure(f),
                 }
                 if producer.resumes() {
-                    *window.borrow_mut() = ReplayWindow::new(p.resume_window);
+                    *window.borrow_mut() = match reopen {
+                        Some(_) => ReplayWindow::seekable(
+                            enc.as_ref().map_or(0, |e| e.borrow().header_len()),
+                        ),
+                        None => ReplayWindow::new(p.resume_window),
+                    };
                 }
                 // The receipt of a plain transfer, or of a consumer without keys, commits to
                 // the bytes on the wire (§12.2).
@@ -201,8 +221,17 @@ async fn send_inner(
             }
             Step::ResumeFrom(offset) => {
                 // The core checked the offset against this window (§12.3).
-                let replay = window.borrow().replay_from(offset).unwrap_or_default();
-                stream = futures::stream::iter(replay.into_iter().map(|v| Ok(v.0)))
+                let replay = window.borrow().replay_from(offset);
+                let (kept, again) = match replay {
+                    Some(Replay::Reopen { kept, from, to }) => (
+                        kept,
+                        reopened(reopen.as_ref(), enc.as_deref(), from, to, abort),
+                    ),
+                    Some(Replay::Kept(kept)) => (kept, futures::stream::empty().boxed_local()),
+                    None => (Vec::new(), futures::stream::empty().boxed_local()),
+                };
+                stream = futures::stream::iter(kept.into_iter().map(|v| Ok(v.0)))
+                    .chain(again)
                     .chain(source.reader())
                     .boxed_local();
             }
@@ -249,6 +278,51 @@ async fn send_inner(
                 return Err(e);
             }
         }
+    }
+}
+
+/// Wire bytes `from..to` again from the reopened source: a plain source's own bytes, an
+/// encrypted one's chunks sealed again (`Encryptor::reseal`: each sent only if its tag is the
+/// one sent before).
+fn reopened(
+    reopen: Option<&Function>,
+    enc: Option<&RefCell<Encryptor>>,
+    from: u64,
+    to: u64,
+    abort: &Abort,
+) -> ByteStream {
+    let Some(enc) = enc else {
+        return read_again(reopen, from, to, abort);
+    };
+    let resealer = enc.borrow().reseal(from, to);
+    match resealer {
+        Ok(r) => {
+            let (start, end) = r.plaintext();
+            reseal_stream(read_again(reopen, start, end, abort), r)
+        }
+        Err(e) => futures::stream::once(async move { Err(e.into()) }).boxed_local(),
+    }
+}
+
+/// Source bytes `from..to`, read again through the package's `reopen`.
+fn read_again(reopen: Option<&Function>, from: u64, to: u64, abort: &Abort) -> ByteStream {
+    let opened = reopen
+        .ok_or_else(|| Error::new(ErrorCode::Unsupported, "this source cannot be reopened"))
+        .and_then(|f| {
+            f.call2(&JsValue::NULL, &(from as f64).into(), &(to as f64).into())
+                .and_then(|s| s.dyn_into::<ReadableStream>())
+                .map_err(|e| {
+                    from_js(
+                        &e,
+                        abort.reason(),
+                        ErrorCode::Unsupported,
+                        "reopening the source",
+                    )
+                })
+        });
+    match opened {
+        Ok(s) => chunks::exactly(chunks::source(s, abort.reason_cell()), to - from),
+        Err(e) => futures::stream::once(async move { Err(e) }).boxed_local(),
     }
 }
 

@@ -162,6 +162,101 @@ test('waiting on one side only is no stall: a consumer that stops reading for 12
   assert.equal(report.receipt?.bytes, size);
 });
 
+// A source that can be read again (a Blob, bytes) keeps no replay window: a resume reopens it
+// at the consumer's offset (§12.3; encrypted: sealed again from the chunk there, each chunk
+// checked against the tag it was sent with), so `resumeWindow: 0` doesn't stop it; a stream
+// source with no window can't resume what was in flight.
+const SEEKABLE = [['plain', 'Blob'], ['plain', 'Uint8Array'], ['age-rt passphrase', 'Blob'], ['age x25519', 'Blob']];
+for (const [name, kind] of SEEKABLE) {
+  const c = CRYPTO[name];
+  test(`${name}, resumeWindow 0: a ${kind} source cut three times on the consumer's side arrives exact after 3 resumes (read again, not kept)`, { timeout: 120_000 }, async () => {
+    const size = 24 * MiB + 17;
+    const { blob, digest } = await blobOf(size);
+    const source = kind === 'Blob' ? blob : new Uint8Array(await blob.arrayBuffer());
+    const cuts = [0.3, 0.6, 0.9].map((f) => Math.floor(size * f));
+    const { got, report, proxy } = await cutTransfer(source, {
+      cuts, side: 'consumer', send: { ...c.send, resumeWindow: 0 }, recv: c.recv,
+    });
+    assert.equal(got.bytes, size);
+    assert.equal(got.sha256, digest);
+    assert.equal(proxy.stats.cuts, 3);
+    assert.equal(report.resumes, 3);
+    assert.equal(report.receipt?.bytes, size);
+  });
+}
+
+test('resumeWindow 0, a stream source cut on the consumer\'s side: both sides fail with the numbers (nothing kept to send again)', { timeout: 60_000 }, async () => {
+  const size = 24 * MiB;
+  const { stream } = randomSource(size, 256 * KiB);
+  const proxy = await cutProxy(relayPort());
+  proxy.cutDownAt(Math.floor(size * 0.3));
+  const path = uniquePath('resume-nowindow');
+  try {
+    const sendP = sdk.send(stream, { relay: relay.http, path, resume: true, resumeWindow: 0 });
+    sendP.catch(() => {});
+    const r = await sdk.receive({ relay: proxy.url, path, resume: true });
+    const recvErr = await within(rejection(hashStream(r.stream)), 30_000, 'receive');
+    const sendErr = await within(rejection(sendP), 30_000, 'send');
+    assert.equal(recvErr.code, 'TRUNCATED', recvErr.message);
+    assert.match(recvErr.message, /cannot resume: .*replay window holds only bytes/);
+    assert.equal(sendErr.code, 'PEER_DISCONNECTED', sendErr.message);
+    assert.match(sendErr.message, /a larger resumeWindow would have kept them/);
+  } finally {
+    await proxy.close();
+  }
+});
+
+/** A Blob that reads as `bytes` but whose slices (what a resume reads again) are `other`. */
+function changingBlob(bytes, other) {
+  const changed = new Blob([other]);
+  return new (class extends Blob { slice(start, end) { return changed.slice(start, end); } })([bytes]);
+}
+
+test('a source that changed before a resume is refused: nothing other is sent (encrypted: never other plaintext under a used nonce)', { timeout: 60_000 }, async () => {
+  const size = 16 * MiB;
+  const { blob } = await blobOf(size);
+  const bytes = new Uint8Array(await blob.arrayBuffer());
+  const flipped = bytes.map((b) => b ^ 0xff);
+  const cases = [
+    // encrypted: a chunk sealed again must have the tag it was sent with
+    ['age-rt passphrase', changingBlob(bytes, flipped), /chunk \d+, sealed again, is not the chunk sent before/],
+    ['age x25519', changingBlob(bytes, flipped), /chunk \d+, sealed again, is not the chunk sent before/],
+    // plain: a source that gives fewer bytes than before
+    ['plain', changingBlob(bytes, bytes.subarray(0, size / 2)), /reopened, it gave \d+ bytes where it gave \d+ before/],
+  ];
+  for (const [name, source, why] of cases) {
+    const c = CRYPTO[name];
+    const proxy = await cutProxy(relayPort());
+    proxy.cutDownAt(Math.floor(size * 0.6));
+    const path = uniquePath('resume-changed');
+    const ac = new AbortController();
+    try {
+      const sendP = sdk.send(source, { relay: relay.http, path, resume: true, resumeWindow: 0, ...c.send });
+      sendP.catch(() => {});
+      const r = await sdk.receive({ relay: proxy.url, path, resume: true, signal: ac.signal, ...c.recv });
+      const got = [];
+      const read = (async () => { for await (const chunk of r.stream) got.push(chunk); })();
+      read.catch(() => {});
+      const sendErr = await within(rejection(sendP), 30_000, 'send');
+      assert.equal(sendErr.code, 'UNSUPPORTED', `${name}: ${sendErr.message}`);
+      assert.match(sendErr.message, /cannot resume: the source changed since it was sent/, name);
+      assert.match(sendErr.message, why, name);
+      // The consumer waits for a resumed upload that never starts (PROTOCOL.md §12.3: it gives
+      // up after its resumed GET and the resume time); stop it, and check that every byte it
+      // got is the source's as first sent.
+      await sleep(500);
+      ac.abort();
+      const recvErr = await within(rejection(read), 10_000, 'receive');
+      assert.equal(recvErr.code, 'ABORTED', `${name}: ${recvErr.message}`);
+      const received = Buffer.concat(got);
+      assert.ok(received.length < size, `${name}: ${received.length} bytes received before the break`);
+      assert.ok(received.equals(bytes.subarray(0, received.length)), `${name}: only the bytes first sent arrived`);
+    } finally {
+      await proxy.close();
+    }
+  }
+});
+
 test('a stream source cut inside the replay window resumes; the receipt covers every byte', { timeout: 60_000 }, async () => {
   const size = 24 * MiB;
   const { stream, digest } = randomSource(size, 256 * KiB);

@@ -8,6 +8,7 @@
 use zeroize::Zeroizing;
 
 /// A payload key ready to seal / open chunks.
+#[derive(Clone)]
 pub(crate) struct PayloadAead {
     inner: chacha20poly1305::ChaCha20Poly1305,
 }

@@ -4,7 +4,8 @@
 use super::{Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
 use crate::crypto::Error;
 
-const LEN_PREFIX: usize = 4;
+/// Bytes of a record's length prefix.
+pub(crate) const LEN_PREFIX: usize = 4;
 
 /// Encrypting side: buffers up to 64 KiB of plaintext until a flush.
 pub(crate) struct Writer {
@@ -17,6 +18,10 @@ impl Writer {
         &self.sealer
     }
 
+    pub(crate) fn sealer_mut(&mut self) -> &mut Sealer {
+        &mut self.sealer
+    }
+
     pub(crate) fn new(sealer: Sealer) -> Self {
         Writer {
             sealer,
@@ -25,9 +30,7 @@ impl Writer {
     }
 
     fn record(&mut self, plaintext: &[u8], last: bool, out: &mut Vec<u8>) -> Result<(), Error> {
-        let len = (plaintext.len() + TAG_LEN) as u32;
-        out.extend_from_slice(&len.to_be_bytes());
-        self.sealer.seal(plaintext, last, out)
+        seal_record(&mut self.sealer, plaintext, last, out)
     }
 
     pub(crate) fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
@@ -67,6 +70,18 @@ impl Writer {
         self.flush(out)?;
         self.record(&[], true, out)
     }
+}
+
+/// Appends `plaintext` sealed as the next record (length prefix || ciphertext || tag) to `out`.
+pub(crate) fn seal_record(
+    sealer: &mut Sealer,
+    plaintext: &[u8],
+    last: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let len = (plaintext.len() + TAG_LEN) as u32;
+    out.extend_from_slice(&len.to_be_bytes());
+    sealer.seal(plaintext, last, out)
 }
 
 /// Decrypting side: buffers at most one record.

@@ -17,6 +17,10 @@ impl Writer {
         &self.sealer
     }
 
+    pub(crate) fn sealer_mut(&mut self) -> &mut Sealer {
+        &mut self.sealer
+    }
+
     pub(crate) fn new(sealer: Sealer) -> Self {
         Writer {
             sealer,

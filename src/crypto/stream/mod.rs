@@ -29,15 +29,47 @@ pub(crate) struct Sealer {
     aead: PayloadAead,
     counter: u64,
     tags: Sha256,
+    /// Every tag sealed, in chunk order, once [`keep_tags`](Self::keep_tags) was called (a
+    /// seekable source, PROTOCOL.md §12.3): 16 bytes per chunk, 256 KiB per GiB.
+    kept: Option<Vec<[u8; TAG_LEN]>>,
+    /// Plaintext bytes sealed.
+    sealed: u64,
 }
 
 impl Sealer {
     pub(crate) fn new(aead: PayloadAead) -> Self {
+        Self::at(aead, 0)
+    }
+
+    /// A sealer whose next chunk is number `counter`.
+    pub(crate) fn at(aead: PayloadAead, counter: u64) -> Self {
         Sealer {
             aead,
-            counter: 0,
+            counter,
             tags: Sha256::new(),
+            kept: None,
+            sealed: 0,
         }
+    }
+
+    /// The same key, its next chunk number `counter` (sealing again, §12.3).
+    pub(crate) fn again_at(&self, counter: u64) -> Self {
+        Self::at(self.aead.clone(), counter)
+    }
+
+    /// Keeps the tag of every chunk sealed from now on ([`kept`](Self::kept)).
+    pub(crate) fn keep_tags(&mut self) {
+        self.kept.get_or_insert_with(Vec::new);
+    }
+
+    /// The tags kept by [`keep_tags`](Self::keep_tags), in chunk order.
+    pub(crate) fn kept(&self) -> Option<&[[u8; TAG_LEN]]> {
+        self.kept.as_deref()
+    }
+
+    /// Plaintext bytes sealed so far.
+    pub(crate) fn sealed(&self) -> u64 {
+        self.sealed
     }
 
     /// SHA-256 over the tags of the chunks sealed or opened so far, in order (§12.2).
@@ -64,6 +96,10 @@ impl Sealer {
             .seal(&nonce(self.counter, last), &mut out[start..]);
         out.extend_from_slice(&tag);
         self.tags.update(tag);
+        if let Some(kept) = &mut self.kept {
+            kept.push(tag);
+        }
+        self.sealed += plaintext.len() as u64;
         self.advance()
     }
 
