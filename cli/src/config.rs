@@ -552,6 +552,68 @@ mod tests {
     }
 
     #[test]
+    fn resume_and_receipt_keys() {
+        let k = |resume: Option<ResumeSpec>| Keys {
+            resume,
+            ..Keys::default()
+        };
+        let secs = |s: u64| Ok(Some(Duration::from_secs(s)));
+        assert_eq!(resume_time(&k(None)), secs(DEFAULT_RESUME_S));
+        assert_eq!(resume_time(&k(Some(ResumeSpec::Seconds(300)))), secs(300));
+        assert_eq!(resume_time(&k(Some(ResumeSpec::Text("1".into())))), secs(1));
+        assert_eq!(
+            resume_time(&k(Some(ResumeSpec::Text("true".into())))),
+            secs(DEFAULT_RESUME_S)
+        );
+        for off in [
+            ResumeSpec::Flag(false),
+            ResumeSpec::Seconds(0),
+            ResumeSpec::Text("off".into()),
+            ResumeSpec::Text("0".into()),
+        ] {
+            assert_eq!(resume_time(&k(Some(off.clone()))), Ok(None), "{off:?}");
+        }
+        let e = resume_time(&k(Some(ResumeSpec::Text("soon".into())))).expect_err("bad");
+        assert_eq!(e.exit, crate::exit::Exit::Usage);
+
+        assert_eq!(parse_size("64MiB"), Some(64 << 20));
+        assert_eq!(parse_size("512 KiB"), Some(512 << 10));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("1234"), Some(1234));
+        assert_eq!(parse_size("12 parsecs"), None);
+        assert_eq!(parse_size(""), None);
+        let w = |t: &str| {
+            resume_window(&Keys {
+                resume_window: Some(SizeSpec::Text(t.into())),
+                ..Keys::default()
+            })
+        };
+        assert_eq!(w("0"), Ok(Some(0)));
+        assert_eq!(w("1GiB"), Ok(Some(1 << 30)));
+        assert!(w("2GiB").is_err() && w("lots").is_err());
+        assert_eq!(resume_window(&Keys::default()), Ok(None));
+
+        // From a config file and the environment.
+        let f = parse_config(
+            "mode: write\nresume: off\nresume_window: 128MiB\nno_receipt: true\nreceipt_timeout: 30\n",
+            "t",
+        )
+        .expect("parse");
+        assert_eq!(resume_time(&f), Ok(None));
+        assert_eq!(resume_window(&f), Ok(Some(128 << 20)));
+        assert_eq!((f.no_receipt, f.receipt_timeout), (Some(true), Some(30)));
+        let f = parse_config("mode: read\nresume: 90\n", "t").expect("parse");
+        assert_eq!(resume_time(&f), secs(90));
+        let e = keys_from_env(&env(&[
+            ("HTTPIPE_RESUME", "120"),
+            ("HTTPIPE_NO_RECEIPT", "1"),
+        ]))
+        .expect("env");
+        assert_eq!(resume_time(&e), secs(120));
+        assert_eq!(e.no_receipt, Some(true));
+    }
+
+    #[test]
     fn precedence_cli_over_env_over_file() {
         let file = parse_config(
             "mode: write\nstream_path: /file\nconnect_timeout: 30\naccess_token: file-token\ncontent_type: text/plain\n",
