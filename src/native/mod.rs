@@ -13,7 +13,8 @@
 //!
 //! Encryption (age-rt by default, or age v1) happens here, end to end: give `passphrase` or
 //! `recipients` to send, `passphrase` or `identities` to receive. Memory stays bounded
-//! whatever the size: a few chunks of at most 256 KiB are in flight (backpressure end to end).
+//! whatever the size: a few chunks of at most 256 KiB are in flight (backpressure end to end),
+//! plus the producer's replay window when both sides resume (below; 64 MiB by default).
 //!
 //! Delivery receipts and resume (`PROTOCOL.md` §12) are on by default, as in the SDK: between
 //! two httpipe clients the producer succeeds only on the consumer's receipt

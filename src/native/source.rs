@@ -522,7 +522,16 @@ pub(crate) async fn pump_reader<R: AsyncRead + Unpin>(
             }
             meter.add(n);
             // A short read: the source has nothing more right now, so what it gave goes out.
-            enc.data(buf.split().freeze(), n < READ_CHUNK, &mut out)?;
+            // It is copied out of the read buffer: a split-off chunk would keep the whole
+            // buffer alive while the replay window holds it (§12.3), several times its size.
+            let chunk = if n < READ_CHUNK / 2 {
+                let c = Bytes::copy_from_slice(&buf);
+                buf.clear();
+                c
+            } else {
+                buf.split().freeze()
+            };
+            enc.data(chunk, n < READ_CHUNK, &mut out)?;
         }
     }
     .await;
