@@ -272,6 +272,7 @@ impl Reader {
         };
         let step = resumer.on_break(f, &self.check, offset, self.now_ms());
         if let ResumeStep::Failed(e) = step {
+            self.resumer = Some(resumer);
             return Some(e);
         }
         self.meter.set_resume(true, resumer.resumes);
