@@ -275,6 +275,14 @@ mod imp {
         async fn next_chunk(&mut self) -> Result<Option<bytes::Bytes>, NetError> {
             self.0.next_chunk().await
         }
+
+        /// A consumer command has the whole stream: the receipt goes now, so a command that
+        /// works long after its input ended doesn't leave the producer unconfirmed.
+        async fn handed_over(&mut self) {
+            if let Err(e) = self.0.confirm().await {
+                tracing::warn!("the receipt did not reach the sender: {e}");
+            }
+        }
     }
 }
 
