@@ -138,6 +138,23 @@ test('CLI write → Node SDK receive, and Node SDK send → CLI read: receipts b
   assert.equal(plain.receipt?.authenticated, false);
 });
 
+test('read -- COMMAND confirms once the command has the whole stream, not after its own work', { timeout: 60_000 }, async () => {
+  const size = 1 * MiB + 3;
+  const { file, digest } = randomFile('cmd.bin', size);
+  const p = uniquePath('cli-cmd');
+  const out = path.join(dir, 'cmd.out');
+  // The command works on for 4 s after its input ended; the producer waits 2 s for the receipt.
+  const w = httpipe(['write', '--relay', relay.http, '-s', p, '--receipt-timeout', '2'], { inFile: file });
+  const r = httpipe(['read', '--relay', relay.http, '-s', p, '--', 'sh', '-c', `cat > '${out}'; sleep 4`]);
+  const wd = await within(w.done, 40_000, 'write');
+  assert.equal(wd.code, 0, wd.err);
+  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes`), wd.err);
+  assert.equal(r.proc.exitCode, null, 'the consumer command still works');
+  const rd = await within(r.done, 40_000, 'read');
+  assert.equal(rd.code, 0, rd.err);
+  assert.equal(fileHash(out), digest);
+});
+
 /**
  * A CLI transfer with one side through a cutting proxy; `producer` / `consumer` are argument
  * lists after the relay URL; the producer's stdin is `inFile`, the consumer's stdout `outFile`.
