@@ -334,7 +334,7 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
         auto_flush: keys.auto_flush_delay.map(Duration::from_secs),
         after_break: after_break(&keys)?,
         resume_window: config::resume_window(&keys)?,
-        receipt_timeout: keys.receipt_timeout.map(Duration::from_secs),
+        receipt_timeout: config::receipt_timeout(&keys)?,
     };
     let argv = command(&keys)?;
     let whole_blocks = !keys.unbuffered_input.unwrap_or(false);
@@ -535,7 +535,7 @@ async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
         auto_flush: None,
         after_break: after_break(&keys)?,
         resume_window: config::resume_window(&keys)?,
-        receipt_timeout: keys.receipt_timeout.map(Duration::from_secs),
+        receipt_timeout: config::receipt_timeout(&keys)?,
     };
     let progress = Progress::new(true, Some(size), "waiting for the receiver");
     let mut sender = tokio::select! {

@@ -108,6 +108,17 @@ pub fn resume_time(keys: &Keys) -> Result<Option<Duration>, CliError> {
     Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
 }
 
+/// How long the producer waits for the receipt (§12.2), when given: at least a second.
+pub fn receipt_timeout(keys: &Keys) -> Result<Option<Duration>, CliError> {
+    match keys.receipt_timeout {
+        Some(0) => Err(CliError::usage(
+            "--receipt-timeout 0 would never wait for the receipt",
+            "give a number of seconds (default 120), or turn receipts off with --no-receipt",
+        )),
+        t => Ok(t.map(Duration::from_secs)),
+    }
+}
+
 /// A size in bytes: `1048576`, `64MiB`, `512KiB`, `1GiB` (also `K`, `M`, `G`: binary).
 pub fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
@@ -592,6 +603,14 @@ mod tests {
         assert_eq!(w("1GiB"), Ok(Some(1 << 30)));
         assert!(w("2GiB").is_err() && w("lots").is_err());
         assert_eq!(resume_window(&Keys::default()), Ok(None));
+        let t = |n| {
+            receipt_timeout(&Keys {
+                receipt_timeout: Some(n),
+                ..Keys::default()
+            })
+        };
+        assert_eq!(t(30), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(t(0).expect_err("0").exit, crate::exit::Exit::Usage);
 
         // From a config file and the environment.
         let f = parse_config(
