@@ -250,6 +250,17 @@ async fn plain_sizes_both_orders_with_and_without_rendezvous() {
                 assert_eq!(got.content_type.as_deref(), Some("text/csv"), "{ctx}");
                 assert_eq!(got.filename.as_deref(), Some("Grüße.csv"), "{ctx}");
                 assert_eq!(got.size, Some(size as u64), "{ctx}");
+                // Delivery receipts (PROTOCOL.md §12) need the rendezvous: a plain one commits
+                // to the bytes as they arrived (a checksum, not authenticated).
+                match (&rep.receipt, rendezvous) {
+                    (Some(r), true) => {
+                        assert_eq!(r.bytes, size as u64, "{ctx}");
+                        assert!(!r.authenticated, "{ctx}");
+                    }
+                    (None, false) => {}
+                    (r, _) => panic!("{ctx}: receipt {r:?}"),
+                }
+                assert_eq!(rep.resumes, 0, "{ctx}");
             }
         }
     }
@@ -269,8 +280,12 @@ async fn age_rt_passphrase_and_age_x25519_both_orders() {
         let mut ro = ReceiveOptions::new(t);
         ro.passphrase = Some("correct horse".into());
         let (s, r) = transfer(so, ro, payload.clone(), first).await;
-        s.unwrap_or_else(|e| panic!("age-rt {first:?}: send: {e}"));
+        let rep = s.unwrap_or_else(|e| panic!("age-rt {first:?}: send: {e}"));
         let got = r.unwrap_or_else(|e| panic!("age-rt {first:?}: receive: {e}"));
+        // The receipt of a decrypting consumer: the plaintext, signed with the receipt key.
+        let receipt = rep.receipt.expect("a receipt");
+        assert_eq!(receipt.bytes, payload.len() as u64);
+        assert!(receipt.authenticated);
         assert_eq!(sha(&got.bytes), sha(&payload), "age-rt {first:?}");
         assert_eq!(got.filename, None, "nothing about the plaintext in clear");
         assert_eq!(got.content_type, None);
@@ -283,8 +298,9 @@ async fn age_rt_passphrase_and_age_x25519_both_orders() {
         let mut ro = ReceiveOptions::new(t);
         ro.identities = vec![secret.to_string()];
         let (s, r) = transfer(so, ro, exact.clone(), first).await;
-        s.unwrap_or_else(|e| panic!("age {first:?}: send: {e}"));
+        let rep = s.unwrap_or_else(|e| panic!("age {first:?}: send: {e}"));
         let got = r.unwrap_or_else(|e| panic!("age {first:?}: receive: {e}"));
+        assert!(rep.receipt.expect("a receipt").authenticated);
         assert_eq!(sha(&got.bytes), sha(&exact), "age {first:?}");
     }
 }
@@ -452,8 +468,14 @@ async fn writer_auto_flush_and_async_write() {
             "{:?}",
             started.elapsed()
         );
-        w.shutdown().await.expect("shutdown = finish");
-        assert_eq!(reader.next_chunk().await.expect("clean end"), None);
+        // finish waits for the consumer's receipt (PROTOCOL.md §12), sent at its clean end:
+        // read on while it runs.
+        let (done, end) = within("finish", async {
+            tokio::join!(w.shutdown(), reader.next_chunk())
+        })
+        .await;
+        done.expect("shutdown = finish");
+        assert_eq!(end.expect("clean end"), None);
     }
 }
 

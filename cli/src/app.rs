@@ -6,14 +6,16 @@ use std::time::Duration;
 use httpipe::crypto::Format;
 use tokio::io::{AsyncWriteExt, BufWriter};
 
-use crate::cli::{Cli, Command, ReadArgs, ReceiveArgs, SendArgs, StreamArgs, WriteArgs};
+use crate::cli::{
+    Cli, Command, ProducerArgs, ReadArgs, ReceiveArgs, SendArgs, StreamArgs, WriteArgs,
+};
 use crate::config::{self, Endpoint, Keys};
 use crate::exit::{from_net, CliError, Exit, Role};
 use crate::keys;
 use crate::pipe::{self, Copied, Sink};
 use crate::progress::Progress;
 use crate::tarball;
-use crate::transfer::{self, ReceiveSpec, SendSpec, StreamTarget};
+use crate::transfer::{self, AfterBreak, Delivery, ReceiveSpec, SendSpec, StreamTarget};
 
 fn env_get(k: &str) -> Option<String> {
     std::env::var(k).ok()
@@ -52,6 +54,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             k.recipients = non_empty(&s.recipients);
             k.recipients_file = s.recipients_file.as_ref().map(|p| p.display().to_string());
             k.encryption_mode = s.encryption_mode.clone();
+            let k = producer_keys(&s.producer, k);
             let keys = settings(k.or(global), file()?, "write")?;
             send(s, keys).await
         }
@@ -119,12 +122,65 @@ fn stream_keys(s: &StreamArgs) -> Keys {
         connect_timeout: s.connect_timeout,
         access_token: s.access_token.clone(),
         passphrase: s.passphrase.clone(),
+        resume: s.resume.clone().map(config::ResumeSpec::Text),
+        no_receipt: s.no_receipt.then_some(true),
         ..Keys::default()
     }
 }
 
-fn write_keys(w: &WriteArgs) -> Keys {
+/// `keys` with the producer's receipt and resume options.
+fn producer_keys(p: &ProducerArgs, keys: Keys) -> Keys {
     Keys {
+        resume_window: p.resume_window.clone().map(config::SizeSpec::Text),
+        receipt_timeout: p.receipt_timeout,
+        ..keys
+    }
+}
+
+/// Receipts and resume (PROTOCOL.md §12) as the settings say; breaks are told on stderr.
+fn after_break(keys: &Keys) -> Result<AfterBreak, CliError> {
+    let on_resume: transfer::OnResume = std::sync::Arc::new(|reconnecting, resumed| {
+        if reconnecting {
+            eprintln!("httpipe: connection lost; reconnecting…");
+        } else {
+            eprintln!("httpipe: reconnected (resumed {resumed}×)");
+        }
+    });
+    Ok(AfterBreak {
+        receipt: !keys.no_receipt.unwrap_or(false),
+        resume: config::resume_time(keys)?,
+        on_resume: Some(on_resume),
+    })
+}
+
+/// The producer's last line: whether the receiver confirmed (§12.2).
+fn delivered(d: &Delivery) {
+    let resumed = match d.resumes {
+        0 => String::new(),
+        n => format!(" (after {n} reconnect{})", if n == 1 { "" } else { "s" }),
+    };
+    match d.confirmed {
+        Some(n) => eprintln!("httpipe: delivered: the receiver confirmed {n} bytes{resumed}"),
+        None => eprintln!(
+            "httpipe: sent {} bytes{resumed}; the receiver did not confirm (it sends no receipts)",
+            d.bytes
+        ),
+    }
+}
+
+/// The consumer's last word (§12.2): the `ok` receipt once the output is complete, else the
+/// `cancelled` one (so the producer fails at once instead of waiting to resume).
+async fn settle(rx: transfer::Receiver, complete: bool) {
+    match rx.settle(complete).await {
+        Ok(true) => tracing::info!("the sender has our receipt"),
+        Ok(false) => {}
+        // The data is saved either way: the sender reports itself unconfirmed.
+        Err(e) => tracing::warn!("the receipt did not reach the sender: {e}"),
+    }
+}
+
+fn write_keys(w: &WriteArgs) -> Keys {
+    let keys = Keys {
         content_type: w.content_type.clone(),
         auto_flush_delay: w.auto_flush_delay,
         encryption_mode: w.encryption_mode.clone(),
@@ -134,7 +190,8 @@ fn write_keys(w: &WriteArgs) -> Keys {
         serve: w.serve.then_some(true),
         command: non_empty(&w.command).map(config::CommandSpec::Argv),
         ..stream_keys(&w.stream)
-    }
+    };
+    producer_keys(&w.producer, keys)
 }
 
 fn read_keys(r: &ReadArgs) -> Keys {
@@ -244,14 +301,17 @@ async fn shutdown() -> &'static str {
 }
 
 /// Finishes the stream if `r` is Ok, else aborts it (the consumer sees it cut short).
-async fn end_stream<T>(sender: transfer::Sender, r: Result<T, CliError>) -> Result<T, CliError> {
+async fn end_stream<T>(
+    sender: transfer::Sender,
+    r: Result<T, CliError>,
+) -> Result<(T, Delivery), CliError> {
     match r {
         Ok(v) => {
-            sender
+            let d = sender
                 .finish()
                 .await
                 .map_err(|e| from_net(&e, Role::Producer))?;
-            Ok(v)
+            Ok((v, d))
         }
         Err(e) => {
             sender.abort(&e.what).await;
@@ -272,6 +332,9 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
         recipients,
         format: format(&keys)?,
         auto_flush: keys.auto_flush_delay.map(Duration::from_secs),
+        after_break: after_break(&keys)?,
+        resume_window: config::resume_window(&keys)?,
+        receipt_timeout: config::receipt_timeout(&keys)?,
     };
     let argv = command(&keys)?;
     let whole_blocks = !keys.unbuffered_input.unwrap_or(false);
@@ -306,9 +369,7 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
             } else {
                 pipe::run_producer(&argv, &mut sender, &Progress::hidden()).await
             };
-            end_stream(sender, r)
-                .await
-                .map(|n| tracing::info!("sent {n} bytes"))
+            end_stream(sender, r).await.map(|(_, d)| delivered(&d))
         }
     })
     .await
@@ -321,6 +382,7 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
         target: target(&keys, path.clone())?,
         passphrase: keys.passphrase.clone(),
         identities,
+        after_break: after_break(&keys)?,
     };
     let argv = command(&keys)?;
     let unbuffered = keys.unbuffered_output.unwrap_or(false);
@@ -342,9 +404,9 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
                 info.content_type.as_deref().unwrap_or("not given")
             );
             if !argv.is_empty() {
-                return pipe::run_consumer(&argv, &mut rx, &Progress::hidden())
-                    .await
-                    .map(|_| ());
+                let r = pipe::run_consumer(&argv, &mut rx, &Progress::hidden()).await;
+                settle(rx, r.is_ok()).await;
+                return r.map(|_| ());
             }
             use std::io::IsTerminal;
             let progress = Progress::new(!std::io::stdout().is_terminal(), info.size, "received");
@@ -357,7 +419,10 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
             } else {
                 let mut out = BufWriter::with_capacity(pipe::CHUNK, stdout);
                 pipe::copy_from_source(&mut rx, &mut out, false, &progress, "stdout").await
-            }?;
+            };
+            let complete = matches!(copied, Ok(Copied::Complete(_)));
+            settle(rx, complete).await;
+            let copied = copied?;
             progress.finish();
             if let Copied::OutputClosed(n) = copied {
                 tracing::info!("stdout closed after {n} bytes; the rest of the stream was dropped");
@@ -468,6 +533,9 @@ async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
         recipients,
         format: format(&keys)?,
         auto_flush: None,
+        after_break: after_break(&keys)?,
+        resume_window: config::resume_window(&keys)?,
+        receipt_timeout: config::receipt_timeout(&keys)?,
     };
     let progress = Progress::new(true, Some(size), "waiting for the receiver");
     let mut sender = tokio::select! {
@@ -479,8 +547,9 @@ async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
         r = send_entries(&entries, &mut sender, &progress) => r,
         sig = shutdown() => Err(CliError::generic(format!("interrupted by {sig}"), "the receiver sees the transfer cut short")),
     };
-    end_stream(sender, r).await?;
+    let ((), d) = end_stream(sender, r).await?;
     progress.finish();
+    delivered(&d);
     Ok(())
 }
 
@@ -576,22 +645,32 @@ async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
         target: target(&keys, path)?,
         passphrase: keys.passphrase.clone(),
         identities: keys::load_identities(&keys.identities.clone().unwrap_or_default())?,
+        after_break: after_break(&keys)?,
     };
     let work = async {
         let (info, mut rx) = transfer::open_receiver(spec)
             .await
             .map_err(|e| from_net(&e, Role::Consumer))?;
-        let dest = destination(r.output.as_deref(), info.filename.as_deref())?;
-        match dest {
-            Dest::Stdout => {
-                let progress = Progress::new(true, info.size, "received");
-                let mut out = BufWriter::with_capacity(pipe::CHUNK, tokio::io::stdout());
-                pipe::copy_from_source(&mut rx, &mut out, false, &progress, "stdout").await?;
-                progress.finish();
-                Ok(())
+        let saved = async {
+            match destination(r.output.as_deref(), info.filename.as_deref())? {
+                Dest::Stdout => {
+                    let progress = Progress::new(true, info.size, "received");
+                    let mut out = BufWriter::with_capacity(pipe::CHUNK, tokio::io::stdout());
+                    let copied =
+                        pipe::copy_from_source(&mut rx, &mut out, false, &progress, "stdout")
+                            .await?;
+                    progress.finish();
+                    Ok(matches!(copied, Copied::Complete(_)))
+                }
+                Dest::File(dest) => receive_to_file(&mut rx, &dest, info.size)
+                    .await
+                    .map(|()| true),
             }
-            Dest::File(dest) => receive_to_file(&mut rx, &dest, info.size).await,
         }
+        .await;
+        // Only a complete, saved transfer is confirmed (§12.2).
+        settle(rx, matches!(saved, Ok(true))).await;
+        saved.map(|_| ())
     };
     tokio::select! {
         r = work => r,

@@ -11,8 +11,15 @@ Environment (after the command line, before the config file): HTTPIPE_<KEY> or
 ZEBRASTREAM_<KEY> for every config key, e.g. HTTPIPE_ACCESS_TOKEN, HTTPIPE_PASSPHRASE,
 HTTPIPE_STREAM_PATH, HTTPIPE_CONNECT_URL, HTTPIPE_RELAY, HTTPIPE_CONNECT_TIMEOUT.
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 auth, 4 connect timeout, 5 peer disconnected,
-6 producer command failed, 7 consumer command failed.";
+Delivery receipts and resume (PROTOCOL.md §12) are on by default between httpipe peers: the
+producer succeeds only once the consumer confirmed what it saved (\"delivered: the receiver
+confirmed N bytes\"), and a broken connection is resumed (\"reconnecting…\") from the producer's
+replay window. ZebraStream peers and curl send no receipts (\"sent; the receiver did not
+confirm\") and don't resume.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 auth, 4 connect timeout, 5 peer disconnected (also: the
+receiver did not confirm, or a break could not be resumed), 6 producer command failed,
+7 consumer command failed.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -78,12 +85,35 @@ pub struct StreamArgs {
     /// Passphrase for encryption (better: HTTPIPE_PASSPHRASE or the config file)
     #[arg(short = 'p', long, value_name = "PASSPHRASE")]
     pub passphrase: Option<String>,
+
+    /// Seconds to keep trying to resume after a broken connection (default 60), or off
+    #[arg(long, value_name = "SECONDS|off")]
+    pub resume: Option<String>,
+
+    /// Don't use delivery receipts (the producer then reports the relay's verdict, unconfirmed)
+    #[arg(long)]
+    pub no_receipt: bool,
+}
+
+/// The producer's side of receipts and resume (`write`, `send`).
+#[derive(Debug, Args, Default, Clone)]
+pub struct ProducerArgs {
+    /// Bytes kept to resend after a break (default 64MiB, at most 1GiB; suffixes KiB MiB GiB)
+    #[arg(long, value_name = "BYTES")]
+    pub resume_window: Option<String>,
+
+    /// Seconds to wait for the receiver's receipt after the relay delivered (default 120)
+    #[arg(long, value_name = "SECONDS")]
+    pub receipt_timeout: Option<u64>,
 }
 
 #[derive(Debug, Args, Default, Clone)]
 pub struct WriteArgs {
     #[command(flatten)]
     pub stream: StreamArgs,
+
+    #[command(flatten)]
+    pub producer: ProducerArgs,
 
     /// Content-Type of the stream
     #[arg(short = 'c', long, value_name = "TYPE")]
@@ -144,6 +174,9 @@ pub struct ReadArgs {
 pub struct SendArgs {
     #[command(flatten)]
     pub stream: StreamArgs,
+
+    #[command(flatten)]
+    pub producer: ProducerArgs,
 
     /// Encrypt to this age recipient (age1...) instead of a passphrase; repeatable
     #[arg(short = 'r', long = "recipient", value_name = "RECIPIENT")]

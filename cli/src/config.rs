@@ -57,6 +57,98 @@ pub struct Keys {
     pub recipients_file: Option<String>,
     pub identities: Option<Vec<String>>,
     pub serve: Option<bool>,
+    /// Seconds to keep trying to resume after a break, or `off` / `false` (§12.3).
+    pub resume: Option<ResumeSpec>,
+    /// The producer's replay window: bytes, or a size like `64MiB` (§12.3).
+    pub resume_window: Option<SizeSpec>,
+    /// No delivery receipts (§12).
+    pub no_receipt: Option<bool>,
+    /// Seconds the producer waits for the receipt (§12.2).
+    pub receipt_timeout: Option<u64>,
+}
+
+/// The `resume` key: seconds, or off (`off`, `false`, `0`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ResumeSpec {
+    Flag(bool),
+    Seconds(u64),
+    Text(String),
+}
+
+/// The `resume_window` key: bytes, or a size with a binary suffix.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum SizeSpec {
+    Bytes(u64),
+    Text(String),
+}
+
+/// The default resume time in seconds (the SDK's, PROTOCOL.md §12.3).
+pub const DEFAULT_RESUME_S: u64 = httpipe::protocol::hello::RESUME_TIME_S as u64;
+
+/// How long to keep trying to resume (§12.3): `None` when turned off.
+pub fn resume_time(keys: &Keys) -> Result<Option<Duration>, CliError> {
+    let bad = |v: &str| {
+        CliError::usage(
+            format!("invalid resume time {v:?}"),
+            "give --resume a number of seconds (e.g. 300), or off",
+        )
+    };
+    let seconds = match &keys.resume {
+        None | Some(ResumeSpec::Flag(true)) => DEFAULT_RESUME_S,
+        Some(ResumeSpec::Flag(false)) => 0,
+        Some(ResumeSpec::Seconds(n)) => *n,
+        Some(ResumeSpec::Text(t)) => match parse_bool(t) {
+            Some(true) if t.trim() != "1" => DEFAULT_RESUME_S,
+            Some(false) => 0,
+            _ => t.trim().parse::<u64>().map_err(|_| bad(t))?,
+        },
+    };
+    Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
+}
+
+/// How long the producer waits for the receipt (§12.2), when given: at least a second.
+pub fn receipt_timeout(keys: &Keys) -> Result<Option<Duration>, CliError> {
+    match keys.receipt_timeout {
+        Some(0) => Err(CliError::usage(
+            "--receipt-timeout 0 would never wait for the receipt",
+            "give a number of seconds (default 120), or turn receipts off with --no-receipt",
+        )),
+        t => Ok(t.map(Duration::from_secs)),
+    }
+}
+
+/// A size in bytes: `1048576`, `64MiB`, `512KiB`, `1GiB` (also `K`, `M`, `G`: binary).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let n: u64 = t[..digits].parse().ok()?;
+    let unit = match t[digits..].trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(unit)
+}
+
+/// The producer's replay window in bytes (§12.3), when given.
+pub fn resume_window(keys: &Keys) -> Result<Option<usize>, CliError> {
+    let max = httpipe::client::resume::MAX_WINDOW as u64;
+    let n = match &keys.resume_window {
+        None => return Ok(None),
+        Some(SizeSpec::Bytes(n)) => Some(*n),
+        Some(SizeSpec::Text(t)) => parse_size(t),
+    };
+    match n {
+        Some(n) if n <= max => Ok(Some(n as usize)),
+        _ => Err(CliError::usage(
+            "invalid replay window size",
+            "give --resume-window a size of at most 1GiB, e.g. 64MiB or 134217728",
+        )),
+    }
 }
 
 /// The keys a config file may have (the fields of [`Keys`]).
@@ -79,6 +171,10 @@ pub const KNOWN_KEYS: &[&str] = &[
     "recipients_file",
     "identities",
     "serve",
+    "resume",
+    "resume_window",
+    "no_receipt",
+    "receipt_timeout",
 ];
 
 impl Keys {
@@ -103,6 +199,10 @@ impl Keys {
             recipients_file: self.recipients_file.or(lower.recipients_file),
             identities: self.identities.or(lower.identities),
             serve: self.serve.or(lower.serve),
+            resume: self.resume.or(lower.resume),
+            resume_window: self.resume_window.or(lower.resume_window),
+            no_receipt: self.no_receipt.or(lower.no_receipt),
+            receipt_timeout: self.receipt_timeout.or(lower.receipt_timeout),
         }
     }
 }
@@ -228,6 +328,10 @@ pub fn keys_from_env(get: &dyn Fn(&str) -> Option<String>) -> Result<Keys, CliEr
         recipients_file: string("recipients_file"),
         identities: paths("identities"),
         serve: flag("serve")?,
+        resume: string("resume").map(ResumeSpec::Text),
+        resume_window: string("resume_window").map(SizeSpec::Text),
+        no_receipt: flag("no_receipt")?,
+        receipt_timeout: number("receipt_timeout")?,
     })
 }
 
@@ -456,6 +560,76 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k: &str| m.get(k).cloned()
+    }
+
+    #[test]
+    fn resume_and_receipt_keys() {
+        let k = |resume: Option<ResumeSpec>| Keys {
+            resume,
+            ..Keys::default()
+        };
+        let secs = |s: u64| Ok(Some(Duration::from_secs(s)));
+        assert_eq!(resume_time(&k(None)), secs(DEFAULT_RESUME_S));
+        assert_eq!(resume_time(&k(Some(ResumeSpec::Seconds(300)))), secs(300));
+        assert_eq!(resume_time(&k(Some(ResumeSpec::Text("1".into())))), secs(1));
+        assert_eq!(
+            resume_time(&k(Some(ResumeSpec::Text("true".into())))),
+            secs(DEFAULT_RESUME_S)
+        );
+        for off in [
+            ResumeSpec::Flag(false),
+            ResumeSpec::Seconds(0),
+            ResumeSpec::Text("off".into()),
+            ResumeSpec::Text("0".into()),
+        ] {
+            assert_eq!(resume_time(&k(Some(off.clone()))), Ok(None), "{off:?}");
+        }
+        let e = resume_time(&k(Some(ResumeSpec::Text("soon".into())))).expect_err("bad");
+        assert_eq!(e.exit, crate::exit::Exit::Usage);
+
+        assert_eq!(parse_size("64MiB"), Some(64 << 20));
+        assert_eq!(parse_size("512 KiB"), Some(512 << 10));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("1234"), Some(1234));
+        assert_eq!(parse_size("12 parsecs"), None);
+        assert_eq!(parse_size(""), None);
+        let w = |t: &str| {
+            resume_window(&Keys {
+                resume_window: Some(SizeSpec::Text(t.into())),
+                ..Keys::default()
+            })
+        };
+        assert_eq!(w("0"), Ok(Some(0)));
+        assert_eq!(w("1GiB"), Ok(Some(1 << 30)));
+        assert!(w("2GiB").is_err() && w("lots").is_err());
+        assert_eq!(resume_window(&Keys::default()), Ok(None));
+        let t = |n| {
+            receipt_timeout(&Keys {
+                receipt_timeout: Some(n),
+                ..Keys::default()
+            })
+        };
+        assert_eq!(t(30), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(t(0).expect_err("0").exit, crate::exit::Exit::Usage);
+
+        // From a config file and the environment.
+        let f = parse_config(
+            "mode: write\nresume: off\nresume_window: 128MiB\nno_receipt: true\nreceipt_timeout: 30\n",
+            "t",
+        )
+        .expect("parse");
+        assert_eq!(resume_time(&f), Ok(None));
+        assert_eq!(resume_window(&f), Ok(Some(128 << 20)));
+        assert_eq!((f.no_receipt, f.receipt_timeout), (Some(true), Some(30)));
+        let f = parse_config("mode: read\nresume: 90\n", "t").expect("parse");
+        assert_eq!(resume_time(&f), secs(90));
+        let e = keys_from_env(&env(&[
+            ("HTTPIPE_RESUME", "120"),
+            ("HTTPIPE_NO_RECEIPT", "1"),
+        ]))
+        .expect("env");
+        assert_eq!(resume_time(&e), secs(120));
+        assert_eq!(e.no_receipt, Some(true));
     }
 
     #[test]

@@ -132,18 +132,25 @@ pub fn fix_for(code: ErrorCode, role: Role) -> &'static str {
             "check the relay URL (--relay or -U/--connect-url) and the network connection"
         }
         (ErrorCode::Unconfirmed, _) => {
-            "the consumer did not confirm it got the data; ask the receiving side, or run both sides again"
+            "the consumer did not confirm it got the data; ask the receiving side, raise --receipt-timeout, or run both sides again"
         }
     }
 }
 
+/// What to do when a break could not be resumed because the bytes the consumer missed had
+/// left the producer's replay window (PROTOCOL.md §12.3: "cannot resume: ...").
+const GAP_FIX: &str = "the connection broke and the missing bytes were older than the sender's replay window; raise --resume-window on the sending side, then run both sides again";
+
 /// An SDK error as the CLI reports it.
 pub fn from_net(err: &NetError, role: Role) -> CliError {
-    CliError::new(
-        exit_for(err.code),
-        err.message.clone(),
-        fix_for(err.code, role),
-    )
+    let gap = matches!(err.code, ErrorCode::PeerDisconnected | ErrorCode::Truncated)
+        && err.message.starts_with("cannot resume:");
+    let fix = if gap {
+        GAP_FIX
+    } else {
+        fix_for(err.code, role)
+    };
+    CliError::new(exit_for(err.code), err.message.clone(), fix)
 }
 
 #[cfg(test)]
@@ -187,6 +194,19 @@ mod tests {
             assert!(!fix_for(c, Role::Producer).is_empty());
             assert!(!fix_for(c, Role::Consumer).is_empty());
         }
+    }
+
+    #[test]
+    fn a_gap_older_than_the_window_says_what_to_raise() {
+        let e = httpipe::client::resume::agree(10, 20, 3, true).expect_err("gap");
+        let c = from_net(&e, Role::Consumer);
+        assert_eq!(c.exit, Exit::PeerDisconnected);
+        assert!(c.fix.contains("--resume-window"), "{c}");
+        let e = httpipe::client::resume::agree(10, 20, 3, false).expect_err("gap");
+        let c = from_net(&e, Role::Producer);
+        assert_eq!(c.exit, Exit::PeerDisconnected);
+        assert!(c.fix.contains("--resume-window"), "{c}");
+        assert_eq!(exit_for(ErrorCode::Unconfirmed), Exit::PeerDisconnected);
     }
 
     #[test]

@@ -28,6 +28,11 @@ pub(crate) trait Sink {
 pub(crate) trait Source {
     type Chunk: AsRef<[u8]>;
     async fn next_chunk(&mut self) -> Result<Option<Self::Chunk>, NetError>;
+
+    /// The whole stream was handed to a consumer command (its stdin closed after the clean
+    /// end): the producer may be told so now (its receipt, PROTOCOL.md §12.2), without
+    /// waiting for the command to finish its work.
+    async fn handed_over(&mut self) {}
 }
 
 /// Copies `input` into `sink`. `whole_blocks`: wait for at least 64 KiB (or EOF) before each
@@ -293,6 +298,7 @@ pub(crate) async fn run_consumer<S: Source>(
     enlarge_pipe(std::os::fd::AsRawFd::as_raw_fd(&stdin));
     let mut total = 0u64;
     let mut exited: Option<ExitStatus> = None;
+    let mut whole = false;
     loop {
         let next = tokio::select! {
             c = source.next_chunk() => c,
@@ -307,7 +313,10 @@ pub(crate) async fn run_consumer<S: Source>(
                 drop(stdin);
                 return Err(from_net(&e, Role::Consumer));
             }
-            Ok(None) => break,
+            Ok(None) => {
+                whole = true;
+                break;
+            }
             Ok(Some(chunk)) => {
                 let data = chunk.as_ref();
                 let wrote = tokio::select! {
@@ -335,6 +344,9 @@ pub(crate) async fn run_consumer<S: Source>(
         }
     }
     drop(stdin);
+    if whole {
+        source.handed_over().await;
+    }
     let status = match exited {
         Some(s) => s,
         None => job.child.wait().await.map_err(|e| {

@@ -44,6 +44,39 @@ pub struct SendSpec {
     /// ZebraStream's `-d`: `Some(0)` = every write goes out at once; `Some(n)` = at most n
     /// after the first unflushed write; `None` = when 64 KiB are buffered, or at the end.
     pub auto_flush: Option<Duration>,
+    pub after_break: AfterBreak,
+    /// The producer's replay window in bytes (`None`: the SDK's 64 MiB).
+    pub resume_window: Option<usize>,
+    /// How long to wait for the receipt (`None`: the SDK's 120 s).
+    pub receipt_timeout: Option<Duration>,
+}
+
+/// Receipts and resume (PROTOCOL.md §12), the same on both sides.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub struct AfterBreak {
+    /// Delivery receipts.
+    pub receipt: bool,
+    /// How long to keep trying to resume (`None`: off).
+    pub resume: Option<Duration>,
+    /// Called when a break starts being resumed (`true`) and when it was (`false`, with the
+    /// resumes so far).
+    pub on_resume: Option<OnResume>,
+}
+
+/// See [`AfterBreak::on_resume`].
+pub type OnResume = std::sync::Arc<dyn Fn(bool, u32) + Send + Sync>;
+
+/// How a producer's transfer ended well.
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub struct Delivery {
+    /// Plaintext bytes sent.
+    pub bytes: u64,
+    /// Bytes the receiver confirmed (its receipt, §12.2); `None`: it sends none.
+    pub confirmed: Option<u64>,
+    /// Breaks resumed after (§12.3).
+    pub resumes: u32,
 }
 
 /// What `read`/`receive` open.
@@ -53,6 +86,7 @@ pub struct ReceiveSpec {
     pub target: StreamTarget,
     pub passphrase: Option<String>,
     pub identities: Vec<String>,
+    pub after_break: AfterBreak,
 }
 
 /// What the producer said about the stream.
@@ -89,10 +123,16 @@ mod imp {
     }
 
     impl Sender {
-        pub async fn finish(self) -> Result<(), NetError> {
+        pub async fn finish(self) -> Result<Delivery, NetError> {
             match self.0 {}
         }
         pub async fn abort(self, _reason: &str) {
+            match self.0 {}
+        }
+    }
+
+    impl Receiver {
+        pub async fn settle(self, _complete: bool) -> Result<bool, NetError> {
             match self.0 {}
         }
     }
@@ -114,7 +154,21 @@ mod imp {
 #[cfg(feature = "net")]
 mod imp {
     use super::*;
-    use httpipe::native::{Client, Reader, ReceiveOptions, SendOptions, Target, Writer};
+    use httpipe::native::{
+        Client, ProgressFn, Reader, ReceiptMode, ReceiveOptions, SendOptions, Target, Writer,
+    };
+
+    /// The progress callback that tells `on_resume` when a break starts and ends (§12.3).
+    fn resume_watch(on_resume: Option<OnResume>) -> Option<ProgressFn> {
+        let on_resume = on_resume?;
+        let reconnecting = std::sync::atomic::AtomicBool::new(false);
+        Some(std::sync::Arc::new(move |p: httpipe::native::Progress| {
+            use std::sync::atomic::Ordering;
+            if reconnecting.swap(p.reconnecting, Ordering::Relaxed) != p.reconnecting {
+                on_resume(p.reconnecting, p.resumed);
+            }
+        }))
+    }
 
     /// The SDK's `Target`: the relay base when the Connect URL is `<relay>/connect/v0/`,
     /// otherwise the Connect URL itself (the data URL then comes from its answer).
@@ -142,6 +196,15 @@ mod imp {
         opts.recipients = spec.recipients;
         opts.format = spec.format;
         opts.auto_flush = spec.auto_flush.map(|d| d.max(Duration::from_millis(1))); // -d 0: at once
+        opts.receipt = spec.after_break.receipt;
+        opts.resume = spec.after_break.resume;
+        if let Some(w) = spec.resume_window {
+            opts.resume_window = w;
+        }
+        if let Some(t) = spec.receipt_timeout {
+            opts.receipt_timeout = t;
+        }
+        opts.on_progress = resume_watch(spec.after_break.on_resume);
         Ok(Sender(client.open_writer(opts).await?))
     }
 
@@ -153,6 +216,14 @@ mod imp {
                 timeout: spec.target.timeout,
                 passphrase: spec.passphrase,
                 identities: spec.identities,
+                // Confirmed once the output is complete (flushed, renamed, the command done).
+                receipt: if spec.after_break.receipt {
+                    ReceiptMode::Manual
+                } else {
+                    ReceiptMode::Off
+                },
+                resume: spec.after_break.resume,
+                on_progress: resume_watch(spec.after_break.on_resume),
                 ..ReceiveOptions::new(target(&spec.target))
             })
             .await?;
@@ -165,11 +236,31 @@ mod imp {
     }
 
     impl Sender {
-        pub async fn finish(self) -> Result<(), NetError> {
-            self.0.finish().await.map(|_report| ())
+        pub async fn finish(self) -> Result<Delivery, NetError> {
+            let r = self.0.finish().await?;
+            Ok(Delivery {
+                bytes: r.bytes,
+                confirmed: r.receipt.map(|c| c.bytes),
+                resumes: r.resumes,
+            })
         }
         pub async fn abort(self, reason: &str) {
             self.0.abort(reason).await;
+        }
+    }
+
+    impl Receiver {
+        /// The consumer's last word (§12.2): with `complete` (the output holds every byte),
+        /// the `ok` receipt — `Ok(true)` when the producer took it, `Ok(false)` when it wants
+        /// none; otherwise the `cancelled` one, so the producer fails at once.
+        pub async fn settle(mut self, complete: bool) -> Result<bool, NetError> {
+            if complete && self.0.is_finished() {
+                let wanted = self.0.sends_receipt();
+                self.0.confirm().await?;
+                return Ok(wanted);
+            }
+            self.0.cancel().await;
+            Ok(false)
         }
     }
 
@@ -183,6 +274,14 @@ mod imp {
         type Chunk = bytes::Bytes;
         async fn next_chunk(&mut self) -> Result<Option<bytes::Bytes>, NetError> {
             self.0.next_chunk().await
+        }
+
+        /// A consumer command has the whole stream: the receipt goes now, so a command that
+        /// works long after its input ended doesn't leave the producer unconfirmed.
+        async fn handed_over(&mut self) {
+            if let Err(e) = self.0.confirm().await {
+                tracing::warn!("the receipt did not reach the sender: {e}");
+            }
         }
     }
 }

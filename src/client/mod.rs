@@ -16,10 +16,14 @@
 //! - [`transport`]: the `upload` option and what is known per relay origin (§10).
 //! - [`rate`]: progress and transfer rate.
 //! - [`disposition`]: `Content-Disposition` filename encoding and parsing.
+//! - `ledger` (feature `crypto`): what each side counts and commits to for a delivery
+//!   receipt (§12.2), and the receipt key; every adapter feeds it the same bytes.
 
 pub mod consumer;
 pub mod disposition;
 pub mod error;
+#[cfg(feature = "crypto")]
+pub mod ledger;
 pub mod parts;
 pub mod producer;
 pub mod rate;

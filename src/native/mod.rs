@@ -13,7 +13,15 @@
 //!
 //! Encryption (age-rt by default, or age v1) happens here, end to end: give `passphrase` or
 //! `recipients` to send, `passphrase` or `identities` to receive. Memory stays bounded
-//! whatever the size: a few chunks of at most 256 KiB are in flight (backpressure end to end).
+//! whatever the size: a few chunks of at most 256 KiB are in flight (backpressure end to end),
+//! plus the producer's replay window when both sides resume (below; 64 MiB by default).
+//!
+//! Delivery receipts and resume (`PROTOCOL.md` §12) are on by default, as in the SDK: between
+//! two httpipe clients the producer succeeds only on the consumer's receipt
+//! ([`SendReport::receipt`]), and a cut connection is resumed from the producer's replay
+//! window (the last [`SendOptions::resume_window`] bytes it sent, whatever the source: never
+//! encrypted again); progress reports `reconnecting` meanwhile. Peers without them (curl,
+//! ZebraStream) see the relay's verdict as before.
 //!
 //! The relay's default TLS certificate is self-signed: [`Client::new`] accepts it only with
 //! `HTTPIPE_INSECURE_TLS=1` in the environment, or build the client with
@@ -87,6 +95,8 @@ use std::time::Duration;
 
 pub use crate::client::error::{Error, ErrorCode};
 pub use crate::client::rate::Progress;
+pub use crate::client::receipt::ReceiptReport;
+pub use crate::client::resume::{DEFAULT_WINDOW, MAX_WINDOW};
 pub use crate::client::transport::{Transport, UploadMode};
 pub use crate::client::urls::ConnectMode;
 pub use crate::crypto::Format;
@@ -95,6 +105,7 @@ pub use send::Writer;
 
 use crate::client::rendezvous::Rendezvous;
 use crate::client::urls::RelayBase;
+use crate::protocol::hello::{RECEIPT_TIMEOUT_S, RESUME_TIME_S};
 
 /// A progress callback: bytes so far (plaintext), the total if known, the rate.
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
@@ -168,6 +179,20 @@ pub struct SendOptions {
     /// Segmented part size in bytes (default 1 MiB, at most 16 MiB).
     pub part_size: Option<usize>,
     pub on_progress: Option<ProgressFn>,
+    /// Wait for the consumer's delivery receipt when it sends them (`PROTOCOL.md` §12;
+    /// default `true`): the send then succeeds only on a valid receipt. A consumer that sends
+    /// none (curl, ZebraStream, `receipt` off) leaves the relay's verdict, with
+    /// [`SendReport::receipt`] `None`.
+    pub receipt: bool,
+    /// How long to wait for the receipt after the relay's success (default 120 s;
+    /// `UNCONFIRMED` after it).
+    pub receipt_timeout: Duration,
+    /// Resume after a break (§12.3) when the consumer resumes too: how long to keep trying to
+    /// meet it again (default 60 s); `None`: a break fails the send.
+    pub resume: Option<Duration>,
+    /// The replay window in bytes (§12.3; default 64 MiB, at most 1 GiB): the last bytes
+    /// sent are kept (references to chunks, no copy) to send again after a break.
+    pub resume_window: usize,
 }
 
 impl SendOptions {
@@ -195,6 +220,10 @@ impl SendOptions {
             upload: UploadMode::Auto,
             part_size: None,
             on_progress: None,
+            receipt: true,
+            receipt_timeout: Duration::from_secs_f64(RECEIPT_TIMEOUT_S),
+            resume: Some(Duration::from_secs_f64(RESUME_TIME_S)),
+            resume_window: DEFAULT_WINDOW,
         }
     }
 }
@@ -214,6 +243,10 @@ impl std::fmt::Debug for SendOptions {
             .field("auto_flush", &self.auto_flush)
             .field("upload", &self.upload)
             .field("part_size", &self.part_size)
+            .field("receipt", &self.receipt)
+            .field("receipt_timeout", &self.receipt_timeout)
+            .field("resume", &self.resume)
+            .field("resume_window", &self.resume_window)
             .finish_non_exhaustive()
     }
 }
@@ -233,6 +266,22 @@ pub struct ReceiveOptions {
     /// The plaintext size, if known (progress total when decrypting).
     pub size: Option<u64>,
     pub on_progress: Option<ProgressFn>,
+    /// Delivery receipts (`PROTOCOL.md` §12; default [`ReceiptMode::Auto`]).
+    pub receipt: ReceiptMode,
+    /// Resume after a break (§12.3) when the producer resumes too: how long to keep trying to
+    /// meet it again (default 60 s); `None`: a break is `TRUNCATED` at once.
+    pub resume: Option<Duration>,
+}
+
+/// When a consumer sends its delivery receipt (`PROTOCOL.md` §12.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiptMode {
+    /// Say no receipt comes (the producer reports the relay's verdict, unconfirmed).
+    Off,
+    /// When the stream was read to its clean end (before [`Reader::next_chunk`] reports it).
+    Auto,
+    /// When the application calls [`Reader::confirm`] (e.g. after saving the data).
+    Manual,
 }
 
 impl ReceiveOptions {
@@ -246,6 +295,8 @@ impl ReceiveOptions {
             identities: Vec::new(),
             size: None,
             on_progress: None,
+            receipt: ReceiptMode::Auto,
+            resume: Some(Duration::from_secs_f64(RESUME_TIME_S)),
         }
     }
 }
@@ -259,6 +310,8 @@ impl std::fmt::Debug for ReceiveOptions {
             .field("passphrase", &self.passphrase.as_ref().map(|_| "…"))
             .field("identities", &self.identities.len())
             .field("size", &self.size)
+            .field("receipt", &self.receipt)
+            .field("resume", &self.resume)
             .finish_non_exhaustive()
     }
 }
@@ -271,8 +324,13 @@ pub struct SendReport {
     pub duration: Duration,
     /// `Stream`, or `Segmented` (asked for, or the fallback).
     pub transport: Transport,
-    /// The relay's final status line, `[STATE:TRANSFER_SUCCESSFUL]`.
+    /// The relay's final status line, `[STATE:TRANSFER_SUCCESSFUL]` (empty when the
+    /// consumer's receipt came while the producer was resuming a break, §12.3).
     pub relay_state: String,
+    /// The consumer's verified delivery receipt (§12.2); `None` when it sends none.
+    pub receipt: Option<ReceiptReport>,
+    /// Breaks the transfer resumed after (§12.3).
+    pub resumes: u32,
 }
 
 /// A stream that started ([`Client::receive`]).
@@ -393,13 +451,14 @@ impl Client {
     }
 
     /// Sends `source` to its end as one stream; resolves once the relay confirmed
-    /// `[STATE:TRANSFER_SUCCESSFUL]` (every byte handed to the consumer — not that the
-    /// consumer decrypted them). A read error of `source` cuts the stream (the consumer sees
-    /// `TRUNCATED`); so does dropping the returned future.
+    /// `[STATE:TRANSFER_SUCCESSFUL]` (every byte handed to the consumer) and, when the
+    /// consumer sends receipts, once its receipt says it released every byte
+    /// ([`SendReport::receipt`], `PROTOCOL.md` §12). A read error of `source` cuts the stream
+    /// (the consumer sees `TRUNCATED`); so does dropping the returned future.
     ///
     /// # Errors
     ///
-    /// `PEER_DISCONNECTED`, `CONNECT_TIMEOUT`, `UNAUTHORIZED`, `FORBIDDEN`, `RELAY_ERROR`
+    /// `PEER_DISCONNECTED`, `UNCONFIRMED`, `CONNECT_TIMEOUT`, `UNAUTHORIZED`, `FORBIDDEN`, `RELAY_ERROR`
     /// (e.g. another producer on the path), `NETWORK`, `UNSUPPORTED` (bad options or keys, or
     /// `source` failed).
     pub async fn send<R: tokio::io::AsyncRead + Send + Unpin + 'static>(

@@ -7,21 +7,26 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_util::future::poll_fn;
+use futures_util::future::{poll_fn, BoxFuture};
 use futures_util::stream::BoxStream;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::task::JoinHandle;
 
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
 use super::source::Meter;
 use super::stop::Stop;
-use super::{io_error, ReceiveOptions, Received};
-use crate::client::consumer::{BodyCheck, Consumer, ReceiveConfig, Step};
-use crate::client::error::{Error, ErrorCode};
+use super::{io_error, ReceiptMode, ReceiveOptions, Received};
+use crate::client::consumer::{BodyCheck, Consumer, ReceiveConfig, ResumeStep, Resumer, Step};
+use crate::client::error::{classify_response, Error, ErrorCode};
+use crate::client::ledger::{self, Ledger};
+use crate::client::receipt::{Outcome, ReceiptPlan};
+use crate::client::request::Request;
 use crate::crypto::{DecryptOptions, Decryptor, Identity};
+use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, RESUME_RETRY_MS};
 
 /// The decryptor the options ask for (`None`: plain), and whether it holds a passphrase (whose
 /// scrypt runs on the blocking pool).
@@ -67,10 +72,12 @@ pub(crate) async fn receive(
         timeout_s: opts.timeout.map(|d| d.as_secs_f64()),
         encrypted: dec.is_some(),
         size: opts.size,
-        // Delivery receipts (PROTOCOL.md §12) are not in the native client yet.
-        receipt: false,
-        resume_s: None,
+        receipt: opts.receipt != ReceiptMode::Off,
+        resume_s: opts.resume.map(|d| d.as_secs_f64()),
     };
+    if opts.resume.is_some_and(|d| d.is_zero()) {
+        return Err(Error::usage("`resume` must be longer than zero"));
+    }
     let mut c = Consumer::new(cfg)?;
     let stop = Stop::new();
     let mut resp: Option<reqwest::Response> = None;
@@ -82,31 +89,13 @@ pub(crate) async fn receive(
                     Err(f) => c.on_failure(f),
                 }
             }
-            Step::Get(req) => {
-                let sent = match http::build(http_client, &req) {
-                    Ok(rb) => {
-                        let fut = rb.send();
-                        match req.timeout_ms {
-                            // The timeout covers the wait for the head only.
-                            Some(ms) => {
-                                match tokio::time::timeout(http::duration_of_ms(ms), fut).await {
-                                    Ok(r) => r.map_err(|e| failure(e, &stop)),
-                                    Err(_) => Err(http::timeout_failure(ms, TimeoutAs::Stop)),
-                                }
-                            }
-                            None => fut.await.map_err(|e| failure(e, &stop)),
-                        }
-                    }
-                    Err(f) => Err(f),
-                };
-                match sent {
-                    Ok(r) => {
-                        c.on_head(r.status().as_u16(), &HeaderView(r.headers()));
-                        resp = Some(r);
-                    }
-                    Err(f) => c.on_failure(f),
+            Step::Get(req) => match get_head(http_client, &req, &stop).await {
+                Ok(r) => {
+                    c.on_head(r.status().as_u16(), &HeaderView(r.headers()));
+                    resp = Some(r);
                 }
-            }
+                Err(f) => c.on_failure(f),
+            },
             Step::ReadErrorBody => {
                 let body = match resp.take() {
                     Some(r) => http::read_text(r).await.unwrap_or_default(),
@@ -126,9 +115,11 @@ pub(crate) async fn receive(
                     Some((d, slow)) => (Some(d), slow),
                     None => (None, false),
                 };
+                let plan = c.receipt_plan();
                 let reader = Reader {
                     body: r.bytes_stream().boxed(),
                     check,
+                    ledger: Ledger::new(ledger::consumer_hashes(plan.is_some(), dec.is_some())),
                     dec,
                     slow_header: slow,
                     job: None,
@@ -136,6 +127,15 @@ pub(crate) async fn receive(
                     error: None,
                     done: false,
                     meter,
+                    http: http_client.clone(),
+                    clock: Instant::now(),
+                    resumer: c.resumer(),
+                    received: 0,
+                    resuming: None,
+                    plan,
+                    mode: opts.receipt,
+                    receipt_sent: false,
+                    last_word: None,
                 };
                 return Ok(Received {
                     reader,
@@ -164,7 +164,7 @@ type DecryptJob = JoinHandle<(Decryptor, Vec<u8>, Result<(), crate::crypto::Erro
 /// don't open the header: before any plaintext), `DECRYPT_FAILED` (tampered or malformed
 /// ciphertext). After an error every call returns it again.
 pub struct Reader {
-    body: BoxStream<'static, reqwest::Result<Bytes>>,
+    body: Body,
     check: BodyCheck,
     dec: Option<Decryptor>,
     /// A passphrase: the header's scrypt may still run (on the blocking pool).
@@ -174,7 +174,29 @@ pub struct Reader {
     error: Option<Error>,
     done: bool,
     meter: Arc<Meter>,
+    http: reqwest::Client,
+    /// The core's clock (resume times).
+    clock: Instant,
+    /// Resume after a break (§12.3), when both sides said so.
+    resumer: Option<Resumer>,
+    /// Wire bytes received (the resume offset of a consumer that doesn't decrypt).
+    received: u64,
+    /// A break being resumed: the resumed body, its check and offset.
+    resuming: Option<Resuming>,
+    /// Where the receipt goes (§12.2), when the producer waits for one.
+    plan: Option<ReceiptPlan>,
+    /// What was released (counted, and hashed when the receipt commits to the bytes).
+    ledger: Ledger,
+    mode: ReceiptMode,
+    /// A receipt was sent (or is on its way).
+    receipt_sent: bool,
+    /// The receipt on its way before the end or an error is reported.
+    last_word: Option<BoxFuture<'static, ()>>,
 }
+
+type Body = BoxStream<'static, reqwest::Result<Bytes>>;
+/// The resumer back, with the resumed body, its check and its wire offset.
+type Resuming = BoxFuture<'static, (Resumer, Result<(Body, BodyCheck, u64), Error>)>;
 
 impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -188,9 +210,45 @@ impl std::fmt::Debug for Reader {
 }
 
 impl Reader {
-    fn fail(&mut self, e: Error) -> Poll<Result<Option<Bytes>, Error>> {
+    /// The stream failed with `e`: the connection is dropped, and a producer that waits for a
+    /// receipt gets the `failed` (or, an abort, `cancelled`) one (§12.2) — so one waiting to
+    /// resume fails at once — before `e` is reported (at most [`FAILURE_NOTICE_WAIT_MS`]; a
+    /// cut stream's receipt goes on in the background: its producer is gone or failed).
+    fn fail(&mut self, cx: &mut Context<'_>, e: Error) -> Poll<Result<Option<Bytes>, Error>> {
         self.error = Some(e.clone());
+        self.body = futures_util::stream::empty().boxed();
+        if let Some(call) = self.receipt_call(Outcome::of_error(e.code)) {
+            let task = tokio::spawn(call);
+            if e.code != ErrorCode::Truncated {
+                let mut last_word = async move {
+                    let wait = http::duration_of_ms(FAILURE_NOTICE_WAIT_MS);
+                    let _ = tokio::time::timeout(wait, task).await;
+                }
+                .boxed();
+                if last_word.as_mut().poll(cx).is_pending() {
+                    self.last_word = Some(last_word);
+                    return Poll::Pending;
+                }
+            }
+        }
         Poll::Ready(Err(e))
+    }
+
+    /// The call that delivers the receipt for `outcome` (once; `None` when none is due).
+    fn receipt_call(
+        &mut self,
+        outcome: Outcome,
+    ) -> Option<impl Future<Output = Result<(), Error>> + Send + 'static> {
+        let plan = self.plan.as_ref()?;
+        if self.receipt_sent {
+            return None;
+        }
+        self.receipt_sent = true;
+        let (released, key) =
+            ledger::consumer_commitment(&self.ledger, self.dec.as_ref(), outcome, &plan.transfer);
+        let req = plan.request(outcome, &released, key.as_deref());
+        let http = self.http.clone();
+        Some(async move { deliver(&http, req?, outcome).await })
     }
 
     fn plaintext(&mut self, out: Vec<u8>) -> Option<Bytes> {
@@ -199,14 +257,65 @@ impl Reader {
         }
         self.slow_header = false;
         self.meter.add(out.len());
+        self.ledger.add(&out);
         Some(Bytes::from(out))
+    }
+
+    /// The body broke with `f`: resume (§12.3) when both sides said so, else the error.
+    fn on_break(&mut self, f: crate::client::error::Failure) -> Option<Error> {
+        let Some(mut resumer) = self.resumer.take() else {
+            return Some(self.check.on_failure(f));
+        };
+        let offset = match self.dec.as_mut() {
+            Some(d) => d.resume_point(),
+            None => Some(self.received),
+        };
+        let step = resumer.on_break(f, &self.check, offset, self.now_ms());
+        if let ResumeStep::Failed(e) = step {
+            self.resumer = Some(resumer);
+            return Some(e);
+        }
+        self.meter.set_resume(true, resumer.resumes);
+        let (http, clock) = (self.http.clone(), self.clock);
+        self.body = futures_util::stream::empty().boxed();
+        self.resuming = Some(
+            async move {
+                let r = resume(&http, &mut resumer, step, clock).await;
+                (resumer, r)
+            }
+            .boxed(),
+        );
+        None
+    }
+
+    fn now_ms(&self) -> f64 {
+        self.clock.elapsed().as_secs_f64() * 1000.0
     }
 
     /// The next piece of plaintext, `None` at the (verified) end.
     pub fn poll_next_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, Error>> {
         loop {
+            if let Some(call) = self.last_word.as_mut() {
+                ready!(call.as_mut().poll(cx));
+                self.last_word = None;
+            }
             if let Some(e) = &self.error {
                 return Poll::Ready(Err(e.clone()));
+            }
+            if let Some(r) = self.resuming.as_mut() {
+                let (resumer, resumed) = ready!(r.as_mut().poll(cx));
+                self.resuming = None;
+                self.meter.set_resume(false, resumer.resumes);
+                self.resumer = Some(resumer);
+                match resumed {
+                    Ok((body, check, at)) => {
+                        self.body = body;
+                        self.check = check;
+                        self.received = at;
+                    }
+                    Err(e) => return self.fail(cx, e),
+                }
+                continue;
             }
             if !self.leftover.is_empty() {
                 return Poll::Ready(Ok(Some(std::mem::take(&mut self.leftover))));
@@ -220,15 +329,18 @@ impl Reader {
                 let (dec, out, r) = match joined {
                     Ok(j) => j,
                     Err(e) => {
-                        return self.fail(Error::new(
-                            ErrorCode::Unsupported,
-                            format!("a worker thread failed: {e}"),
-                        ))
+                        return self.fail(
+                            cx,
+                            Error::new(
+                                ErrorCode::Unsupported,
+                                format!("a worker thread failed: {e}"),
+                            ),
+                        )
                     }
                 };
                 self.dec = Some(dec);
                 if let Err(e) = r {
-                    return self.fail(e.into());
+                    return self.fail(cx, e.into());
                 }
                 if let Some(b) = self.plaintext(out) {
                     return Poll::Ready(Ok(Some(b)));
@@ -238,6 +350,7 @@ impl Reader {
             match ready!(self.body.poll_next_unpin(cx)) {
                 Some(Ok(chunk)) => {
                     self.check.on_bytes(chunk.len() as u64);
+                    self.received += chunk.len() as u64;
                     let slow = self.slow_header;
                     match self.dec.take() {
                         None => {
@@ -245,6 +358,7 @@ impl Reader {
                                 continue;
                             }
                             self.meter.add(chunk.len());
+                            self.ledger.add(&chunk);
                             return Poll::Ready(Ok(Some(chunk)));
                         }
                         Some(mut dec) if slow => {
@@ -261,7 +375,7 @@ impl Reader {
                             let r = dec.update(&chunk, &mut out);
                             self.dec = Some(dec);
                             if let Err(e) = r {
-                                return self.fail(e.into());
+                                return self.fail(cx, e.into());
                             }
                             if let Some(b) = self.plaintext(out) {
                                 return Poll::Ready(Ok(Some(b)));
@@ -271,25 +385,40 @@ impl Reader {
                 }
                 Some(Err(e)) => {
                     let f = failure(e, &Stop::new());
-                    return self.fail(self.check.on_failure(f));
+                    if let Some(e) = self.on_break(f) {
+                        return self.fail(cx, e);
+                    }
                 }
                 None => {
                     if let Err(e) = self.check.on_end() {
-                        return self.fail(e);
+                        return self.fail(cx, e);
                     }
                     self.done = true;
                     let mut out = Vec::new();
                     if let Some(dec) = self.dec.as_mut() {
                         if let Err(e) = dec.finish(&mut out) {
-                            return self.fail(e.into());
+                            return self.fail(cx, e.into());
                         }
                     }
                     let last = self.plaintext(out);
                     self.meter.finish();
+                    if self.mode == ReceiptMode::Auto {
+                        // The `ok` receipt goes before the end is reported, so a caller that
+                        // saw the end knows the producer was told. The data is the caller's
+                        // either way: a receipt that can't be delivered leaves the producer
+                        // unconfirmed, which it reports.
+                        if let Some(call) = self.receipt_call(Outcome::Ok) {
+                            self.last_word = Some(
+                                async move {
+                                    let _ = call.await;
+                                }
+                                .boxed(),
+                            );
+                        }
+                    }
                     if let Some(b) = last {
                         return Poll::Ready(Ok(Some(b)));
                     }
-                    return Poll::Ready(Ok(None));
                 }
             }
         }
@@ -304,9 +433,166 @@ impl Reader {
         poll_fn(|cx| self.poll_next_chunk(cx)).await
     }
 
-    /// Bytes received from the relay so far (ciphertext when decrypting).
+    /// Bytes received from the relay so far (ciphertext when decrypting), over every resume.
     pub fn wire_bytes(&self) -> u64 {
-        self.check.seen()
+        self.received
+    }
+
+    /// True once the stream was read to its verified clean end.
+    pub fn is_finished(&self) -> bool {
+        self.done && self.error.is_none() && self.leftover.is_empty()
+    }
+
+    /// True when the producer waits for this consumer's receipt (§12.1).
+    pub fn sends_receipt(&self) -> bool {
+        self.plan.is_some()
+    }
+
+    /// Breaks resumed after so far (§12.3).
+    pub fn resumes(&self) -> u32 {
+        self.resumer.as_ref().map_or(0, |r| r.resumes)
+    }
+
+    /// [`ReceiptMode::Manual`]: tells the producer that everything arrived (and was saved),
+    /// after the stream was read to its clean end (§12.2). `Ok` at once when the producer
+    /// waits for no receipt, or one was sent.
+    ///
+    /// # Errors
+    ///
+    /// `UNSUPPORTED` before the end; `UNCONFIRMED` when the producer did not come for it
+    /// (gone?); `NETWORK` and the relay's refusals. The data is the caller's either way.
+    pub async fn confirm(&mut self) -> Result<(), Error> {
+        if !self.done || self.error.is_some() || !self.leftover.is_empty() {
+            return Err(Error::usage(
+                "confirm() comes after the stream was read to its end",
+            ));
+        }
+        match self.receipt_call(Outcome::Ok) {
+            Some(call) => call.await,
+            None => Ok(()),
+        }
+    }
+
+    /// Stops reading before the end: the connection is dropped and a producer that waits for
+    /// a receipt gets the `cancelled` one (§12.2), so it fails at once (`PEER_DISCONNECTED`)
+    /// instead of waiting to resume. Waits at most [`FAILURE_NOTICE_WAIT_MS`] for it to be
+    /// taken. (Dropping the reader sends it in the background.)
+    pub async fn cancel(mut self) {
+        self.body = futures_util::stream::empty().boxed();
+        if self.done && self.error.is_none() {
+            return;
+        }
+        if let Some(call) = self.receipt_call(Outcome::Cancelled) {
+            let wait = http::duration_of_ms(FAILURE_NOTICE_WAIT_MS);
+            let _ = tokio::time::timeout(wait, tokio::spawn(call)).await;
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        // The application cancelled before the end: tell a producer waiting for a receipt
+        // (best effort: in the background, while the runtime runs).
+        if self.done || self.error.is_some() {
+            return;
+        }
+        if let (Some(call), Ok(rt)) = (
+            self.receipt_call(Outcome::Cancelled),
+            tokio::runtime::Handle::try_current(),
+        ) {
+            rt.spawn(call);
+        }
+    }
+}
+
+/// Sends a receipt (§12.2); `Ok` when the producer took it. An `ok` receipt is sent again
+/// while the relay can't be reached (or answers 503), within its call's time.
+async fn deliver(
+    http_client: &reqwest::Client,
+    req: Request,
+    outcome: Outcome,
+) -> Result<(), Error> {
+    let what = "sending the delivery receipt (PROTOCOL.md §12.2)";
+    let until = Instant::now() + Duration::from_secs_f64(outcome.send_timeout_s());
+    loop {
+        let again =
+            match text_request(http_client, &req, None, &Stop::new(), TimeoutAs::Network).await {
+                Ok(a) if a.status == 200 => return Ok(()),
+                Ok(a) if a.status == 408 => {
+                    return Err(Error::new(
+                        ErrorCode::Unconfirmed,
+                        format!("{what}: the sender did not come for it (gone?)"),
+                    ))
+                }
+                Ok(a) if a.status == 503 => classify_response(503, &a.body, what),
+                Ok(a) => return Err(classify_response(a.status, &a.body, what)),
+                Err(f) => f.into_error(ErrorCode::Network, what),
+            };
+        let retry = http::duration_of_ms(RESUME_RETRY_MS);
+        if !outcome.repeats() || Instant::now() + retry > until {
+            return Err(again);
+        }
+        tokio::time::sleep(retry).await;
+    }
+}
+
+/// Drives the core's [`Resumer`] from `step` to the resumed body: its stream, check and
+/// starting offset (§12.3).
+async fn resume(
+    http_client: &reqwest::Client,
+    r: &mut Resumer,
+    mut step: ResumeStep,
+    clock: Instant,
+) -> Result<(Body, BodyCheck, u64), Error> {
+    let now = || clock.elapsed().as_secs_f64() * 1000.0;
+    let stop = Stop::new();
+    loop {
+        step = match step {
+            ResumeStep::Call(req) => {
+                match text_request(http_client, &req, None, &stop, TimeoutAs::Network).await {
+                    Ok(a) => r.on_call(a.status, &HeaderView(&a.headers), &a.body, now()),
+                    Err(f) => r.on_call_failure(f),
+                }
+            }
+            ResumeStep::Sleep(ms) => {
+                tokio::time::sleep(http::duration_of_ms(ms)).await;
+                r.on_slept(now())
+            }
+            ResumeStep::Get(req) => match get_head(http_client, &req, &stop).await {
+                Ok(resp) => {
+                    match r.on_head(resp.status().as_u16(), &HeaderView(resp.headers()), now()) {
+                        ResumeStep::Resumed(check, at) => {
+                            return Ok((resp.bytes_stream().boxed(), check, at))
+                        }
+                        next => next,
+                    }
+                }
+                Err(f) => r.on_get_failure(f, now()),
+            },
+            ResumeStep::Resumed(..) => {
+                return Err(Error::new(
+                    ErrorCode::Unsupported,
+                    "internal error in the native consumer: resumed without a resumed GET",
+                ))
+            }
+            ResumeStep::Failed(e) => return Err(e),
+        };
+    }
+}
+
+/// Sends a `GET`; its `timeout_ms` covers the wait for the response head only.
+async fn get_head(
+    http_client: &reqwest::Client,
+    req: &Request,
+    stop: &Stop,
+) -> Result<reqwest::Response, crate::client::error::Failure> {
+    let fut = http::build(http_client, req)?.send();
+    match req.timeout_ms {
+        Some(ms) => match tokio::time::timeout(http::duration_of_ms(ms), fut).await {
+            Ok(r) => r.map_err(|e| failure(e, stop)),
+            Err(_) => Err(http::timeout_failure(ms, TimeoutAs::Stop)),
+        },
+        None => fut.await.map_err(|e| failure(e, stop)),
     }
 }
 

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
@@ -17,21 +17,31 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::PollSender;
 
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
-use super::source::{self, Cmd, Encoder, Meter, Source, WIRE_CHANNEL};
+use super::source::{self, Cmd, Encoder, Meter, Sealed, Source, WIRE_CHANNEL};
 use super::stop::Stop;
 use super::{io_error, SendOptions, SendReport};
 use crate::client::error::{Error, ErrorCode, StopReason};
+use crate::client::ledger;
 use crate::client::parts;
-use crate::client::producer::{self, Metadata, Producer, SendConfig, Step, StreamFailure};
+use crate::client::producer::{
+    self, Metadata, Producer, ReceiptConfig, SendConfig, Step, StreamFailure,
+};
+use crate::client::receipt;
 use crate::client::request::Request;
+use crate::client::resume::MAX_WINDOW;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
 use crate::crypto::{Encryptor, Recipient};
+use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, TRANSFER_ID_BYTES};
 
 /// Writer commands buffered before `write_all` waits.
 const CMD_CHANNEL: usize = 4;
 /// A write is handed to the encoder in pieces of at most this many bytes.
 const PIECE: usize = 256 * 1024;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// What is known per relay origin about streaming uploads, for the whole process (§10).
 fn memory() -> std::sync::MutexGuard<'static, OriginMemory> {
@@ -94,6 +104,18 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         return Err(Error::usage("`auto_flush` must be longer than zero"));
     }
     let enc = encryptor_for(o).await?;
+    if o.resume_window > MAX_WINDOW {
+        return Err(Error::usage(format!(
+            "`resume_window` must be at most {MAX_WINDOW} bytes (1 GiB), got {}",
+            o.resume_window
+        )));
+    }
+    if o.receipt_timeout.is_zero() || o.resume.is_some_and(|d| d.is_zero()) {
+        return Err(Error::usage(
+            "`receipt_timeout` and `resume` must be longer than zero",
+        ));
+    }
+    let resume_s = o.resume.map(|d| d.as_secs_f64());
     let cfg = SendConfig {
         relay,
         path: o.target.path.clone(),
@@ -109,24 +131,39 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         },
         encrypted: enc.is_some(),
         runtime_streams: true,
-        // Delivery receipts (PROTOCOL.md §12) are not in the native client yet: its
-        // rendezvous stays plain §5.
-        receipt: None,
-        resume_s: None,
+        // The transfer id serves receipts and resume (PROTOCOL.md §12.1, §12.3).
+        receipt: (o.receipt || resume_s.is_some())
+            .then(|| {
+                Ok::<_, Error>(ReceiptConfig {
+                    transfer: new_transfer_id()?,
+                    wait: o.receipt,
+                    timeout_s: o.receipt_timeout.as_secs_f64(),
+                })
+            })
+            .transpose()?,
+        resume_s,
     };
     let producer = Producer::new(cfg)?;
     let stop = Stop::new();
     let (tx, rx) = mpsc::channel(WIRE_CHANNEL);
     let source = Source::new(rx, stop.clone());
+    let sealed = Arc::new(Mutex::new(Sealed::default()));
+    let meter = Meter::new(o.size, o.on_progress.clone());
     Ok(Prepared {
         driver: Driver {
             http: http.clone(),
             producer,
             source,
             stop: stop.clone(),
+            window: o.resume_window,
+            sealed: sealed.clone(),
+            meter: meter.clone(),
+            clock: Instant::now(),
+            reconnecting: false,
+            ended: false,
         },
-        encoder: Encoder::new(enc),
-        meter: Meter::new(o.size, o.on_progress.clone()),
+        encoder: Encoder::new(enc, sealed),
+        meter,
         tx,
         stop,
     })
@@ -168,7 +205,21 @@ fn report(
         duration: started.elapsed(),
         transport: rep.transport,
         relay_state: rep.relay_state,
+        receipt: rep.receipt,
+        resumes: rep.resumes,
     })
+}
+
+/// A fresh transfer id (§12.1) from the system's randomness.
+fn new_transfer_id() -> Result<String, Error> {
+    let mut b = [0u8; TRANSFER_ID_BYTES];
+    getrandom::fill(&mut b).map_err(|e| {
+        Error::new(
+            ErrorCode::Unsupported,
+            format!("no randomness for a transfer id: {e}"),
+        )
+    })?;
+    Ok(receipt::transfer_id(&b))
 }
 
 /// `Client::send`.
@@ -249,12 +300,59 @@ struct Driver {
     producer: Producer<Bytes>,
     source: Source,
     stop: Stop,
+    /// The replay window's size, once both sides resume (§12.3).
+    window: usize,
+    /// The encoder's plaintext count and encryptor, once it finished (§12.2).
+    sealed: Arc<Mutex<Sealed>>,
+    meter: Arc<Meter>,
+    /// The core's clock (resume times).
+    clock: Instant,
+    /// Progress said "reconnecting".
+    reconnecting: bool,
+    /// [`Driver::run`] returned (its failure notice, if any, was sent).
+    ended: bool,
+}
+
+impl Drop for Driver {
+    /// Dropped midway (a send future dropped, a task aborted): like a page that goes away
+    /// (§12.3), tell a consumer that may be resuming that nothing more comes, in the
+    /// background while the runtime runs.
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let e = Error::new(
+            ErrorCode::Aborted,
+            "the sender stopped midway (its task was dropped)",
+        );
+        if let (Some(notice), Ok(rt)) = (
+            self.producer.failure_notice(&e),
+            tokio::runtime::Handle::try_current(),
+        ) {
+            let http = self.http.clone();
+            rt.spawn(async move {
+                let _ = text_request(&http, &notice, None, &Stop::new(), TimeoutAs::Network).await;
+            });
+        }
+    }
 }
 
 impl Driver {
     fn poll(&mut self) -> Step {
-        let mut mem = memory();
-        self.producer.poll(&mut mem)
+        let (low, high) = self.source.window();
+        let now = self.clock.elapsed().as_secs_f64() * 1000.0;
+        self.producer.observe(now, low, high);
+        let step = {
+            let mut mem = memory();
+            self.producer.poll(&mut mem)
+        };
+        if self.producer.is_reconnecting() != self.reconnecting {
+            // "reconnecting…" and back (§12.3)
+            self.reconnecting = !self.reconnecting;
+            self.meter
+                .set_resume(self.reconnecting, self.producer.resumed());
+        }
+        step
     }
 
     async fn rendezvous(&mut self, req: &Request) {
@@ -264,6 +362,63 @@ impl Driver {
                 .on_response(a.status, &HeaderView(&a.headers), &a.body),
             Err(f) => self.producer.on_failure(f),
         }
+        // What the consumer's hello said (§12.1, §12.3).
+        if self.producer.resumes() {
+            self.source.keep_window(self.window);
+        }
+        self.source.hash_wire(ledger::producer_hashes_wire(
+            self.producer.expects_receipt(),
+            self.producer.receipt_commits_to_plaintext(),
+        ));
+    }
+
+    /// A receipt call (§12.2), or a resume call on the transfer's channel (§12.3).
+    async fn receipt(&mut self, req: &Request) {
+        // A resume call that hangs past its timeout is a network failure (called again); the
+        // receipt wait's is no receipt.
+        let how = if self.producer.is_reconnecting() {
+            TimeoutAs::Network
+        } else {
+            TimeoutAs::Stop
+        };
+        match text_request(&self.http, req, None, &self.stop, how).await {
+            Ok(a) => {
+                let transfer = self.producer.transfer_id().unwrap_or_default().to_string();
+                let (ours, key) = {
+                    let sealed = lock(&self.sealed);
+                    self.source.with_wire(|wire| {
+                        ledger::producer_commitment(
+                            &sealed.plain,
+                            wire,
+                            sealed.enc.as_ref(),
+                            self.producer.receipt_commits_to_plaintext(),
+                            &transfer,
+                        )
+                    })
+                };
+                self.producer.on_receipt(
+                    a.status,
+                    &HeaderView(&a.headers),
+                    &a.body,
+                    &ours,
+                    key.as_deref(),
+                );
+            }
+            Err(f) => self.producer.on_failure(f),
+        }
+    }
+
+    /// The transfer failed with `e`: if the consumer may be resuming, tell it (§12.3), waiting
+    /// a moment for it to be taken (the call goes on in the background after that).
+    async fn failure_notice(&self, e: &Error) {
+        let Some(notice) = self.producer.failure_notice(e) else {
+            return;
+        };
+        let http = self.http.clone();
+        let call = tokio::spawn(async move {
+            let _ = text_request(&http, &notice, None, &Stop::new(), TimeoutAs::Network).await;
+        });
+        let _ = tokio::time::timeout(http::duration_of_ms(FAILURE_NOTICE_WAIT_MS), call).await;
     }
 
     async fn run(&mut self, mut first: Option<Step>) -> Result<producer::SendReport, Error> {
@@ -298,14 +453,9 @@ impl Driver {
                         _ = self.stop.stopped() => return Err(self.stop.error("segmented upload")),
                     }
                 }
-                // Not asked for: the native client sends no receipt hello (SendConfig::receipt)
-                // and does not resume (SendConfig::resume_s).
-                Step::Receipt(_) | Step::ResumeFrom(_) => {
-                    return Err(Error::new(
-                        ErrorCode::Unsupported,
-                        "delivery receipts and resume are not in the native client yet",
-                    ))
-                }
+                Step::Receipt(req) => self.receipt(&req).await,
+                // The core checked the offset against the window (§12.3).
+                Step::ResumeFrom(offset) => self.source.resume_from(offset),
                 Step::Probe(req) => {
                     match text_request(&self.http, &req, None, &self.stop, TimeoutAs::Network).await
                     {
@@ -316,8 +466,15 @@ impl Driver {
                         Err(f) => self.producer.on_failure(f),
                     }
                 }
-                Step::Done(r) => return Ok(r),
-                Step::Failed(e) => return Err(e),
+                Step::Done(r) => {
+                    self.ended = true;
+                    return Ok(r);
+                }
+                Step::Failed(e) => {
+                    self.ended = true;
+                    self.failure_notice(&e).await;
+                    return Err(e);
+                }
             }
         }
     }
@@ -431,7 +588,8 @@ fn concat(chunks: &[Bytes]) -> Bytes {
 ///   age v1 can only send whole 64 KiB chunks). With `auto_flush`, written bytes are flushed
 ///   at most that long after they were written.
 /// - [`finish`](Writer::finish) ends the stream and resolves once the relay confirmed
-///   `[STATE:TRANSFER_SUCCESSFUL]`.
+///   `[STATE:TRANSFER_SUCCESSFUL]` and, when the consumer sends receipts, its receipt came
+///   (`PROTOCOL.md` §12). A break is resumed meanwhile when both sides resume (§12.3).
 /// - [`abort`](Writer::abort), or dropping the writer without `finish`: the consumer sees a
 ///   truncated stream (`TRUNCATED`), never a clean end.
 ///
@@ -578,11 +736,12 @@ impl Writer {
     }
 
     /// Ends the stream; `Ok` only after the relay confirmed `[STATE:TRANSFER_SUCCESSFUL]`
-    /// (every byte handed to the consumer).
+    /// (every byte handed to the consumer) and, when the consumer sends receipts, its valid
+    /// receipt came ([`SendReport::receipt`], §12.2).
     ///
     /// # Errors
     ///
-    /// The transfer's error: `PEER_DISCONNECTED`, `NETWORK`, `RELAY_ERROR`, ...
+    /// The transfer's error: `PEER_DISCONNECTED`, `UNCONFIRMED`, `NETWORK`, `RELAY_ERROR`, ...
     pub async fn finish(mut self) -> Result<SendReport, Error> {
         poll_fn(|cx| self.poll_finish(cx)).await
     }

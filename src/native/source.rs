@@ -5,6 +5,7 @@
 //!
 //! [`StreamFailure`]: crate::client::producer::StreamFailure
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,9 +22,11 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use super::stop::Stop;
 use super::ProgressFn;
 use crate::client::error::{Error, ErrorCode, StopReason};
+use crate::client::ledger::Ledger;
 use crate::client::parts::ByteChunk;
 use crate::client::producer::REPLAY_LIMIT;
 use crate::client::rate::RateMeter;
+use crate::client::resume::ReplayWindow;
 use crate::crypto::{Encryptor, Format};
 
 /// Wire chunks buffered between the encoder and the request body.
@@ -82,6 +85,20 @@ impl Meter {
         }
     }
 
+    /// A break is being resumed (`reconnecting`), or was (`resumed` so far): reported at once
+    /// (§12.3).
+    pub(crate) fn set_resume(&self, reconnecting: bool, resumed: u32) {
+        let now = self.now_ms();
+        let p = {
+            let mut m = lock(&self.meter);
+            m.set_resume(reconnecting, resumed);
+            m.report(now)
+        };
+        if let Some(cb) = &self.on_progress {
+            cb(p);
+        }
+    }
+
     /// The final report.
     pub(crate) fn finish(&self) {
         let now = self.now_ms();
@@ -99,10 +116,22 @@ impl Meter {
 // ---------------------------------------------------------------------------------------------
 // The encoder
 
+/// What the producer's receipt check needs of the encoder once it finished (§12.2): the
+/// plaintext it counted, and the encryptor (its tag digest and receipt key).
+#[derive(Default)]
+pub(crate) struct Sealed {
+    pub(crate) plain: Ledger,
+    pub(crate) enc: Option<Encryptor>,
+}
+
 /// Plaintext in, wire chunks out: passes plain bytes through (coalescing small writes), or
 /// encrypts. Output goes to `out` as whole chunks.
 pub(crate) struct Encoder {
     enc: Option<Encryptor>,
+    /// The plaintext counted (§12.2).
+    counted: Ledger,
+    /// Filled at the end.
+    sealed: Arc<Mutex<Sealed>>,
     /// Plain: small writes waiting for a flush.
     plain: BytesMut,
     /// Encrypted: ciphertext not yet handed out.
@@ -112,9 +141,11 @@ pub(crate) struct Encoder {
 }
 
 impl Encoder {
-    pub(crate) fn new(enc: Option<Encryptor>) -> Self {
+    pub(crate) fn new(enc: Option<Encryptor>, sealed: Arc<Mutex<Sealed>>) -> Self {
         Encoder {
             enc,
+            counted: Ledger::default(),
+            sealed,
             plain: BytesMut::new(),
             wire: Vec::new(),
             unflushed: false,
@@ -147,6 +178,7 @@ impl Encoder {
     ) -> Result<(), Error> {
         if !data.is_empty() {
             self.unflushed = true;
+            self.counted.add(&data);
         }
         match &mut self.enc {
             None => {
@@ -208,13 +240,17 @@ impl Encoder {
         Ok(())
     }
 
-    /// The end: the rest and (encrypted) the final chunk / record.
+    /// The end: the rest and (encrypted) the final chunk / record. The encryptor then goes
+    /// to the receipt check ([`Sealed`]).
     pub(crate) fn finish(&mut self, out: &mut Vec<Bytes>) -> Result<(), Error> {
         self.flush(out)?;
         if let Some(enc) = &mut self.enc {
             enc.finish(&mut self.wire)?;
             self.take_wire(out);
         }
+        let mut sealed = lock(&self.sealed);
+        sealed.plain = std::mem::take(&mut self.counted);
+        sealed.enc = self.enc.take();
         Ok(())
     }
 }
@@ -226,6 +262,16 @@ struct Inner {
     rx: mpsc::Receiver<Item>,
     /// The streaming body allowed to pull (0: none).
     attempt: u64,
+    /// Streaming bodies made so far (the next one's id).
+    attempts: u64,
+    /// After a resume (§12.3): the window's bytes from the agreed offset, served before the
+    /// channel.
+    pending: VecDeque<Bytes>,
+    /// The replay window (§12.3), once both sides resume: every chunk taken from the channel.
+    window: Option<ReplayWindow<Bytes>>,
+    /// What went on the wire, counted (and hashed when a receipt commits to it, §12.2): each
+    /// chunk once, when first taken from the channel.
+    wire: Ledger,
     replay: Option<Vec<Bytes>>,
     replay_bytes: usize,
     source_error: Option<Error>,
@@ -256,6 +302,10 @@ impl Source {
             inner: Arc::new(Mutex::new(Inner {
                 rx,
                 attempt: 0,
+                attempts: 0,
+                pending: VecDeque::new(),
+                window: None,
+                wire: Ledger::default(),
                 replay: None,
                 replay_bytes: 0,
                 source_error: None,
@@ -270,7 +320,8 @@ impl Source {
     pub(crate) fn body(&self, cancel: CancellationToken) -> BodyStream {
         let id = {
             let mut g = lock(&self.inner);
-            g.attempt += 1;
+            g.attempts += 1;
+            g.attempt = g.attempts;
             g.replay = Some(Vec::new());
             g.replay_bytes = 0;
             g.attempt
@@ -288,7 +339,7 @@ impl Source {
     /// was kept) and the source's own error.
     pub(crate) fn end_attempt(&self) -> (Option<Vec<Bytes>>, Option<Error>) {
         let mut g = lock(&self.inner);
-        g.attempt = u64::MAX;
+        g.attempt = 0;
         (g.replay.take(), g.source_error.take())
     }
 
@@ -297,16 +348,40 @@ impl Source {
         lock(&self.inner).source_error.clone()
     }
 
+    /// Both sides resume (§12.3): from now on every chunk taken from the channel is kept in a
+    /// replay window of `cap` bytes.
+    pub(crate) fn keep_window(&self, cap: usize) {
+        lock(&self.inner).window = Some(ReplayWindow::new(cap));
+    }
+
+    /// Whether the wire bytes are hashed (a receipt commits to them, §12.2).
+    pub(crate) fn hash_wire(&self, hash: bool) {
+        lock(&self.inner).wire.hash = hash;
+    }
+
+    /// The window's `low` and `high` wire offsets (0, 0 without a window).
+    pub(crate) fn window(&self) -> (u64, u64) {
+        let g = lock(&self.inner);
+        g.window.as_ref().map_or((0, 0), |w| (w.low(), w.high()))
+    }
+
+    /// The transfer resumes at wire byte `offset` (§12.3, checked by the core against the
+    /// window): the next upload sends the window's bytes from there, then the channel's.
+    pub(crate) fn resume_from(&self, offset: u64) {
+        let mut g = lock(&self.inner);
+        let replay = g.window.as_ref().and_then(|w| w.replay_from(offset));
+        g.pending = replay.unwrap_or_default().into();
+    }
+
+    /// Runs `f` with the wire ledger (the receipt check, §12.2).
+    pub(crate) fn with_wire<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
+        f(&lock(&self.inner).wire)
+    }
+
     /// The next chunk for a segmented part: `Ok(None)` at the clean end.
     pub(crate) async fn next(&self) -> Result<Option<Bytes>, Error> {
         let pulled = tokio::select! {
-            r = poll_fn(|cx| {
-                let mut g = lock(&self.inner);
-                if g.ended {
-                    return Poll::Ready(Some(Ok(None)));
-                }
-                g.rx.poll_recv(cx)
-            }) => r,
+            r = poll_fn(|cx| lock(&self.inner).pull(cx)) => r,
             _ = self.stop.stopped() => return Err(self.stop.error("sending")),
         };
         match pulled {
@@ -352,7 +427,7 @@ impl Stream for BodyStream {
             self.done = true;
             return Poll::Ready(Some(Err(cut_error(&self.stop))));
         }
-        match g.rx.poll_recv(cx) {
+        match g.pull(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(Some(b)))) => {
                 let n = g.replay_bytes + b.len();
@@ -382,6 +457,28 @@ impl Stream for BodyStream {
                 Poll::Ready(Some(Err(cut_error(&self.stop))))
             }
         }
+    }
+}
+
+impl Inner {
+    /// The next item for an upload: a resume's replay first, then the channel (each chunk
+    /// taken from it entered in the window and the wire ledger once); the clean end again
+    /// once it was seen (a resumed upload after the end).
+    fn pull(&mut self, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+        if let Some(b) = self.pending.pop_front() {
+            return Poll::Ready(Some(Ok(Some(b))));
+        }
+        if self.ended {
+            return Poll::Ready(Some(Ok(None)));
+        }
+        let item = std::task::ready!(self.rx.poll_recv(cx));
+        if let Some(Ok(Some(b))) = &item {
+            self.wire.add(b);
+            if let Some(w) = self.window.as_mut() {
+                w.push(b.clone());
+            }
+        }
+        Poll::Ready(item)
     }
 }
 
@@ -425,7 +522,16 @@ pub(crate) async fn pump_reader<R: AsyncRead + Unpin>(
             }
             meter.add(n);
             // A short read: the source has nothing more right now, so what it gave goes out.
-            enc.data(buf.split().freeze(), n < READ_CHUNK, &mut out)?;
+            // It is copied out of the read buffer: a split-off chunk would keep the whole
+            // buffer alive while the replay window holds it (§12.3), several times its size.
+            let chunk = if n < READ_CHUNK / 2 {
+                let c = Bytes::copy_from_slice(&buf);
+                buf.clear();
+                c
+            } else {
+                buf.split().freeze()
+            };
+            enc.data(chunk, n < READ_CHUNK, &mut out)?;
         }
     }
     .await;

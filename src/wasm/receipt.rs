@@ -1,6 +1,7 @@
 //! Delivery receipts in the fetch adapter (`docs/PROTOCOL.md` §12): the core decides
-//! ([`crate::client::receipt`]); this module counts and hashes the bytes as they pass, and
-//! makes the consumer's Connect call on the transfer's channel when its stream ends.
+//! ([`crate::client::receipt`]) and keeps the ledgers ([`crate::client::ledger`]: what is
+//! counted, hashed and committed to); this module feeds them the JavaScript chunks as they
+//! pass, and makes the consumer's Connect call on the transfer's channel when its stream ends.
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -9,7 +10,6 @@ use futures::StreamExt;
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local};
-use zeroize::Zeroizing;
 
 use super::abort::Abort;
 use super::bindings::{now_ms, sleep};
@@ -19,32 +19,17 @@ use super::http::exchange;
 use super::pagehide::PageHide;
 use crate::client::error::StopReason;
 use crate::client::error::{classify_response, Error, ErrorCode};
-use crate::client::receipt::{Commitment, Committer, Outcome, ReceiptPlan};
+use crate::client::ledger::{self, ReceiptKey};
+use crate::client::receipt::{Commitment, Outcome, ReceiptPlan};
 use crate::crypto::{Decryptor, Encryptor};
 use crate::protocol::hello::RESUME_RETRY_MS;
 
-/// What one side counted (and, plain and with receipts on, hashed) of the plaintext.
-#[derive(Default)]
-pub struct Ledger {
-    pub committer: Committer,
-    /// Hash the bytes (a plain transfer with a receipt); otherwise only count them.
-    pub hash: bool,
-    buf: Vec<u8>,
-}
+/// What one side counted (and hashed): the core's [`crate::client::ledger::Ledger`].
+pub use crate::client::ledger::Ledger;
 
-impl Ledger {
-    fn add(&mut self, chunk: &js_sys::Uint8Array) {
-        let n = chunk.length() as usize;
-        if self.hash {
-            self.buf.resize(n, 0);
-            chunk.copy_to(&mut self.buf[..n]);
-            let buf = std::mem::take(&mut self.buf);
-            self.committer.update(&buf);
-            self.buf = buf;
-        } else {
-            self.committer.count(n as u64);
-        }
-    }
+/// Enters a JavaScript chunk in `ledger` (copied into wasm memory only when it is hashed).
+fn add(ledger: &mut Ledger, chunk: &js_sys::Uint8Array) {
+    ledger.add_with(chunk.length() as usize, |buf| chunk.copy_to(buf));
 }
 
 /// `stream` with every chunk entered in `ledger` as it passes.
@@ -52,37 +37,25 @@ pub fn committed(stream: ByteStream, ledger: Rc<RefCell<Ledger>>) -> ByteStream 
     stream
         .map(move |item| {
             if let Ok(chunk) = &item {
-                ledger.borrow_mut().add(chunk);
+                add(&mut ledger.borrow_mut(), chunk);
             }
             item
         })
         .boxed_local()
 }
 
-/// The producer's commitment and receipt key (§12.2): to a consumer that decrypts, the
-/// plaintext count and the cipher's tag digest, with the receipt key; otherwise the count and
-/// hash of the bytes on the wire (`wire`).
+/// The producer's commitment and receipt key (§12.2), as the core decides
+/// ([`ledger::producer_commitment`]); `enc` is the transfer's shared encryptor.
 pub fn producer_commitment(
     plain: &Ledger,
     wire: &Ledger,
     enc: Option<&RefCell<Encryptor>>,
     to_plaintext: bool,
     transfer: &str,
-) -> (Commitment, Option<Zeroizing<[u8; 32]>>) {
-    match enc {
-        Some(e) if to_plaintext => {
-            let e = e.borrow();
-            (
-                plain.committer.with_digest(e.tag_digest()),
-                Some(e.receipt_key(transfer)),
-            )
-        }
-        _ => (wire.committer.commitment(), None),
-    }
+) -> (Commitment, Option<ReceiptKey>) {
+    let enc = enc.map(RefCell::borrow);
+    ledger::producer_commitment(plain, wire, enc.as_deref(), to_plaintext, transfer)
 }
-
-/// The HMAC key of an encrypted transfer's receipt (§12.2).
-type ReceiptKey = Zeroizing<[u8; 32]>;
 
 /// The consumer's side of one transfer's receipt.
 pub struct Receipt {
@@ -106,10 +79,7 @@ impl Receipt {
         dec: Option<Rc<RefCell<Decryptor>>>,
         manual: bool,
     ) -> Rc<Receipt> {
-        let ledger = Ledger {
-            hash: plan.is_some() && dec.is_none(),
-            ..Ledger::default()
-        };
+        let ledger = Ledger::new(ledger::consumer_hashes(plan.is_some(), dec.is_some()));
         let wants = plan.is_some();
         Rc::new_cyclic(|me: &Weak<Receipt>| {
             let me = me.clone();
@@ -145,22 +115,22 @@ impl Receipt {
     fn released(&self, outcome: Outcome) -> Result<(Commitment, Option<ReceiptKey>), Error> {
         let busy = || Error::usage("internal error in the SDK: the receipt's ledger is in use");
         let ledger = self.ledger.try_borrow().map_err(|_| busy())?;
+        let transfer = self.plan.as_ref().map_or("", |p| p.transfer.as_str());
         if outcome != Outcome::Ok {
-            return Ok((ledger.committer.commitment(), None));
+            return Ok(ledger::consumer_commitment(
+                &ledger, None, outcome, transfer,
+            ));
         }
-        Ok(match (&self.dec, &self.plan) {
-            (Some(d), Some(plan)) => {
-                let d = d.try_borrow().map_err(|_| busy())?;
-                // No tag digest before the payload (a wrong key): only a negative receipt
-                // can follow, and its digest says nothing.
-                let released = match d.tag_digest() {
-                    Some(digest) => ledger.committer.with_digest(digest),
-                    None => ledger.committer.commitment(),
-                };
-                (released, d.receipt_key(&plan.transfer))
-            }
-            _ => (ledger.committer.commitment(), None),
-        })
+        let dec = match &self.dec {
+            Some(d) => Some(d.try_borrow().map_err(|_| busy())?),
+            None => None,
+        };
+        Ok(ledger::consumer_commitment(
+            &ledger,
+            dec.as_deref(),
+            outcome,
+            transfer,
+        ))
     }
 
     /// Sends the receipt for `outcome` once; `Ok` when the producer took it (or none is
@@ -245,7 +215,7 @@ pub fn with_receipt(stream: ByteStream, receipt: Rc<Receipt>) -> ByteStream {
         let (mut input, guard) = state?;
         match input.next().await {
             Some(Ok(chunk)) => {
-                guard.0.ledger.borrow_mut().add(&chunk);
+                add(&mut guard.0.ledger.borrow_mut(), &chunk);
                 Some((Ok(chunk), Some((input, guard))))
             }
             Some(Err(e)) => {

@@ -176,8 +176,10 @@ async fn send_inner(
                 }
                 // The receipt of a plain transfer, or of a consumer without keys, commits to
                 // the bytes on the wire (§12.2).
-                wire.borrow_mut().hash =
-                    producer.expects_receipt() && !producer.receipt_commits_to_plaintext();
+                wire.borrow_mut().hash = crate::client::ledger::producer_hashes_wire(
+                    producer.expects_receipt(),
+                    producer.receipt_commits_to_plaintext(),
+                );
             }
             Step::Receipt(req) => match exchange(&req, abort, None).await {
                 Ok((status, headers, body)) => {
