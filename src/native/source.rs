@@ -26,7 +26,7 @@ use crate::client::ledger::Ledger;
 use crate::client::parts::ByteChunk;
 use crate::client::producer::REPLAY_LIMIT;
 use crate::client::rate::RateMeter;
-use crate::client::resume::ReplayWindow;
+use crate::client::resume::{Replay, ReplayWindow};
 use crate::crypto::{Encryptor, Format};
 
 /// Wire chunks buffered between the encoder and the request body.
@@ -370,7 +370,19 @@ impl Source {
     pub(crate) fn resume_from(&self, offset: u64) {
         let mut g = lock(&self.inner);
         let replay = g.window.as_ref().and_then(|w| w.replay_from(offset));
-        g.pending = replay.unwrap_or_default().into();
+        g.pending = match replay {
+            Some(Replay::Kept(kept)) => kept.into(),
+            // The native window keeps its bytes (`ReplayWindow::new`, never `seekable`):
+            // nothing can be reopened, so the resumed upload fails rather than skip bytes.
+            Some(Replay::Reopen { .. }) => {
+                g.source_error = Some(Error::new(
+                    ErrorCode::Unsupported,
+                    "internal error in the native client: a resume asked to reopen the source",
+                ));
+                VecDeque::new()
+            }
+            None => VecDeque::new(),
+        };
     }
 
     /// Runs `f` with the wire ledger (the receipt check, §12.2).
