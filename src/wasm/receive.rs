@@ -157,6 +157,7 @@ struct Body {
     /// Wire bytes received (the resume offset of a consumer that doesn't decrypt).
     received: u64,
     done: bool,
+    stall: StallTimer,
 }
 
 /// The response body through the core's [`BodyCheck`]; keeps `abort` (and so the signal
@@ -175,13 +176,15 @@ fn checked(
         resume,
         received: 0,
         done: false,
+        stall: StallTimer::default(),
     };
     futures::stream::unfold(state, |mut b| async move {
         if b.done {
             return None;
         }
         loop {
-            let Some(item) = next_or_stall(&mut b.input, b.resume.is_some()).await else {
+            let stall = b.resume.is_some().then_some(&mut b.stall);
+            let Some(item) = next_or_stall(&mut b.input, stall).await else {
                 // A read waited STALL_AFTER_S for a byte (§12.4).
                 match on_stall(&mut b).await {
                     None => continue,
@@ -248,17 +251,53 @@ fn checked(
 
 type Input = LocalBoxStream<'static, Result<JsValue, JsValue>>;
 
-/// The next piece of `input`; `None` when `watch` and it waited [`STALL_AFTER_S`] for it
-/// (the read is left pending in `input` and goes on at the next call).
-async fn next_or_stall(input: &mut Input, watch: bool) -> Option<Option<Result<JsValue, JsValue>>> {
+/// Times the body's reads for a stall (§12.4) with one timer that lives across reads (a
+/// timer per read would be a `setTimeout` and a `clearTimeout` per chunk).
+#[derive(Default)]
+struct StallTimer {
+    timer: Option<Delay>,
+    /// When the timer fires (ms).
+    due_ms: f64,
+}
+
+impl StallTimer {
+    /// Fires once a read that began waiting at `since_ms` has waited [`STALL_AFTER_S`]: the
+    /// timer already running is kept when it fires no later than that (it is then re-armed
+    /// for the rest).
+    async fn waited(&mut self, since_ms: f64) {
+        let due = since_ms + STALL_AFTER_S * 1000.0;
+        loop {
+            if self.timer.is_none() || self.due_ms > due {
+                self.timer = Some(Delay::new((due - now_ms()).max(0.0)));
+                self.due_ms = due;
+            }
+            if let Some(t) = self.timer.as_mut() {
+                t.await;
+            }
+            self.timer = None;
+            if now_ms() >= due {
+                return;
+            }
+        }
+    }
+}
+
+/// The next piece of `input`; `None` when `stall` is given and the read waited
+/// [`STALL_AFTER_S`] (the read is left pending in `input` and goes on at the next call).
+async fn next_or_stall(
+    input: &mut Input,
+    stall: Option<&mut StallTimer>,
+) -> Option<Option<Result<JsValue, JsValue>>> {
     let mut next = input.next();
     if let std::task::Poll::Ready(item) = futures::poll!(&mut next) {
         return Some(item);
     }
-    if !watch {
+    let Some(stall) = stall else {
         return Some(next.await);
-    }
-    match futures::future::select(next, Delay::new(STALL_AFTER_S * 1000.0)).await {
+    };
+    let waited = stall.waited(now_ms());
+    futures::pin_mut!(waited);
+    match futures::future::select(next, waited).await {
         futures::future::Either::Left((item, _)) => Some(item),
         futures::future::Either::Right(_) => None,
     }
