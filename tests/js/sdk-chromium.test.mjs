@@ -180,7 +180,15 @@ test('Chromium: a receiving page closed mid-stream tells the producer at once', 
     const r = await window.httpipe.receive({ relay: relayUrl, path });
     const reader = r.stream.getReader();
     window.got = 0;
-    (async () => { for (;;) window.got += (await reader.read()).value.length; })();
+    // A page between chunks yields to its event loop (as one that shows progress or writes a
+    // file does): a loop of reads that all resolve at once starved the page's own timers, so
+    // the test's polling for `got` timed out while 700 MB had arrived.
+    (async () => {
+      for (;;) {
+        window.got += (await reader.read()).value.length;
+        await new Promise((r) => setTimeout(r, 0));
+      }
+    })();
   }, { relayUrl: relay.https, path });
   await page.waitForFunction(() => window.got > 4 << 20, null, { polling: 50 });
   const t0 = Date.now();
