@@ -52,6 +52,11 @@ pub struct Config {
     /// Connection limits (§9): largest request head (request line and headers) in bytes;
     /// larger → 431. At least 8192 (HTTP/1.1 buffers can't be smaller).
     pub max_header_bytes: usize,
+    /// Join the relay cluster coordinated by this Redis (`redis://HOST:PORT[/DB]`, §13).
+    pub cluster: Option<String>,
+    /// How the other nodes (and Connect clients) reach this node: `http://HOST:PORT`; default
+    /// the node's own `--host` and plain port (§13).
+    pub node_url: Option<String>,
 }
 
 /// Defaults of the connection limits (§9).
@@ -82,6 +87,8 @@ impl Default for Config {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            cluster: None,
+            node_url: None,
         }
     }
 }
@@ -225,6 +232,19 @@ pub struct ServeArgs {
     /// Largest request head in bytes, at least 8192 (larger → 431; §9).
     #[arg(long, env = "HTTPIPE_MAX_HEADER_BYTES", default_value_t = DEFAULT_MAX_HEADER_BYTES)]
     pub max_header_bytes: usize,
+    /// Join a relay cluster coordinated by this Redis, e.g. redis://10.0.0.5:6379/0: nodes
+    /// behind one load balancer act as one relay (PROTOCOL.md §13, docs/cluster.md).
+    #[arg(long, env = "HTTPIPE_CLUSTER", value_name = "REDIS_URL")]
+    pub cluster: Option<String>,
+    /// With --cluster: how the other nodes (and Connect clients) reach this node,
+    /// http://HOST:PORT. Default: http://<--host>:<plain port> (needed when --host is 0.0.0.0).
+    #[arg(
+        long,
+        env = "HTTPIPE_NODE_URL",
+        requires = "cluster",
+        value_name = "URL"
+    )]
+    pub node_url: Option<String>,
     /// Log format on stderr: text or json (level via RUST_LOG, default info).
     #[arg(long, env = "HTTPIPE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -254,6 +274,8 @@ impl ServeArgs {
             header_timeout: self.header_timeout,
             idle_timeout: self.idle_timeout,
             max_header_bytes: self.max_header_bytes,
+            cluster: self.cluster,
+            node_url: self.node_url,
         })
     }
 }

@@ -89,7 +89,12 @@ pub async fn handle(
         return text(StatusCode::REQUEST_TIMEOUT, format!("{CONNECT_TIMEOUT}\n"));
     };
 
-    let data_url = format!("{}{}", state.base_url(&headers, &uri, conn.as_ref()), path);
+    // In a cluster, the owner's own URL: the data requests skip the extra hop (§13.3).
+    let base = match &state.cluster {
+        Some(c) => c.node_url().to_string(),
+        None => state.base_url(&headers, &uri, conn.as_ref()),
+    };
+    let data_url = format!("{base}{path}");
     if redirect {
         // A token given in the query (for <video src>-style consumers) travels on.
         let location = match (get(query::ACCESS_TOKEN), request_token(&headers, &uri)) {

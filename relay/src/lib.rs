@@ -7,6 +7,7 @@
 //! Everything else is internal (`pub(crate)`).
 
 pub mod auth;
+pub(crate) mod cluster;
 pub mod config;
 pub(crate) mod conn;
 pub(crate) mod connect;

@@ -16,15 +16,24 @@ pub fn version() -> Resp {
 }
 
 /// `ok\n`.
-pub fn healthz() -> Resp {
-    text(StatusCode::OK, "ok\n")
+pub fn healthz(state: &Shared) -> Resp {
+    match &state.cluster {
+        // a node that can't reach Redis still serves what it holds: healthy (§13.4)
+        Some(c) => text(StatusCode::OK, format!("ok\n{}", c.health())),
+        None => text(StatusCode::OK, "ok\n"),
+    }
 }
 
 /// Prometheus text format.
 pub fn metrics(state: &Shared) -> Resp {
     let mut r = text(
         StatusCode::OK,
-        state.metrics.render(state.data.hub.counts()),
+        state.metrics.render(state.data.hub.counts())
+            + &state
+                .cluster
+                .as_ref()
+                .map(|c| c.metrics())
+                .unwrap_or_default(),
     );
     r.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -33,11 +33,109 @@ pub fn handle(
     state: Shared,
     req: Request<RequestBody>,
 ) -> impl Future<Output = Resp> + Send + 'static {
+    if let Some(cluster) = &state.cluster {
+        if let Some(path) = cluster_path(&req) {
+            let cluster = cluster.clone();
+            let f: Boxed = Box::pin(clustered(state, cluster, path, req));
+            return Either::Right(f);
+        }
+    }
+    Either::Left(local(state, req))
+}
+
+/// Serves a request on this node.
+fn local(state: Shared, req: Request<RequestBody>) -> impl Future<Output = Resp> + Send + 'static {
     match route(state, req) {
         Handler::Now(resp) => Either::Left(ready(resp)),
         Handler::Consumer(f) => Either::Right(Either::Left(f)),
         Handler::Boxed(f) => Either::Right(Either::Right(f)),
     }
+}
+
+/// The stream path a request meets its peers on, if it is one a cluster places (§13.2): a
+/// Data API request or a Connect call. Everything else (reserved paths, preflights, paths
+/// too long) is answered by the node it reached.
+fn cluster_path(req: &Request<RequestBody>) -> Option<String> {
+    let path = req.uri().path();
+    if path.len() > MAX_PATH_BYTES {
+        return None;
+    }
+    let m = req.method();
+    if let Some(rest) = path.strip_prefix(paths::CONNECT_PREFIX) {
+        return (m == Method::GET && !rest.is_empty()).then(|| format!("/{rest}"));
+    }
+    let data = m == Method::GET || m == Method::POST || m == Method::PUT;
+    (data && !paths::is_reserved(path)).then(|| path.to_string())
+}
+
+/// A request in a cluster (§13.2, §13.3): served here while this node holds the path, else
+/// forwarded to the owner, retried while the owner is unreachable and not yet replaced.
+async fn clustered(
+    state: Shared,
+    cluster: Arc<crate::cluster::Cluster>,
+    path: String,
+    mut req: Request<RequestBody>,
+) -> Resp {
+    use crate::cluster::forward::{self, Failed};
+    use crate::cluster::{Place, NODE_TTL, RETRY_OWNER};
+    use http_body_util::BodyExt;
+    let hangup = Hangup::of(req.extensions());
+    let deadline = std::time::Instant::now() + NODE_TTL + std::time::Duration::from_secs(1);
+    loop {
+        let why = match cluster.place(&path).await {
+            Place::Here(hold) => {
+                let resp = local(state, req).await;
+                // The path stays this node's until the response has ended (§13.2).
+                return resp.map(|b| {
+                    b.map_err(move |e| {
+                        let _hold = &hold;
+                        e
+                    })
+                    .boxed()
+                });
+            }
+            Place::Unavailable(why) => {
+                tracing::debug!(error = %why, "cluster: no claim");
+                return unavailable(Rejection::ClusterUnavailable);
+            }
+            Place::Retry(why) => why,
+            Place::There(owner) => {
+                if forward::hops(req.headers()) >= forward::MAX_HOPS {
+                    tracing::warn!("cluster: a request was forwarded too often (claims moving)");
+                    return unavailable(Rejection::ClusterUnavailable);
+                }
+                match forward::forward(&owner, req, hangup.clone()).await {
+                    Ok(resp) => return resp,
+                    Err(Failed::Broken(why)) => {
+                        tracing::debug!(error = %why, "cluster: forwarded request failed");
+                        return unavailable(Rejection::OwnerUnreachable);
+                    }
+                    Err(Failed::Unreachable(back, why)) => {
+                        req = back;
+                        why
+                    }
+                }
+            }
+        };
+        if std::time::Instant::now() >= deadline {
+            tracing::warn!(error = %why, "cluster: the path's owner does not answer");
+            return unavailable(Rejection::OwnerUnreachable);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(RETRY_OWNER) => {}
+            _ = hangup.hung_up() => return unavailable(Rejection::OwnerUnreachable),
+        }
+    }
+}
+
+/// A cluster's 503 (§13.2, §13.3), with `Retry-After: 1`.
+fn unavailable(r: Rejection) -> Resp {
+    let mut resp = rejection(&r);
+    resp.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    resp
 }
 
 type Boxed = Pin<Box<dyn Future<Output = Resp> + Send>>;
@@ -204,7 +302,7 @@ async fn reserved(
     let resp = match path {
         "/help" => ops::help(&state, req.headers(), req.uri(), conn.as_ref()),
         "/version" => ops::version(),
-        "/healthz" => ops::healthz(),
+        "/healthz" => ops::healthz(&state),
         "/metrics" => ops::metrics(&state),
         "/favicon.ico" => ops::no_content(),
         "/robots.txt" => rejection(&Rejection::NotFound),

@@ -105,10 +105,23 @@ pub async fn start(config: Config) -> io::Result<Running> {
         max_part_bytes: config.max_part_bytes,
         upload_gap_timeout: config.upload_gap_timeout,
     };
+    let cluster = match &config.cluster {
+        None => None,
+        Some(redis) => {
+            let node_url = match &config.node_url {
+                Some(u) => u.clone(),
+                None => default_node_url(&config.host, http_addr.port())?,
+            };
+            let c = crate::cluster::Cluster::new(redis, &node_url)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            Some(c)
+        }
+    };
     let state: Shared = Arc::new(State {
         data: Plane::new(metrics.clone(), limits, auth.is_some()),
         metrics,
         auth,
+        cluster,
         config,
     });
     crate::memory::spawn(&state.data); // give memory back after load (memory.rs)
@@ -134,6 +147,28 @@ pub async fn start(config: Config) -> io::Result<Running> {
         auth_mode: state.auth.is_some(),
         stop,
         task,
+    })
+}
+
+/// `http://HOST:PORT` of this node when `--node-url` isn't given (§13): its `--host` and plain
+/// port; a wildcard host can't be reached by that name.
+fn default_node_url(host: &str, port: u16) -> io::Result<String> {
+    let wildcard = host
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_unspecified());
+    if wildcard {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "--cluster with --host {host}: say how the other nodes reach this one with \
+                 --node-url http://ADDRESS:{port} (or HTTPIPE_NODE_URL)"
+            ),
+        ));
+    }
+    Ok(if host.contains(':') {
+        format!("http://[{host}]:{port}")
+    } else {
+        format!("http://{host}:{port}")
     })
 }
 
@@ -214,6 +249,7 @@ async fn accept_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let hangup_task = tokio::spawn(hangups.clone().run());
+    let cluster_task = state.cluster.clone().map(|c| tokio::spawn(c.run()));
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
     let accept_tls = async |tls: &Option<(TcpListener, TlsAcceptor)>| match tls {
@@ -259,6 +295,13 @@ async fn accept_loop(
     conns.abort_all();
     while conns.join_next().await.is_some() {}
     hangup_task.abort();
+    if let Some(task) = cluster_task {
+        task.abort();
+    }
+    if let Some(c) = &state.cluster {
+        // out of the cluster now rather than when the keys expire (§13.4)
+        let _ = tokio::time::timeout(Duration::from_secs(1), c.leave()).await;
+    }
 }
 
 /// Too many open files etc.: log, back off a little, keep accepting.

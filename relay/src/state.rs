@@ -17,6 +17,8 @@ pub struct State {
     pub metrics: Arc<Metrics>,
     /// `Some` in auth mode (§6).
     pub auth: Option<Auth>,
+    /// `Some` when the node is part of a cluster (§13).
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// Shared handle to [`State`].

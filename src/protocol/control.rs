@@ -90,6 +90,10 @@ pub enum Rejection {
     PartBodyFailed,
     /// 503: the relay is shutting down; waiting peers are sent away (§9).
     ShuttingDown,
+    /// 503: a relay cluster node can't reach its coordination store (§13.2).
+    ClusterUnavailable,
+    /// 503: the cluster node serving the path does not answer (§13.3).
+    OwnerUnreachable,
     /// 404: the token endpoint on a relay in open mode (§6).
     TokensNotNeeded,
     /// 400: the token endpoint's form is invalid (the field's rule given) (§6).
@@ -105,7 +109,9 @@ impl Rejection {
             Rejection::NotFound | Rejection::UnknownUpload | Rejection::TokensNotNeeded => 404,
             Rejection::PartOutOfOrder { .. } | Rejection::PartLengthMismatch { .. } => 409,
             Rejection::PartTooLarge { .. } => 413,
-            Rejection::ShuttingDown => 503,
+            Rejection::ShuttingDown
+            | Rejection::ClusterUnavailable
+            | Rejection::OwnerUnreachable => 503,
             _ => 400,
         }
     }
@@ -132,6 +138,8 @@ impl Rejection {
             Rejection::PartTooLarge { .. } => Code::PartTooLarge,
             Rejection::PartBodyFailed => Code::PartBodyFailed,
             Rejection::ShuttingDown => Code::ShuttingDown,
+            Rejection::ClusterUnavailable => Code::ClusterUnavailable,
+            Rejection::OwnerUnreachable => Code::OwnerUnreachable,
             Rejection::TokensNotNeeded => Code::TokensNotNeeded,
             Rejection::InvalidTokenRequest(_) => Code::InvalidTokenRequest,
         }
@@ -185,6 +193,12 @@ impl Rejection {
             Rejection::ShuttingDown => {
                 "[ERROR] The relay is shutting down; try again in a moment.\n".to_string()
             }
+            Rejection::ClusterUnavailable => "[ERROR] The relay cluster is unavailable (its \
+                coordination store does not answer): try again shortly.\n"
+                .to_string(),
+            Rejection::OwnerUnreachable => "[ERROR] The relay node serving this path does not \
+                answer: try again shortly.\n"
+                .to_string(),
             Rejection::TokensNotNeeded => {
                 "[ERROR] This relay runs in open mode (no auth key): no tokens are needed.\n"
                     .to_string()
@@ -216,12 +230,14 @@ pub enum Code {
     PartTooLarge,
     PartBodyFailed,
     ShuttingDown,
+    ClusterUnavailable,
+    OwnerUnreachable,
     TokensNotNeeded,
     InvalidTokenRequest,
 }
 
 /// Each code and its wire spelling (the only place the spellings live).
-const CODES: [(Code, &str); 21] = [
+const CODES: [(Code, &str); 23] = [
     (Code::ReservedPath, "reserved-path"),
     (Code::AnotherSender, "another-sender"),
     (Code::TooManyReceivers, "too-many-receivers"),
@@ -241,6 +257,8 @@ const CODES: [(Code, &str); 21] = [
     (Code::PartTooLarge, "part-too-large"),
     (Code::PartBodyFailed, "part-body-failed"),
     (Code::ShuttingDown, "shutting-down"),
+    (Code::ClusterUnavailable, "cluster-unavailable"),
+    (Code::OwnerUnreachable, "owner-unreachable"),
     (Code::TokensNotNeeded, "tokens-not-needed"),
     (Code::InvalidTokenRequest, "invalid-token-request"),
 ];
@@ -321,6 +339,8 @@ mod tests {
             Rejection::PartTooLarge { max: 1 },
             Rejection::PartBodyFailed,
             Rejection::ShuttingDown,
+            Rejection::ClusterUnavailable,
+            Rejection::OwnerUnreachable,
             Rejection::TokensNotNeeded,
             Rejection::InvalidTokenRequest("x"),
         ];
