@@ -27,6 +27,8 @@ pub const HEARTBEAT: Duration = Duration::from_secs(1);
 pub const NODE_TTL: Duration = Duration::from_secs(3);
 /// A claim nobody refreshes expires after this (§13.4).
 pub const CLAIM_TTL: Duration = Duration::from_secs(10);
+/// Claims refreshed per heartbeat script call.
+const REFRESH_BATCH: usize = 1000;
 /// An unreachable owner is asked again after this (§13.3).
 pub const RETRY_OWNER: Duration = Duration::from_millis(500);
 
@@ -164,14 +166,33 @@ impl Cluster {
 
     async fn beat(&self) {
         let claims = self.holds.confirmed();
-        let result = self
-            .store
-            .heartbeat(&self.node_id, &self.node_url, &claims)
-            .await;
+        // Refreshes in batches: one script call blocks Redis for ~3 µs per claim
+        // (docs/cluster.md), so a node with many paths never stalls the others' claims long.
+        let mut result = Ok(Vec::new());
+        let mut lost = Vec::new();
+        for (n, batch) in claims.chunks(REFRESH_BATCH).enumerate() {
+            match self.store.heartbeat(&self.node_id, &self.node_url, batch).await {
+                Ok(beat) => {
+                    lost.extend(beat.lost.iter().map(|i| n * REFRESH_BATCH + i));
+                    result = Ok(beat.nodes);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if claims.is_empty() {
+            result = self
+                .store
+                .heartbeat(&self.node_id, &self.node_url, &[])
+                .await
+                .map(|b| b.nodes);
+        }
         let mut view = self.view.lock().unwrap_or_else(|e| e.into_inner());
         match result {
-            Ok(beat) => {
-                for i in beat.lost {
+            Ok(nodes) => {
+                for i in lost {
                     if let Some((path, value)) = claims.get(i) {
                         tracing::warn!(
                             "cluster: another node claimed a path this node serves (after Redis was unreachable); new peers go there"
@@ -182,13 +203,13 @@ impl Cluster {
                 if let Some((since, _)) = view.down_since.take() {
                     tracing::info!(
                         down_s = since.elapsed().as_secs_f64(),
-                        nodes = beat.nodes.len(),
+                        nodes = nodes.len(),
                         "cluster: Redis answers again"
                     );
                 } else if !view.up {
-                    tracing::info!(node = %self.node_id, url = %self.node_url, nodes = beat.nodes.len(), "cluster: joined");
+                    tracing::info!(node = %self.node_id, url = %self.node_url, nodes = nodes.len(), "cluster: joined");
                 }
-                view.nodes = beat.nodes;
+                view.nodes = nodes;
                 view.up = true;
             }
             Err(e) => {
