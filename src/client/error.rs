@@ -303,7 +303,8 @@ pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
             ErrorCode::ConnectTimeout,
             format!("{what}: no peer arrived within the timeout{said}"),
         ),
-        // The relay is shutting down (`shutting-down`, §9), or a proxy in front of it can't
+        // The relay is shutting down (`shutting-down`, §9), a cluster node can't coordinate
+        // (`cluster-unavailable`, `owner-unreachable`, §13), or a proxy in front of it can't
         // reach it: either way the relay can't be reached now; trying again later may work.
         503 => Error::new(
             ErrorCode::Network,
