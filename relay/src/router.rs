@@ -111,7 +111,7 @@ async fn clustered(
                         return unavailable(Rejection::OwnerUnreachable);
                     }
                     Err(Failed::Unreachable(back, why)) => {
-                        req = back;
+                        req = *back;
                         why
                     }
                 }

@@ -54,7 +54,7 @@ pub fn hops(headers: &http::HeaderMap) -> u32 {
 /// Why a request could not be forwarded.
 pub enum Failed {
     /// The owner could not be reached before anything was sent: the request comes back.
-    Unreachable(Request<RequestBody>, String),
+    Unreachable(Box<Request<RequestBody>>, String),
     /// The forwarded exchange failed after it started (the request is gone): the answer.
     Broken(String),
 }
@@ -80,7 +80,7 @@ pub async fn forward(
         }
         _ => {
             return Err(Failed::Unreachable(
-                req,
+                Box::new(req),
                 format!("node URL {owner:?} is not http://HOST:PORT"),
             ))
         }
@@ -92,10 +92,10 @@ pub async fn forward(
     };
     let tcp = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addr)).await {
         Ok(Ok(t)) => t,
-        Ok(Err(e)) => return Err(Failed::Unreachable(req, format!("{owner}: {e}"))),
+        Ok(Err(e)) => return Err(Failed::Unreachable(Box::new(req), format!("{owner}: {e}"))),
         Err(_) => {
             return Err(Failed::Unreachable(
-                req,
+                Box::new(req),
                 format!("{owner}: connect timed out"),
             ))
         }
@@ -106,7 +106,7 @@ pub async fn forward(
         .await
     {
         Ok(x) => x,
-        Err(e) => return Err(Failed::Unreachable(req, format!("{owner}: {e}"))),
+        Err(e) => return Err(Failed::Unreachable(Box::new(req), format!("{owner}: {e}"))),
     };
     let conn = Conn(tokio::spawn(async move {
         if let Err(e) = conn.await {

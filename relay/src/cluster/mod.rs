@@ -171,7 +171,11 @@ impl Cluster {
         let mut result = Ok(Vec::new());
         let mut lost = Vec::new();
         for (n, batch) in claims.chunks(REFRESH_BATCH).enumerate() {
-            match self.store.heartbeat(&self.node_id, &self.node_url, batch).await {
+            match self
+                .store
+                .heartbeat(&self.node_id, &self.node_url, batch)
+                .await
+            {
                 Ok(beat) => {
                     lost.extend(beat.lost.iter().map(|i| n * REFRESH_BATCH + i));
                     result = Ok(beat.nodes);
