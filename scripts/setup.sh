@@ -2,7 +2,8 @@
 # Installs everything the README's commands need, skipping what is already there.
 # Usage: scripts/setup.sh [core|full]
 #   core: Rust wasm target, wasm-bindgen-cli (the version in Cargo.lock), npm packages.
-#   full: core + Debian packages (chromium, chromium-driver, age, curl, firefox-esr, redis-server)
+#   full: core + Debian packages (chromium, chromium-driver, age, curl, firefox-esr, redis-server,
+#         nginx)
 #         + Python venv with the reference clients (zebrastream-io, age-rt) and pandas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,8 @@ command -v age >/dev/null || need+=(age)
 command -v curl >/dev/null || need+=(curl)
 command -v firefox-esr >/dev/null || need+=(firefox-esr)
 command -v redis-server >/dev/null || need+=(redis-server)
+# nginx is in /usr/sbin, often not on a non-root PATH
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing Debian packages: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
