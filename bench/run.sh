@@ -17,6 +17,7 @@ benches=(
   "ndjson-framing|bench/ndjson-framing.mjs|where ndjson.decode's time goes: line search, UTF-8 decode, JSON.parse"
   "receipts|bench/receipts.mjs|delivery receipts: an uncut 1 GiB transfer (plain, age-rt) with receipts vs receipt: false, and the receipt round trip"
   "resume|bench/resume.mjs|resume after a break: an uncut 2 GiB transfer with resume vs resume: false, and the receiver's pause at a cut"
+  "cluster|bench/cluster.mjs|relay cluster (2 nodes, Redis): a pair split across nodes vs on one node: throughput, CPU per GiB, rendezvous latency, Redis commands per transfer"
 )
 # helpers run by a benchmark above, not benchmarks themselves
 helpers=" bench/crypto-wasm.mjs "
