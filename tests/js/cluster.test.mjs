@@ -590,16 +590,25 @@ test('piping-server-rust regression across nodes: a waiting receiver on A that h
 // ------------------------------------------------------------------ failures (own cluster each)
 
 /**
- * Calls `attempt()` (→ { status, headers, body }) until its status isn't 503 with one of
- * `codes`, for at most `ms`; the last answer.
+ * Sends `open()` (→ a request()) until its answer isn't 503 with one of `codes`, for at most
+ * `ms`; the last answer. Each attempt must be answered (its head) within `attemptMs`, else it
+ * is cancelled and the call rejects naming `what`: a peer that is already there makes the
+ * other's answer immediate, so a hang is a pair that can't meet (split between two nodes).
  */
-async function retry503(attempt, codes, ms) {
+async function retry503(open, codes, ms, what, attemptMs = NODE_TTL_MS + 3000) {
   const deadline = Date.now() + ms;
   for (;;) {
-    const r = await attempt();
+    const req = open();
+    let r;
+    try {
+      r = await within(req.response, attemptMs, `${what}: no answer`);
+    } catch (e) {
+      req.cancel();
+      throw e;
+    }
     if (r.status !== 503 || Date.now() > deadline) return r;
-    assert.ok(codes.includes(r.headers['x-httpipe-error']), `503 ${r.headers['x-httpipe-error']}: ${await readText(r.body)}`);
-    await readText(r.body);
+    const text = await readText(r.body);
+    assert.ok(codes.includes(r.headers['x-httpipe-error']), `${what}: 503 ${r.headers['x-httpipe-error']}: ${text}`);
     await sleep(100);
   }
 }
@@ -646,10 +655,10 @@ test('a node SIGKILLed: its waiting peers (direct and forwarded) get an error; i
   // a new pair on each path, through B and C only; the entry node asks Redis again until A's
   // node key expired (§13.3), or answers 503 owner-unreachable: retried
   const pair = async (p, producerAt, consumerAt, body) => {
-    const presp = await retry503(() => request(`${producerAt}${p}`, { method: 'POST', body }).response, ['owner-unreachable'], 10_000);
+    const presp = await retry503(() => request(`${producerAt}${p}`, { method: 'POST', body }), ['owner-unreachable'], 10_000, `producer at ${producerAt}`);
     assert.equal(presp.status, 200, `producer at ${producerAt}: ${presp.status}`);
     const served = Date.now() - killed;
-    const cresp = await retry503(() => request(`${consumerAt}${p}`).response, ['owner-unreachable'], 10_000);
+    const cresp = await retry503(() => request(`${consumerAt}${p}`), ['owner-unreachable'], 10_000, `consumer at ${consumerAt} (the producer waits at ${producerAt})`);
     assert.equal(cresp.status, 200);
     assert.equal(await readText(cresp.body), body);
     assert.equal(lastLine(await readText(presp.body)), SUCCESS);
@@ -706,9 +715,9 @@ test('Redis killed and restarted: a slow transfer finishes, new work gets 503 cl
   const restarted = Date.now();
   for (const [p, producerAt, consumerAt] of [[freshPath('redis-back'), B, C], [slow, C, B]]) {
     const body = `after the restart ${p}`;
-    const pr = await retry503(() => request(`${producerAt}${p}`, { method: 'POST', body }).response, ['cluster-unavailable'], 5000);
+    const pr = await retry503(() => request(`${producerAt}${p}`, { method: 'POST', body }), ['cluster-unavailable'], 5000, `producer at ${producerAt}`);
     assert.equal(pr.status, 200, `${p}: ${pr.status}`);
-    const cr = await retry503(() => request(`${consumerAt}${p}`).response, ['cluster-unavailable'], 5000);
+    const cr = await retry503(() => request(`${consumerAt}${p}`), ['cluster-unavailable'], 5000, `consumer at ${consumerAt} (the producer waits at ${producerAt}, ${Date.now() - restarted} ms after the restart)`);
     assert.equal(cr.status, 200);
     assert.equal(await readText(cr.body), body);
     assert.equal(lastLine(await readText(pr.body)), SUCCESS);

@@ -307,7 +307,11 @@ export function request(url, { method = 'GET', headers = {}, body, h2 = false } 
     response,
     /** Writes a chunk, resolving when the stream accepts more. */
     write: (chunk) => new Promise((resolve, reject) => {
-      if (out.write(chunk)) resolve(); else { out.once('drain', resolve); out.once('error', reject); }
+      if (out.write(chunk)) { resolve(); return; }
+      const onDrain = () => { out.off('error', onError); resolve(); };
+      const onError = (e) => { out.off('drain', onDrain); reject(e); };
+      out.once('drain', onDrain);
+      out.once('error', onError);
     }),
     end: () => out.end(),
     cancel,
