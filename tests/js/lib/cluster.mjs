@@ -188,6 +188,9 @@ function nginxVersion() {
  * node that served it (nginx's `$upstream_addr`), so a test can check that a pair was split.
  * No upstream is ever marked down (`max_fails=0`) and a failed request is not retried on
  * another node (`proxy_next_upstream off`): what a client sees is what the node did.
+ * Known limit (nginx 1.22): an HTTP/1.1 client's upload stalls a few MiB after the upstream's
+ * response began (nginx stops reading the client's body; the relay answers a producer at once),
+ * so keep uploads through the `http` listener small; the `h2c` one streams them whole.
  * @returns {Promise<{ http: string, h2c: string, dir: string, output(): string, stop(): Promise<void> }>}
  */
 export async function startNginx(upstreams) {
