@@ -725,7 +725,7 @@ test('Redis killed and restarted: a slow transfer finishes, new work gets 503 cl
     const body = `after the restart ${p}`;
     const pr = await retry503(() => request(`${producerAt}${p}`, { method: 'POST', body }), ['cluster-unavailable'], 5000, `producer at ${producerAt}`);
     assert.equal(pr.status, 200, `${p}: ${pr.status}`);
-    const cr = await retry503(() => request(`${consumerAt}${p}`), ['cluster-unavailable'], 5000, `consumer at ${consumerAt} (the producer waits at ${producerAt}, ${Date.now() - restarted} ms after the restart)`);
+    const cr = await retry503(() => request(`${consumerAt}${p}`), ['cluster-unavailable'], 5000, `consumer at ${consumerAt} (the producer waits at ${producerAt}; first try ${Date.now() - restarted} ms after the restart)`);
     assert.equal(cr.status, 200);
     assert.equal(await readText(cr.body), body);
     assert.equal(lastLine(await readText(pr.body)), SUCCESS);
