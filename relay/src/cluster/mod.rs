@@ -27,6 +27,9 @@ pub const HEARTBEAT: Duration = Duration::from_secs(1);
 pub const NODE_TTL: Duration = Duration::from_secs(3);
 /// A claim nobody refreshes expires after this (§13.4).
 pub const CLAIM_TTL: Duration = Duration::from_secs(10);
+/// After Redis restarted empty, claims wait this long: every node re-asserts the claims of
+/// the paths it serves at its next heartbeat (§13.4) before a new claim could take one.
+pub const SETTLE_TIME: Duration = Duration::from_secs(2);
 /// Claims refreshed per heartbeat script call.
 const REFRESH_BATCH: usize = 1000;
 /// An unreachable owner is asked again after this (§13.3).
@@ -113,7 +116,11 @@ impl Cluster {
             Begin::Held(hold) => return Place::Here(hold),
             Begin::Claim { hold, value } => (hold, value),
         };
-        match self.store.claim(path, &value, &self.node_id).await {
+        match self
+            .store
+            .claim(path, &value, &self.node_id, &self.node_url)
+            .await
+        {
             Ok(Claimed::Mine) => {
                 self.holds.confirm(path, &value);
                 Place::Here(hold)
@@ -130,6 +137,12 @@ impl Cluster {
                 self.forwarded
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Place::There(url)
+            }
+            Ok(Claimed::Settling) => {
+                drop(hold);
+                Place::Retry(
+                    "Redis came back empty: the nodes are re-asserting their claims".into(),
+                )
             }
             Err(e) => Place::Unavailable(e.0),
         }

@@ -8,7 +8,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 use sha2::{Digest, Sha256};
 
-use super::{CLAIM_TTL, NODE_TTL};
+use super::{CLAIM_TTL, NODE_TTL, SETTLE_TIME};
 
 /// `httpipe:node:{id}` → the node's URL.
 const NODE_KEY: &str = "httpipe:node:";
@@ -19,8 +19,23 @@ const PATH_KEY: &str = "httpipe:path:";
 /// A Redis call with no answer in this time failed (§13.2 step 3).
 pub const REDIS_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// No claim, ours, or one whose node is gone → ours (answers ""); else the owner's URL.
+/// Starts the settling period if Redis lost its data (restarted empty: no `httpipe:up`), and
+/// says whether it runs (§13.4). Shared by the claim and heartbeat scripts.
+const SETTLE: &str = r#"
+local function settling(settle_ms)
+  if redis.call('EXISTS', 'httpipe:up') == 0 then
+    redis.call('SET', 'httpipe:up', '1')
+    redis.call('SET', 'httpipe:settling', '1', 'PX', settle_ms)
+  end
+  return redis.call('EXISTS', 'httpipe:settling') == 1
+end
+"#;
+
+/// While settling → "-" (ask again later). No claim, ours, or one whose node is gone → ours
+/// (answers ""); the claimer's node key is written with it, so no claim is ever without the key
+/// that keeps it. Else the owner's URL.
 const CLAIM: &str = r#"
+if settling(tonumber(ARGV[7])) then return '-' end
 local v = redis.call('GET', KEYS[1])
 if v then
   local owner = string.match(v, '^([^:]*):')
@@ -30,6 +45,7 @@ if v then
   end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', ARGV[4] .. ARGV[3], ARGV[5], 'PX', ARGV[6])
 return ''
 "#;
 
@@ -45,6 +61,7 @@ return n
 /// Registers the node, refreshes (or re-asserts) its claims, answers {lost claims' indexes
 /// (1-based), {id, url, id, url, ...} of the live nodes}.
 const HEARTBEAT: &str = r#"
+settling(tonumber(ARGV[7]))
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[3])
@@ -53,7 +70,7 @@ redis.call('ZADD', ARGV[6], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', ARGV[6], '-inf', now - ttl)
 local lost = {}
 for i, k in ipairs(KEYS) do
-  local want = ARGV[6 + i]
+  local want = ARGV[7 + i]
   local v = redis.call('GET', k)
   if v == want then
     redis.call('PEXPIRE', k, ARGV[4])
@@ -98,6 +115,8 @@ pub enum Claimed {
     Mine,
     /// Another live node owns the path: its URL.
     Owner(String),
+    /// Redis restarted empty a moment ago: the nodes are re-asserting their claims (§13.4).
+    Settling,
 }
 
 /// The answer to a heartbeat.
@@ -137,9 +156,9 @@ impl Store {
         Ok(Store {
             conn,
             scripts: std::sync::Arc::new([
-                Script::new(CLAIM),
+                Script::new(&format!("{SETTLE}{CLAIM}")),
                 Script::new(RELEASE),
-                Script::new(HEARTBEAT),
+                Script::new(&format!("{SETTLE}{HEARTBEAT}")),
                 Script::new(LEAVE),
             ]),
             calls: Default::default(),
@@ -174,18 +193,22 @@ impl Store {
         path: &str,
         value: &str,
         node_id: &str,
+        node_url: &str,
     ) -> Result<Claimed, Unavailable> {
         let mut inv = self.scripts[0].prepare_invoke();
         inv.key(path_key(path))
             .arg(value)
             .arg(CLAIM_TTL.as_millis() as u64)
             .arg(node_id)
-            .arg(NODE_KEY);
+            .arg(NODE_KEY)
+            .arg(node_url)
+            .arg(NODE_TTL.as_millis() as u64)
+            .arg(SETTLE_TIME.as_millis() as u64);
         let owner: String = self.run(inv).await?;
-        Ok(if owner.is_empty() {
-            Claimed::Mine
-        } else {
-            Claimed::Owner(owner)
+        Ok(match owner.as_str() {
+            "" => Claimed::Mine,
+            "-" => Claimed::Settling,
+            _ => Claimed::Owner(owner),
         })
     }
 
@@ -214,7 +237,8 @@ impl Store {
             .arg(NODE_TTL.as_millis() as u64)
             .arg(CLAIM_TTL.as_millis() as u64)
             .arg(NODE_KEY)
-            .arg(NODES_KEY);
+            .arg(NODES_KEY)
+            .arg(SETTLE_TIME.as_millis() as u64);
         for (path, value) in claims {
             inv.key(path_key(path)).arg(value);
         }
