@@ -344,17 +344,20 @@ for (const h2 of [false, true]) {
   };
   const t39 = (name, fn) => test(`§3.9 through nginx (${proto}): ${name}`, { skip, timeout: 30_000 }, fn);
 
-  t39('sender first', async () => {
-    const p = freshPath('s1');
-    const prod = post(p, 'hello');
+  /** A producer (`method`) first, then a consumer on another node: the bytes and the log. */
+  const senderFirst = async (name, body, method) => {
+    const p = freshPath(name);
+    const prod = post(p, body, {}, method);
     const presp = await within(prod.response, 2000, 'producer headers before any consumer');
     assert.equal(presp.status, 200);
     const cresp = await get(p).response;
     assert.equal(cresp.status, 200);
     split(presp, cresp);
-    assert.equal(await readText(cresp.body), 'hello');
+    assert.equal(await readText(cresp.body), body);
     assert.equal(lastLine(await readText(presp.body)), SUCCESS);
-  });
+  };
+
+  t39('sender first', () => senderFirst('s1', 'hello', 'POST'));
 
   t39('receiver first', async () => {
     const p = freshPath('r1');
@@ -367,14 +370,7 @@ for (const h2 of [false, true]) {
     assert.equal(lastLine(await readText(presp.body)), SUCCESS);
   });
 
-  t39('PUT is a producer', async () => {
-    const p = freshPath('put');
-    const presp = await post(p, 'via put', {}, 'PUT').response;
-    const cresp = await get(p).response;
-    split(presp, cresp);
-    assert.equal(await readText(cresp.body), 'via put');
-    assert.equal(lastLine(await readText(presp.body)), SUCCESS);
-  });
+  t39('PUT is a producer', () => senderFirst('put', 'via put', 'PUT'));
 
   t39('a second sender is rejected while its body is still open', async () => {
     const p = freshPath('busy');
