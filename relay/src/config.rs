@@ -314,5 +314,6 @@ mod tests {
         assert_eq!(c.idle_timeout, d.idle_timeout);
         assert_eq!(c.max_header_bytes, d.max_header_bytes);
         assert!(c.auth_keys.is_empty());
+        assert_eq!((c.cluster, c.node_url), (d.cluster, d.node_url));
     }
 }

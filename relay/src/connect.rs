@@ -89,10 +89,11 @@ pub async fn handle(
         return text(StatusCode::REQUEST_TIMEOUT, format!("{CONNECT_TIMEOUT}\n"));
     };
 
-    // In a cluster, the owner's own URL: the data requests skip the extra hop (§13.3).
-    let base = match &state.cluster {
-        Some(c) => c.node_url().to_string(),
-        None => state.base_url(&headers, &uri, conn.as_ref()),
+    // In a cluster without --public-url, the owner's own URL: the data requests skip the
+    // extra hop (§13.3); with it, the public URL (clients can't reach the nodes).
+    let base = match (&state.cluster, &state.config.public_url) {
+        (Some(c), None) => c.node_url().to_string(),
+        _ => state.base_url(&headers, &uri, conn.as_ref()),
     };
     let data_url = format!("{base}{path}");
     if redirect {
