@@ -241,6 +241,27 @@ test('curl: Connect on two nodes gives the owner\'s data URL; await-writer&redir
   }
 });
 
+test('with --public-url, Connect answers name the public URL, and the data requests are forwarded to the owner', { skip, timeout: 30_000 }, async (t) => {
+  // clients that can't reach the nodes (browsers behind a TLS balancer) follow the data URL
+  // they are given (§13.3): it must be the balancer's
+  const pub = await startCluster({ nodes: 2, args: ['--public-url', lb.http] });
+  t.after(() => pub.stop());
+  const [A, B] = pub.urls;
+  const p = freshPath('public-url');
+  const waiting = getText(`${A}/connect/v0${p}?mode=await-writer`, 10_000);
+  await sleep(200);
+  const answer = await getText(`${B}/connect/v0${p}?mode=await-reader`, 10_000);
+  assert.equal(answer.status, 200, answer.body);
+  assert.equal(answer.body, `${lb.http}${p}\n`);
+  assert.equal((await waiting).body, `${lb.http}${p}\n`);
+  // a pair through this cluster's own nodes, the consumer on A, the producer forwarded from B
+  const cons = fetch(`${A}${p}`);
+  await sleep(200);
+  const prod = await fetch(`${B}${p}`, { method: 'POST', body: 'through the owner' });
+  assert.equal(await (await cons).text(), 'through the owner');
+  assert.equal(lastLine(await prod.text()), SUCCESS);
+});
+
 test('ZebraStream CLI: write through node A, read through node C', { skip: skip || skipUnless(ZEBRASTREAM, 'the ZebraStream client (.venv)'), timeout: 60_000 }, async () => {
   const [A, , C] = cluster.urls;
   const p = freshPath('zs');
