@@ -168,23 +168,42 @@ const WRITE_SETTLE: Duration = Duration::from_millis(5);
 /// No timeout: a consumer that stops reading holds the transfer open, as it does mid-stream.
 pub async fn delivered(conn: &ConnFd) -> bool {
     tokio::time::sleep(WRITE_SETTLE).await;
-    let Some(fd) = conn.hold() else {
-        return true;
-    };
-    let Some(start) = send_state(&fd) else {
-        return true;
-    };
-    let target = start.acked + start.queued;
-    loop {
-        let Some(now) = send_state(&fd) else {
+    match conn.held() {
+        Some(held) => held.acknowledged().await,
+        None => true,
+    }
+}
+
+/// A connection's socket held open (a duplicate descriptor) to watch its acknowledgements.
+pub struct Held(OwnedFd);
+
+impl ConnFd {
+    /// The socket, held, if the connection is still open.
+    pub fn held(&self) -> Option<Held> {
+        self.hold().map(Held)
+    }
+}
+
+impl Held {
+    /// Waits until every byte written to the socket so far (`WRITE_SETTLE` from now) has
+    /// been acknowledged: `false` if the connection broke first. No timeout.
+    pub async fn acknowledged(self) -> bool {
+        tokio::time::sleep(WRITE_SETTLE).await;
+        let Some(start) = send_state(&self.0) else {
             return true;
         };
-        if now.acked >= target {
-            return true;
+        let target = start.acked + start.queued;
+        loop {
+            let Some(now) = send_state(&self.0) else {
+                return true;
+            };
+            if now.acked >= target {
+                return true;
+            }
+            if !now.alive {
+                return false;
+            }
+            tokio::time::sleep(POLL_EVERY).await;
         }
-        if !now.alive {
-            return false;
-        }
-        tokio::time::sleep(POLL_EVERY).await;
     }
 }

@@ -31,10 +31,9 @@ pub async fn handle(
 ) -> Resp {
     let params = Params::parse(uri.query());
     let get = |name: &'static str| params.get(name);
-    let want = match get(query::MODE) {
-        Ok(Some(query::MODE_AWAIT_READER)) => Await::Reader,
-        Ok(Some(query::MODE_AWAIT_WRITER)) => Await::Writer,
-        _ => return rejection(&Rejection::InvalidParameter(query::MODE)),
+    let want = match wanted(&params) {
+        Ok(w) => w,
+        Err(r) => return rejection(&r),
     };
     let timeout = match get(query::TIMEOUT) {
         Ok(None) => None,
@@ -59,14 +58,8 @@ pub async fn handle(
         Err(r) => return rejection(&r),
     };
     if let Some(auth) = &state.auth {
-        // await-reader is the producer's call, await-writer the consumer's (§5, §6), on a
-        // channel too: the token is checked on the stream path itself (§5.1).
-        let mode = if want == Await::Reader {
-            Mode::Write
-        } else {
-            Mode::Read
-        };
-        if let Err(r) = auth.check(&headers, &uri, mode, &path) {
+        // on a channel too: the token is checked on the stream path itself (§5.1)
+        if let Err(r) = auth.check(&headers, &uri, token_mode(want), &path) {
             return r.response();
         }
     }
@@ -114,6 +107,24 @@ pub async fn handle(
         return with_peer_hello(r, peer_hello);
     }
     with_peer_hello(text(StatusCode::OK, format!("{data_url}\n")), peer_hello)
+}
+
+/// The peer a Connect call waits for: its `mode` (§5).
+pub fn wanted(params: &Params) -> Result<Await, Rejection> {
+    match params.get(query::MODE) {
+        Ok(Some(query::MODE_AWAIT_READER)) => Ok(Await::Reader),
+        Ok(Some(query::MODE_AWAIT_WRITER)) => Ok(Await::Writer),
+        _ => Err(Rejection::InvalidParameter(query::MODE)),
+    }
+}
+
+/// The token mode a Connect call needs (§6): await-reader is the producer's call (write),
+/// await-writer the consumer's (read).
+pub fn token_mode(want: Await) -> Mode {
+    match want {
+        Await::Reader => Mode::Write,
+        Await::Writer => Mode::Read,
+    }
 }
 
 /// The caller's `X-Httpipe-Hello` (§5.1): absent is `None`; more than one, too long, or with

@@ -16,7 +16,7 @@ use futures_util::FutureExt;
 
 use crate::conn::ConnFd;
 use crate::data::segmented::Part;
-use crate::data::Meet;
+use crate::data::{Ack, Meet, Phase};
 use crate::hangup::Hangup;
 use crate::params::Params;
 use crate::respond::{preflight, rejection, Resp};
@@ -79,6 +79,16 @@ async fn clustered(
     use crate::cluster::forward::{self, Failed};
     use crate::cluster::{Place, NODE_TTL, RETRY_OWNER};
     use http_body_util::BodyExt;
+    // Tokens first (§13.3): a request without a valid one costs no Redis call.
+    if let Some(auth) = &state.auth {
+        let mode = match token_mode(&req) {
+            Ok(m) => m,
+            Err(r) => return rejection(&r),
+        };
+        if let Err(r) = auth.check(req.headers(), req.uri(), mode, &path) {
+            return r.response();
+        }
+    }
     let hangup = Hangup::of(req.extensions());
     let deadline = std::time::Instant::now() + NODE_TTL + std::time::Duration::from_secs(1);
     loop {
@@ -104,8 +114,10 @@ async fn clustered(
                     tracing::warn!("cluster: a request was forwarded too often (claims moving)");
                     return unavailable(Rejection::ClusterUnavailable);
                 }
-                match forward::forward(&owner, req, hangup.clone()).await {
+                let draining = state.data.reached(Phase::Draining);
+                match forward::forward(&owner, req, draining).await {
                     Ok(resp) => return resp,
+                    Err(Failed::ShuttingDown) => return rejection(&Rejection::ShuttingDown),
                     Err(Failed::Broken(why)) => {
                         tracing::debug!(error = %why, "cluster: forwarded request failed");
                         return unavailable(Rejection::OwnerUnreachable);
@@ -124,8 +136,23 @@ async fn clustered(
         tokio::select! {
             _ = tokio::time::sleep(RETRY_OWNER) => {}
             _ = hangup.hung_up() => return unavailable(Rejection::OwnerUnreachable),
+            _ = state.data.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),
         }
     }
+}
+
+/// The token mode a clustered request needs (§6): a Connect call's from its `mode`, a Data API
+/// consumer's read, a producer's write.
+fn token_mode(req: &Request<RequestBody>) -> Result<Mode, Rejection> {
+    if req.uri().path().starts_with(paths::CONNECT_PREFIX) {
+        let params = Params::parse(req.uri().query());
+        return Ok(connect::token_mode(connect::wanted(&params)?));
+    }
+    Ok(if req.method() == Method::GET {
+        Mode::Read
+    } else {
+        Mode::Write
+    })
 }
 
 /// A cluster's 503 (§13.2, §13.3), with `Retry-After: 1`.
@@ -206,11 +233,20 @@ fn route(
                 return Handler::Now(r.response());
             }
         }
-        let conn = req.extensions().get::<Arc<ConnFd>>().cloned();
         let hangup = Hangup::of(req.extensions());
-        // A body (if a GET has one) stays unread until the answer, then drains (request_body.rs).
-        let body = req.into_body();
-        let consumer = data::consumer::handle(state.data.clone(), conn, hangup, meet);
+        // A consumer forwarded by another node: its receipt is that node's confirmation (§13.3).
+        let (ack, body) = if crate::cluster::forward::confirms(req.headers()) {
+            (Ack::confirmed_by(req.into_body()), None)
+        } else {
+            let ack = match req.extensions().get::<Arc<ConnFd>>() {
+                Some(conn) => Ack::Tcp(conn.clone()),
+                None => Ack::Ended,
+            };
+            // A body (if a GET has one) stays unread until the answer, then drains
+            // (request_body.rs).
+            (ack, Some(req.into_body()))
+        };
+        let consumer = data::consumer::handle(state.data.clone(), ack, hangup, meet);
         return Handler::Consumer(consumer.map(move |resp| {
             drop(body);
             resp

@@ -12,12 +12,13 @@
 // start their own); each test uses its own random stream path.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT } from './lib/relay.mjs';
+import { ROOT, RELAY_BIN, startRelay } from './lib/relay.mjs';
 import { PKG, randomSource, hashStream, sha256, sleep, within } from './lib/sdk.mjs';
 import { skipUnless } from './lib/tools.mjs';
 import {
@@ -610,6 +611,151 @@ test('piping-server-rust regression across nodes: a waiting receiver on A that h
   assert.equal(await readText(cresp.body), 'for the receiver on C');
   for (let r = await more; !r.done; r = await it.next()) log += r.value.toString();
   assert.equal(lastLine(log), SUCCESS, log);
+});
+
+// ------------------------------------------------------------------ forwarding's own edges (§13.3)
+
+/** Holds `path` on node `at` (its owner) with a consumer waiting on a channel no producer uses. */
+function pin(at, p) {
+  return request(`${at}${p}?channel=pin`);
+}
+
+/** A raw TCP connection to `base` (http://127.0.0.1:PORT) that has sent `head`. */
+async function rawConnect(base, head) {
+  const u = new URL(base);
+  const sock = net.connect(Number(u.port), u.hostname);
+  sock.on('error', () => {});
+  await new Promise((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject); });
+  sock.setNoDelay(true);
+  sock.write(head);
+  return sock;
+}
+
+/** POSTs `body` to `url` until the answer is 200 (the path is free), for at most `ms`; that response. */
+async function freeWithin(url, body, ms, what) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await request(url, { method: 'POST', body }).response;
+    if (r.status === 200) return r;
+    const text = await readText(r.body);
+    assert.ok(Date.now() < deadline, `${what}: path still busy after ${ms} ms: ${r.status} ${text}`);
+    await sleep(20);
+  }
+}
+
+test('a forwarded waiting producer that resets its connection mid-upload frees the path at once', { skip, timeout: 20_000 }, async () => {
+  const [A, B, C] = cluster.urls;
+  const p = freshPath('fwd-rst');
+  const held = pin(A, p);
+  await sleep(200);
+  // a streaming upload through B (forwarded to A), pushed for 1 s: the owner's read-ahead
+  // fills and the bytes back up in the sockets between the nodes; then a TCP reset
+  const sock = await rawConnect(B, `POST ${p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
+  const chunk = Buffer.concat([Buffer.from('10000\r\n'), Buffer.alloc(65536, 97), Buffer.from('\r\n')]);
+  const until = Date.now() + 1000;
+  while (Date.now() < until) {
+    if (!sock.write(chunk)) await Promise.race([new Promise((r) => sock.once('drain', r)), sleep(50)]);
+  }
+  sock.resetAndDestroy();
+  const presp = await freeWithin(`${C}${p}`, 'second', 1000, 'after the forwarded producer reset');
+  const cresp = await request(`${C}${p}`).response;
+  assert.equal(await readText(cresp.body), 'second');
+  assert.equal(lastLine(await readText(presp.body)), SUCCESS);
+  held.cancel();
+});
+
+test('a forwarded producer with a complete body that closes (a request pipelined behind) frees the path at once', { skip, timeout: 20_000 }, async () => {
+  const [A, B, C] = cluster.urls;
+  const p = freshPath('fwd-pipe');
+  const held = pin(A, p);
+  await sleep(200);
+  const sock = await rawConnect(B, `POST ${p} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /version HTTP/1.1\r\nHost: x\r\n\r\n`);
+  await sleep(300);
+  sock.end();
+  const presp = await freeWithin(`${C}${p}`, 'second', 1000, 'after the pipelining producer closed');
+  const cresp = await request(`${C}${p}`).response;
+  assert.equal(await readText(cresp.body), 'second');
+  assert.equal(lastLine(await readText(presp.body)), SUCCESS);
+  held.cancel();
+});
+
+test('a forwarded consumer that stops reading and dies: the producer is told a receiver left, not success (§13.3 delivery)', { skip, timeout: 30_000 }, async () => {
+  const [A, B] = cluster.urls;
+  const p = freshPath('fwd-stall');
+  const size = 4 * MiB; // fits the buffers between owner and entry node, not the consumer's 64 KiB
+  // the producer waits on A (A owns the path); the consumer enters at B with a 64 KiB receive
+  // buffer, reads the response head only, stalls 2 s, then resets
+  const prod = request(`${A}${p}`, { method: 'POST', headers: { 'content-length': String(size) } });
+  assert.equal((await prod.response).status, 200);
+  const u = new URL(B);
+  const stall = spawn('python3', ['-c', `
+import socket, struct, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.connect(("127.0.0.1", ${Number(u.port)})); s.sendall(b"GET ${p} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+s.recv(65536); time.sleep(2)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)); s.close()
+`], { stdio: 'ignore' });
+  const stalled = new Promise((resolve) => stall.on('exit', resolve));
+  const presp = await prod.response;
+  const log = readText(presp.body);
+  await prod.write(randomFillSync(Buffer.alloc(size)));
+  prod.end();
+  await stalled;
+  const text = await within(log, 10_000, 'the producer\'s log');
+  assert.notEqual(lastLine(text), SUCCESS, text);
+  assert.match(lastLine(text), /RECEIVER_PREMATURE_DISCONNECT/, text);
+});
+
+test('tokens: checked at the entry node before Redis (401 while Redis is down), and a token pair works across nodes', { skip, timeout: 30_000 }, async (t) => {
+  const key = 'cluster-test-key-0123456789abcdef';
+  const own = await startCluster({ nodes: 2, args: ['--auth-key', key] });
+  t.after(() => own.stop());
+  const [A, B] = own.urls;
+  const p = freshPath('tok');
+  const mint = (mode) => {
+    const r = spawnSync(RELAY_BIN, ['token', '--auth-key', key, '--path', p, '--mode', mode, '--ttl', '1h'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.trim();
+  };
+  const [write, read] = [mint('write'), mint('read')];
+  const prod = request(`${A}${p}`, { method: 'POST', body: 'with tokens', headers: { authorization: `Bearer ${write}` } });
+  const presp = await prod.response;
+  assert.equal(presp.status, 200);
+  const cresp = await request(`${B}${p}`, { headers: { authorization: `Bearer ${read}` } }).response;
+  assert.equal(cresp.status, 200);
+  assert.equal(await readText(cresp.body), 'with tokens');
+  assert.equal(lastLine(await readText(presp.body)), SUCCESS);
+
+  await own.redis.stop();
+  const none = await request(`${B}${freshPath('tok-none')}`).response;
+  assert.equal(none.status, 401, await readText(none.body));
+  const wrong = await request(`${B}${p}`, { method: 'POST', body: 'x', headers: { authorization: `Bearer ${read}` } }).response;
+  assert.equal(wrong.status, 403, await readText(wrong.body));
+  const connect = await request(`${B}/connect/v0${p}?mode=await-reader&timeout=1`).response;
+  assert.equal(connect.status, 401, await readText(connect.body));
+  const valid = await request(`${B}${p}`, { headers: { authorization: `Bearer ${read}` } }).response;
+  assert.equal(valid.status, 503, 'a valid token still needs Redis');
+  assert.equal(valid.headers['x-httpipe-error'], 'cluster-unavailable');
+  await readText(valid.body);
+});
+
+test('SIGTERM of the entry node: its forwarded waiting consumer gets 503 shutting-down at once (§9)', { skip, timeout: 30_000 }, async (t) => {
+  const [A] = cluster.urls;
+  const x = await startRelay({ args: ['--cluster', redis.url, '--shutdown-grace', '5s'] });
+  t.after(() => x.stop());
+  await waitForNodes([x], 4);
+  const p = freshPath('fwd-term');
+  const held = pin(A, p);
+  await sleep(200);
+  const cons = request(`${x.http}${p}`);
+  assert.ok(await stillPending(cons.response, 300), 'the forwarded consumer waits');
+  const t0 = Date.now();
+  x.proc.kill('SIGTERM');
+  const r = await within(cons.response, 2000, 'the forwarded consumer\'s answer');
+  assert.equal(r.status, 503, await readText(r.body));
+  assert.equal(r.headers['x-httpipe-error'], 'shutting-down');
+  t.diagnostic(`answered ${Date.now() - t0} ms after SIGTERM`);
+  held.cancel();
 });
 
 // ------------------------------------------------------------------ failures (own cluster each)

@@ -2,15 +2,27 @@
 //! one plain HTTP/1.1 connection per forwarded request (hyper's client), both bodies
 //! streamed, nothing buffered. The connection lives as long as the response body does;
 //! dropping either end closes it, so the owner sees a hang-up as a direct peer would (§3.6).
+//! A forwarded consumer's request carries the entry node's delivery confirmation (§13.3).
 
+use std::future::Future;
+use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
-use http::{Request, Uri, Version};
+use http::{Method, Request, Uri, Version};
+use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
+use httpipe::protocol::paths;
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 
+use crate::conn::ConnFd;
 use crate::hangup::Hangup;
 use crate::request_body::RequestBody;
 use crate::respond::Resp;
@@ -21,6 +33,19 @@ pub const HOPS: HeaderName = HeaderName::from_static("x-httpipe-hops");
 pub const MAX_HOPS: u32 = 2;
 /// Connecting to the owner (§13.3).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// `X-Httpipe-Delivery: confirm`: a forwarded consumer whose request body the entry node
+/// ends once its client acknowledged the whole response (§13.3).
+pub const DELIVERY: HeaderName = HeaderName::from_static("x-httpipe-delivery");
+const CONFIRM: &str = "confirm";
+/// After the exchange, how long the forwarded connection may take to finish cleanly.
+const CONFIRM_FLUSH: Duration = Duration::from_secs(1);
+
+/// Whether a consumer's request is a forwarded one whose delivery the entry node confirms.
+pub fn confirms(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(&DELIVERY)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(CONFIRM.as_bytes()))
+}
 
 /// Hop-by-hop headers: never forwarded, in either direction (§13.3).
 const HOP_BY_HOP: [HeaderName; 7] = [
@@ -40,6 +65,7 @@ fn strip(headers: &mut http::HeaderMap) {
     headers.remove(header::PROXY_AUTHORIZATION);
     headers.remove(header::PROXY_AUTHENTICATE);
     headers.remove("proxy-connection");
+    headers.remove(&DELIVERY);
 }
 
 /// The hop count a request arrived with (0: from a client).
@@ -57,22 +83,46 @@ pub enum Failed {
     Unreachable(Box<Request<RequestBody>>, String),
     /// The forwarded exchange failed after it started (the request is gone): the answer.
     Broken(String),
+    /// This node started shutting down before the owner answered (§9): `503 shutting-down`.
+    ShuttingDown,
 }
 
-/// Aborts the connection task when dropped (closing the connection to the owner).
-struct Conn(tokio::task::JoinHandle<()>);
+/// The connection to the owner. Dropped before its exchange ended cleanly, it resets the
+/// connection (RST): a FIN would queue behind the bytes still unsent to an owner that has
+/// stopped reading (a waiting producer's full read-ahead), and the owner would never see it.
+struct Conn {
+    task: tokio::task::JoinHandle<()>,
+    /// The same socket (a duplicate descriptor): the reset is set on it while it is open.
+    socket: Option<OwnedFd>,
+}
+
 impl Drop for Conn {
     fn drop(&mut self) {
-        self.0.abort();
+        if let Some(socket) = self.socket.take() {
+            let _ = socket2::SockRef::from(&socket).set_linger(Some(Duration::ZERO));
+            self.task.abort();
+            drop(socket); // the last descriptor of the socket: closes it with a reset
+        }
+    }
+}
+
+impl Conn {
+    /// The exchange ended: lets the connection finish on its own (at most `within`), then
+    /// closes it normally.
+    async fn finish(mut self, within: Duration) {
+        let _ = tokio::time::timeout(within, &mut self.task).await;
+        self.task.abort();
+        self.socket = None;
     }
 }
 
 /// Forwards `req` to `owner` (`http://host:port`); answers the owner's response, its body
-/// streamed. `hangup`: the client's connection (HTTP/1.1 peers that leave while waiting).
+/// streamed. Until the owner answers, a client that hangs up (`Hangup` in the request's
+/// extensions) or `draining` ends the exchange; after, the client's hang-up still does.
 pub async fn forward(
     owner: &str,
     req: Request<RequestBody>,
-    hangup: Hangup,
+    draining: impl Future<Output = ()>,
 ) -> Result<Resp, Failed> {
     let authority = match owner.parse::<Uri>() {
         Ok(u) if u.scheme_str() == Some("http") && u.authority().is_some() => {
@@ -101,20 +151,32 @@ pub async fn forward(
         }
     };
     let _ = tcp.set_nodelay(true);
+    let socket = match tcp.as_fd().try_clone_to_owned() {
+        Ok(s) => s,
+        Err(e) => return Err(Failed::Unreachable(Box::new(req), format!("{owner}: {e}"))),
+    };
     let (mut sender, conn) = match hyper::client::conn::http1::Builder::new()
-        .handshake::<_, RequestBody>(TokioIo::new(tcp))
+        .handshake::<_, Upstream>(TokioIo::new(tcp))
         .await
     {
         Ok(x) => x,
         Err(e) => return Err(Failed::Unreachable(Box::new(req), format!("{owner}: {e}"))),
     };
-    let conn = Conn(tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!(error = %e, "forwarded connection ended with an error");
-        }
-    }));
+    let conn = Conn {
+        task: tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "forwarded connection ended with an error");
+            }
+        }),
+        socket: Some(socket),
+    };
 
     let (mut parts, body) = req.into_parts();
+    let hangup = Hangup::of(&parts.extensions);
+    let client = parts.extensions.get::<Arc<ConnFd>>().cloned();
+    // A Data API consumer: its delivery is confirmed through the request body (§13.3).
+    let consumer =
+        parts.method == Method::GET && !parts.uri.path().starts_with(paths::CONNECT_PREFIX);
     let hops = hops(&parts.headers) + 1;
     // HTTP/2 requests carry the authority in the URI: it becomes the Host header.
     if !parts.headers.contains_key(header::HOST) {
@@ -135,13 +197,34 @@ pub async fn forward(
         .unwrap_or_default();
     parts.version = Version::HTTP_11;
     parts.extensions = http::Extensions::new();
+    let (body, confirm) = if consumer {
+        parts.headers.remove(header::CONTENT_LENGTH);
+        parts
+            .headers
+            .insert(DELIVERY, HeaderValue::from_static(CONFIRM));
+        // hyper sends a GET's body of unknown length only when told to
+        parts.headers.insert(
+            header::TRANSFER_ENCODING,
+            HeaderValue::from_static("chunked"),
+        );
+        let (tx, rx) = oneshot::channel();
+        (Upstream::Confirm(rx), Some(Confirm { tx, client }))
+    } else {
+        (Upstream::Client(body), None)
+    };
     let upstream = Request::from_parts(parts, body);
 
+    let hung_up = {
+        let hangup = hangup.clone();
+        async move { hangup.hung_up().await }
+    };
+    let mut hung_up: Pin<Box<dyn Future<Output = ()> + Send + Sync>> = Box::pin(hung_up);
     let answer = tokio::select! {
         r = sender.send_request(upstream) => r,
         // The client left while the owner had not answered (a waiting peer, §3.6): dropping
         // `conn` closes the connection, and the owner sees the same hang-up.
-        _ = hangup.hung_up() => return Err(Failed::Broken("the client hung up".into())),
+        _ = hung_up.as_mut() => return Err(Failed::Broken("the client hung up".into())),
+        _ = draining => return Err(Failed::ShuttingDown),
     };
     let resp = match answer {
         Ok(r) => r,
@@ -149,12 +232,163 @@ pub async fn forward(
     };
     let (mut parts, body) = resp.into_parts();
     strip(&mut parts.headers);
-    let body = body
-        .map_err(move |e| {
-            // `conn` lives as long as the body: the connection is the body's.
-            let _keep = &conn;
-            std::io::Error::other(e)
-        })
-        .boxed();
+    let body = Relayed {
+        inner: body,
+        conn: Some(conn),
+        hung_up,
+        confirm,
+    }
+    .boxed();
     Ok(http::Response::from_parts(parts, body))
+}
+
+/// The forwarded request's body: the client's, or (a consumer) the delivery confirmation.
+enum Upstream {
+    Client(RequestBody),
+    /// Ends when the sender fires, fails when it is dropped (§13.3).
+    Confirm(oneshot::Receiver<()>),
+}
+
+impl Body for Upstream {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        match self.get_mut() {
+            Upstream::Client(b) => Pin::new(b)
+                .poll_frame(cx)
+                .map(|f| f.map(|r| r.map_err(std::io::Error::other))),
+            Upstream::Confirm(rx) => match ready!(Pin::new(rx).poll(cx)) {
+                Ok(()) => Poll::Ready(None),
+                Err(_) => Poll::Ready(Some(Err(std::io::Error::other(
+                    "the consumer did not receive the whole response",
+                )))),
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Upstream::Client(b) => b.is_end_stream(),
+            Upstream::Confirm(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Upstream::Client(b) => b.size_hint(),
+            Upstream::Confirm(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// What confirming a forwarded consumer's delivery takes (§13.3).
+struct Confirm {
+    tx: oneshot::Sender<()>,
+    /// The client's connection, whose acknowledgements are waited for.
+    client: Option<Arc<ConnFd>>,
+}
+
+impl Confirm {
+    /// Once the response has ended here: waits until the client acknowledged every byte, then
+    /// ends the forwarded request body; if the client failed, closes the connection instead.
+    /// The client's socket is held at once (synchronously): a connection already closed when
+    /// the response ended is a client that failed.
+    fn start(self, conn: Option<Conn>) {
+        let held = match &self.client {
+            Some(c) => match c.held() {
+                Some(h) => Some(h),
+                None => return, // `tx` and `conn` drop: the owner sees the connection close
+            },
+            None => None,
+        };
+        tokio::spawn(async move {
+            let received = match held {
+                Some(h) => h.acknowledged().await,
+                None => true,
+            };
+            if !received {
+                return;
+            }
+            let _ = self.tx.send(());
+            if let Some(conn) = conn {
+                conn.finish(CONFIRM_FLUSH).await;
+            }
+        });
+    }
+}
+
+/// The owner's response body as relayed to the client: the forwarded connection lives as long
+/// as it does; the client's hang-up closes it; at its end, a consumer's delivery is confirmed.
+struct Relayed {
+    inner: Incoming,
+    conn: Option<Conn>,
+    hung_up: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+    confirm: Option<Confirm>,
+}
+
+impl Relayed {
+    /// The owner's response ended: confirms a consumer's delivery, or lets the connection
+    /// finish cleanly.
+    fn ended(&mut self) {
+        let conn = self.conn.take();
+        match self.confirm.take() {
+            Some(confirm) => confirm.start(conn),
+            None => {
+                if let Some(conn) = conn {
+                    tokio::spawn(conn.finish(CONFIRM_FLUSH));
+                }
+            }
+        }
+    }
+}
+
+impl Body for Relayed {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let this = self.get_mut();
+        if this.hung_up.as_mut().poll(cx).is_ready() {
+            this.confirm = None;
+            this.conn = None;
+            return Poll::Ready(Some(Err(std::io::Error::other("the client hung up"))));
+        }
+        match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            Some(Ok(frame)) => Poll::Ready(Some(Ok(frame))),
+            Some(Err(e)) => {
+                this.confirm = None;
+                this.conn = None;
+                Poll::Ready(Some(Err(std::io::Error::other(e))))
+            }
+            None => {
+                this.ended();
+                Poll::Ready(None)
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Relayed {
+    fn drop(&mut self) {
+        // hyper drops a body whose `Content-Length` it has written without polling its end
+        // (and drops it too when the client's connection fails: `Confirm::start` tells).
+        if self.conn.is_some() && self.inner.is_end_stream() {
+            self.ended();
+        }
+    }
 }

@@ -7,8 +7,7 @@ use http_body_util::BodyExt;
 use httpipe::protocol::control::Rejection;
 use tokio::sync::oneshot;
 
-use super::{Handoff, Meet, Phase, Plane};
-use crate::conn::ConnFd;
+use super::{Ack, Handoff, Meet, Phase, Plane};
 use crate::hangup::Hangup;
 use crate::respond::{rejection, Resp};
 
@@ -17,17 +16,12 @@ use crate::respond::{rejection, Resp};
 /// up unnoticed by hyper (bytes pipelined behind the request), `hangup` ends it (§3.6); when the
 /// relay starts shutting down, a waiting consumer gets 503 at once (§9). With a Data API
 /// channel in `meet`, only a producer with the same channel on the path is met (§5.1).
-pub async fn handle(
-    plane: Arc<Plane>,
-    conn: Option<Arc<ConnFd>>,
-    hangup: Hangup,
-    meet: Meet,
-) -> Resp {
+pub async fn handle(plane: Arc<Plane>, ack: Ack, hangup: Hangup, meet: Meet) -> Resp {
     loop {
         let (tx, rx) = oneshot::channel();
         let handoff = Handoff {
             tx,
-            conn: conn.clone(),
+            ack: ack.clone(),
         };
         let _registered =
             match plane

@@ -30,11 +30,66 @@ use crate::metrics::Metrics;
 use crate::pairing::Hub;
 
 /// What a consumer hands to the pairing table: the producer sends the consumer its response
-/// through `tx` when the transfer starts; `conn` is the consumer's connection, watched at the
-/// end until it has acknowledged the bytes (§3.2).
+/// through `tx` when the transfer starts; `ack` tells, at the end, whether the consumer
+/// received every byte (§3.2).
 pub struct Handoff {
     pub tx: oneshot::Sender<Start>,
-    pub conn: Option<Arc<crate::conn::ConnFd>>,
+    pub ack: Ack,
+}
+
+/// How the relay learns that a consumer received every byte of its response (§3.2, §13.3).
+#[derive(Clone)]
+pub enum Ack {
+    /// Nothing to inspect (not a TCP connection): the response's end counts.
+    Ended,
+    /// The consumer's TCP connection acknowledged every byte written to it.
+    Tcp(Arc<crate::conn::ConnFd>),
+    /// A consumer forwarded by another node of a cluster: that node's confirmation, the end of
+    /// the request body it keeps open (§13.3). `Some(true)`: confirmed; `Some(false)`: the
+    /// forwarded connection closed first.
+    Hop(watch::Receiver<Option<bool>>),
+}
+
+impl Ack {
+    /// A forwarded consumer's acknowledgement: `body` (its request body) is read to its end in
+    /// a task of its own, since the consumer may wait and be matched more than once.
+    pub fn confirmed_by(mut body: crate::request_body::RequestBody) -> Ack {
+        use http_body_util::BodyExt;
+        let (tx, rx) = watch::channel(None);
+        tokio::spawn(async move {
+            let ended = loop {
+                match body.frame().await {
+                    None => break true,
+                    Some(Ok(_)) => continue,
+                    Some(Err(_)) => break false,
+                }
+            };
+            if !ended {
+                body.cut();
+            }
+            tracing::debug!(confirmed = ended, "forwarded consumer's delivery");
+            let _ = tx.send(Some(ended));
+        });
+        Ack::Hop(rx)
+    }
+
+    /// Waits until the consumer has received everything sent to it (`true`) or can't anymore.
+    /// Called once its response has ended. No timeout (a consumer that stops reading holds the
+    /// transfer open, as it does mid-stream).
+    pub async fn received(&self) -> bool {
+        match self {
+            Ack::Ended => true,
+            Ack::Tcp(conn) => crate::conn::delivered(conn).await,
+            Ack::Hop(rx) => {
+                let mut rx = rx.clone();
+                let ok = match rx.wait_for(Option::is_some).await {
+                    Ok(v) => *v == Some(true),
+                    Err(_) => false,
+                };
+                ok
+            }
+        }
+    }
 }
 
 /// The start of a consumer's response: forwarded headers and the relayed bytes.

@@ -20,7 +20,6 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::body::{ConsumerBody, Log, Msg};
 use super::{Handoff, Plane, Start};
-use crate::conn::{self, ConnFd};
 use crate::metrics::FailReason;
 use crate::pairing::{self, Match};
 
@@ -46,8 +45,8 @@ impl Kind {
 struct Sink {
     tx: mpsc::Sender<Msg>,
     done: oneshot::Receiver<()>,
-    /// The consumer's connection (checked for acknowledgement at the end, §3.2).
-    conn: Option<Arc<ConnFd>>,
+    /// How the consumer's receipt of every byte is known at the end (§3.2).
+    ack: super::Ack,
     /// `done` already fired (observed with `try_recv`).
     finished: bool,
 }
@@ -102,7 +101,7 @@ impl Transfer {
             sinks.push(Some(Sink {
                 tx,
                 done,
-                conn: handoff.conn,
+                ack: handoff.ack,
                 finished: false,
             }));
             log.line("[INFO] A receiver was connected.");
@@ -205,10 +204,7 @@ impl Transfer {
             if !sink.finished && sink.done.await.is_err() {
                 return false;
             }
-            match &sink.conn {
-                Some(conn) => conn::delivered(conn).await,
-                None => true,
-            }
+            sink.ack.received().await
         });
         for ok in futures_util::future::join_all(received).await {
             if !ok {
