@@ -10,7 +10,8 @@ import { wasmState } from './loader.js';
 // pipeline's (js/pipeline/: bad records, a step's callback failed, a sink gave up with no
 // dead letter). Documented in docs/js-api.md and index.d.ts (HttpipeErrorCode).
 const TRANSFER_CODES = ['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
-  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'UNCONFIRMED'];
+  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'UNCONFIRMED',
+  'WRONG_CODE'];
 const PACKAGE_CODES = ['WASM_LOAD_FAILED'];
 const PIPELINE_CODES = ['INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED'];
 const CODES = new Set([...TRANSFER_CODES, ...PACKAGE_CODES, ...PIPELINE_CODES]);

@@ -33,6 +33,9 @@ export type HttpipeErrorCode =
   | 'DECRYPT_FAILED' | 'WRONG_KEY' | 'RELAY_ERROR' | 'ABORTED' | 'UNSUPPORTED' | 'NETWORK'
   // send(): the receiver promised a receipt (docs/PROTOCOL.md §12) and none valid arrived
   | 'UNCONFIRMED'
+  // sendWithCode() / receiveWithCode(): a malformed code, no sender waiting for it, or the two
+  // sides' codes differ (docs/PROTOCOL.md §14); no data was sent
+  | 'WRONG_CODE'
   // the package: init() could not fetch, read or instantiate the .wasm module
   | 'WASM_LOAD_FAILED'
   // pipelines: a record that can't be decoded, a step's callback threw, a sink gave up
