@@ -243,6 +243,37 @@ export async function send(source, options) {
   } catch (e) { throw wrapError(e); }
 }
 
+/**
+ * Sends `source` by a short code (docs/PROTOCOL.md §14): resolves with `{ code, done }` once
+ * the code's channel is this sender's (show `code` to the receiver); `done` settles with the
+ * SendReport when the transfer ends (WRONG_CODE if the receiver's code differed).
+ */
+export async function sendWithCode(source, options) {
+  try {
+    const meta = normaliseSource(source);
+    let stream = meta.stream;
+    if (options && options.autoFlush !== undefined) stream = stream.pipeThrough(batcher(options.autoFlush).stream);
+    await init();
+    let gotCode;
+    const code = new Promise((resolve) => { gotCode = resolve; });
+    const done = wasm.codeSend(sendOptions(options, meta), (c) => gotCode(c))
+      .then((o) => wasm.sendStream(stream, o, meta.reopen))
+      .catch((e) => { throw wrapError(e); });
+    done.catch(() => {});
+    // `done` settles before a code only when the exchange failed first.
+    return { code: await Promise.race([code, done.then(() => code)]), done };
+  } catch (e) { throw wrapError(e); }
+}
+
+/** Receives by a short code: resolves like `receive()`, with the sender's filename/size/type. */
+export async function receiveWithCode(code, options) {
+  try {
+    await init();
+    const { options: o, offer } = await wasm.codeReceive(String(code), options);
+    return Object.assign(await wasm.receive(o), offer);
+  } catch (e) { throw wrapError(e); }
+}
+
 /** Receives the stream at `options.path`; resolves when it starts. */
 export async function receive(options) {
   try {
