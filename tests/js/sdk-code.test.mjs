@@ -61,7 +61,7 @@ test('Node → Node by code: 3 MiB, checksum equal, filename/size/type from the 
   assert.ok(Date.now() - t0 < 15_000, `took ${Date.now() - t0} ms`);
 });
 
-test('a wrong code (right channel, other words): both sides WRONG_CODE, no data', { timeout: 30_000 }, async () => {
+test('a wrong code (right channel, other words): both sides WRONG_CODE, no data; then the real code finds no sender', { timeout: 30_000 }, async () => {
   const { code, done } = await sdk.sendWithCode('secret data', { relay: relay.http });
   const [, n, odd, even] = code.match(CODE);
   // another odd word: "adroitness" unless that is the code's
@@ -71,6 +71,9 @@ test('a wrong code (right channel, other words): both sides WRONG_CODE, no data'
   wrongCode(e);
   assert.match(e.message, /another code, or someone else tried this one/);
   // the real receiver now finds no sender (§14.4: a failed guess makes the handoff fail visibly)
+  const real = await within(rejection(sdk.receiveWithCode(code, { relay: relay.http })), 16_000, 'the real receiver');
+  wrongCode(real);
+  assert.match(real.message, /no sender is waiting/);
 });
 
 test('malformed codes: WRONG_CODE naming the part, before any request; derived options refused', async () => {
