@@ -10,7 +10,8 @@ import { wasmState } from './loader.js';
 // pipeline's (js/pipeline/: bad records, a step's callback failed, a sink gave up with no
 // dead letter). Documented in docs/js-api.md and index.d.ts (HttpipeErrorCode).
 const TRANSFER_CODES = ['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
-  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'UNCONFIRMED'];
+  'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'UNCONFIRMED',
+  'WRONG_CODE'];
 const PACKAGE_CODES = ['WASM_LOAD_FAILED'];
 const PIPELINE_CODES = ['INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED'];
 const CODES = new Set([...TRANSFER_CODES, ...PACKAGE_CODES, ...PIPELINE_CODES]);
@@ -239,6 +240,37 @@ export async function send(source, options) {
     if (options && options.autoFlush !== undefined) stream = stream.pipeThrough(batcher(options.autoFlush).stream);
     await init();
     return await wasm.sendStream(stream, sendOptions(options, meta), meta.reopen);
+  } catch (e) { throw wrapError(e); }
+}
+
+/**
+ * Sends `source` by a short code (docs/PROTOCOL.md §14): resolves with `{ code, done }` once
+ * the code's channel is this sender's (show `code` to the receiver); `done` settles with the
+ * SendReport when the transfer ends (WRONG_CODE if the receiver's code differed).
+ */
+export async function sendWithCode(source, options) {
+  try {
+    const meta = normaliseSource(source);
+    let stream = meta.stream;
+    if (options && options.autoFlush !== undefined) stream = stream.pipeThrough(batcher(options.autoFlush).stream);
+    await init();
+    let gotCode;
+    const code = new Promise((resolve) => { gotCode = resolve; });
+    const done = wasm.codeSend(sendOptions(options, meta), (c) => gotCode(c))
+      .then((o) => wasm.sendStream(stream, o, meta.reopen))
+      .catch((e) => { throw wrapError(e); });
+    done.catch(() => {});
+    // `done` settles before a code only when the exchange failed first.
+    return { code: await Promise.race([code, done.then(() => code)]), done };
+  } catch (e) { throw wrapError(e); }
+}
+
+/** Receives by a short code: resolves like `receive()`, with the sender's filename/size/type. */
+export async function receiveWithCode(code, options) {
+  try {
+    await init();
+    const { options: o, offer } = await wasm.codeReceive(String(code), options);
+    return Object.assign(await wasm.receive(o), offer);
   } catch (e) { throw wrapError(e); }
 }
 

@@ -33,6 +33,9 @@ export type HttpipeErrorCode =
   | 'DECRYPT_FAILED' | 'WRONG_KEY' | 'RELAY_ERROR' | 'ABORTED' | 'UNSUPPORTED' | 'NETWORK'
   // send(): the receiver promised a receipt (docs/PROTOCOL.md §12) and none valid arrived
   | 'UNCONFIRMED'
+  // sendWithCode() / receiveWithCode(): a malformed code, no sender waiting for it, or the two
+  // sides' codes differ (docs/PROTOCOL.md §14); no data was sent
+  | 'WRONG_CODE'
   // the package: init() could not fetch, read or instantiate the .wasm module
   | 'WASM_LOAD_FAILED'
   // pipelines: a record that can't be decoded, a step's callback threw, a sink gave up
@@ -225,6 +228,27 @@ export interface DecryptOptions {
 }
 
 /**
+ * Options of {@link sendWithCode}: those of `send` without the ones the code derives (the
+ * stream path, the key: age-rt to a recipient derived from the exchange). `filename`,
+ * `contentType` and `size` (a File's by default) travel sealed to the receiver.
+ */
+export type SendWithCodeOptions = Omit<SendOptions, 'path' | 'passphrase' | 'recipients' | 'format'>;
+
+/** Options of {@link receiveWithCode}: those of `receive` without the ones the code derives. */
+export type ReceiveWithCodeOptions = Omit<ReceiveOptions, 'path' | 'passphrase' | 'identities'>;
+
+/** What {@link sendWithCode} resolves with, once the code's channel is this sender's. */
+export interface CodeSend {
+  /** The code to read to the receiver, e.g. "7-guitarist-revenge" (works once). */
+  code: string;
+  /**
+   * Settles when the transfer ends: the report as `send`'s; WRONG_CODE when the receiver used
+   * another code or someone else tried this one (nothing was sent; make a new code).
+   */
+  done: Promise<SendReport>;
+}
+
+/**
  * Input accepted by {@link init}: the URL of the .wasm file (fetched; in Node and Deno a
  * file: URL is read from disk), a Request or Response for it, its bytes, or a compiled module.
  */
@@ -238,6 +262,19 @@ export type InitInput = string | URL | Request | Response | ArrayBuffer | ArrayB
 export declare function init(input?: InitInput | Promise<InitInput>): Promise<void>;
 /** Sends `source` to `options.path`; resolves once the consumer got everything. */
 export declare function send(source: Source, options: SendOptions): Promise<SendReport>;
+/**
+ * Sends `source` by a short code (PROTOCOL.md §14): picks a free channel on the relay and
+ * resolves with `{ code, done }` once it holds it; show or read `code` to the receiver. A
+ * SPAKE2 exchange on the code makes the key; the data goes end-to-end encrypted (age-rt).
+ */
+export declare function sendWithCode(source: Source, options: SendWithCodeOptions): Promise<CodeSend>;
+/**
+ * Receives by a short code as a person typed it (case and spaces don't matter): resolves like
+ * `receive`, with the sender's `filename`, `size` and `contentType`. Rejects WRONG_CODE for a
+ * malformed code (before any request), when no sender waits for it (after 10 s), or when the
+ * sender's code is another one.
+ */
+export declare function receiveWithCode(code: string, options: ReceiveWithCodeOptions): Promise<Received>;
 /** Receives the stream at `options.path`; resolves when it starts. */
 export declare function receive(options: ReceiveOptions): Promise<Received>;
 /** Rendezvous only (Connect API): resolves with the data URL once the peer is there. */

@@ -91,7 +91,7 @@ pub fn exit_for(code: ErrorCode) -> Exit {
         | ErrorCode::RelayError
         | ErrorCode::Aborted
         | ErrorCode::Network => Exit::Generic,
-        ErrorCode::Unsupported => Exit::Generic,
+        ErrorCode::Unsupported | ErrorCode::WrongCode => Exit::Generic,
     }
 }
 
@@ -133,6 +133,9 @@ pub fn fix_for(code: ErrorCode, role: Role) -> &'static str {
         }
         (ErrorCode::Unconfirmed, _) => {
             "the consumer did not confirm it got the data; ask the receiving side, raise --receipt-timeout, or run both sides again"
+        }
+        (ErrorCode::WrongCode, _) => {
+            "check the code with the other side; a code works once: the sender makes a new one"
         }
     }
 }
@@ -186,6 +189,7 @@ mod tests {
             ErrorCode::Aborted,
             ErrorCode::Unsupported,
             ErrorCode::Network,
+            ErrorCode::WrongCode,
         ] {
             assert_eq!(exit_for(c), Exit::Generic, "{c}");
         }

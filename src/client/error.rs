@@ -35,11 +35,14 @@ pub enum ErrorCode {
     Network,
     /// (producer) The consumer promised a receipt and none valid arrived in time (§12).
     Unconfirmed,
+    /// A short code (§14) is malformed, no sender waits for it, or the two sides' codes
+    /// differ (the key confirmation failed): no data was sent.
+    WrongCode,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::ConnectTimeout,
@@ -52,6 +55,7 @@ impl ErrorCode {
         ErrorCode::Unsupported,
         ErrorCode::Network,
         ErrorCode::Unconfirmed,
+        ErrorCode::WrongCode,
     ];
 
     /// The code as the string JavaScript sees, e.g. `"PEER_DISCONNECTED"`.
@@ -69,6 +73,7 @@ impl ErrorCode {
             ErrorCode::Unsupported => "UNSUPPORTED",
             ErrorCode::Network => "NETWORK",
             ErrorCode::Unconfirmed => "UNCONFIRMED",
+            ErrorCode::WrongCode => "WRONG_CODE",
         }
     }
 
@@ -402,6 +407,32 @@ mod tests {
             assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
         }
         assert_eq!(ErrorCode::parse("NOPE"), None);
+    }
+
+    /// The JavaScript list of transfer codes (js/api.js) and the declared type
+    /// (js/index.d.ts) are this enum's mirror: same codes, same order.
+    #[test]
+    fn javascript_lists_mirror_the_codes() {
+        let ours: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        let api = include_str!("../../js/api.js");
+        let list = api
+            .split("const TRANSFER_CODES = [")
+            .nth(1)
+            .and_then(|r| r.split("];").next())
+            .expect("TRANSFER_CODES in js/api.js");
+        let js: Vec<&str> = list
+            .split(',')
+            .map(|s| s.trim().trim_matches('\''))
+            .filter(|s| !s.is_empty())
+            .collect();
+        assert_eq!(js, ours, "js/api.js TRANSFER_CODES");
+        let dts = include_str!("../../js/index.d.ts");
+        for c in &ours {
+            assert!(
+                dts.contains(&format!("| '{c}'")),
+                "js/index.d.ts HttpipeErrorCode lacks {c}"
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! - [`producer`]: `send` — rendezvous, streaming vs segmented upload and the fallback, the
 //!   part loop and its retries, the status log, failure verdicts.
 //! - [`consumer`]: `receive` — rendezvous, the `GET`, metadata, truncation checks.
+//! - `code` (feature `crypto`): short codes (§14): the code, the SPAKE2 exchange of each
+//!   side, the keys and the data path derived from it.
 //! - [`rendezvous`]: one wait on the Connect API (§5).
 //! - [`error`]: the one error type ([`error::Error`]: code, message, source).
 //! - [`request`]: the requests the machines ask for.
@@ -19,6 +21,8 @@
 //! - `ledger` (feature `crypto`): what each side counts and commits to for a delivery
 //!   receipt (§12.2), and the receipt key; every adapter feeds it the same bytes.
 
+#[cfg(feature = "crypto")]
+pub mod code;
 pub mod consumer;
 pub mod disposition;
 pub mod error;

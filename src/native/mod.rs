@@ -512,7 +512,9 @@ pub(crate) fn io_error(e: Error) -> io::Error {
     let kind = match e.code {
         ErrorCode::Truncated => io::ErrorKind::UnexpectedEof,
         ErrorCode::PeerDisconnected | ErrorCode::Unconfirmed => io::ErrorKind::BrokenPipe,
-        ErrorCode::WrongKey | ErrorCode::DecryptFailed => io::ErrorKind::InvalidData,
+        ErrorCode::WrongKey | ErrorCode::DecryptFailed | ErrorCode::WrongCode => {
+            io::ErrorKind::InvalidData
+        }
         ErrorCode::Unauthorized | ErrorCode::Forbidden => io::ErrorKind::PermissionDenied,
         ErrorCode::ConnectTimeout => io::ErrorKind::TimedOut,
         ErrorCode::Network => io::ErrorKind::ConnectionAborted,

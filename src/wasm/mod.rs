@@ -12,6 +12,8 @@
 //! - [`http`]: requests (streaming bodies with `duplex: 'half'`), feature detection (§10).
 //! - [`chunks`]: byte streams of `Uint8Array`s: validation, progress, replay for fallback.
 //! - [`connect`], [`send`], [`receive`]: the operations, each a loop driving the core.
+//! - [`code`]: `sendWithCode` / `receiveWithCode` (short codes, §14): the exchange's pipes,
+//!   then `send` / `receive` with the derived path and key.
 //! - [`receipt`]: delivery receipts (§12): commitments as bytes pass, the consumer's call.
 //! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
 //! - [`csv`]: CSV splitting on `csv-core` for `csv.decode` (`js/pipeline/csv.js`; measured against
@@ -20,6 +22,7 @@
 pub mod abort;
 pub mod bindings;
 pub mod chunks;
+pub mod code;
 pub mod connect;
 pub mod crypto;
 pub mod csv;

@@ -3,7 +3,8 @@
 // Every line must type-check under --strict; every `@ts-expect-error` line must be an error.
 import {
   init, send, receive, connect, openWriter, openReader, encryptStream, decryptStream,
-  generateIdentity, identityToRecipient, HttpipeError,
+  generateIdentity, identityToRecipient, HttpipeError, sendWithCode, receiveWithCode,
+  type CodeSend, type SendWithCodeOptions, type ReceiveWithCodeOptions,
   type HttpipeErrorCode, type SendOptions, type ReceiveOptions, type SendReport, type Received,
   type Progress, type InitInput, type Source, type Writer,
 } from 'httpipe';
@@ -40,6 +41,17 @@ export async function transfers(): Promise<void> {
   void decryptStream({ identities: [generateIdentity()] });
   const src: Source = 'text';
   void src;
+  // short codes: the code derives the path and the key
+  const byCode: NotAny<CodeSend> = await sendWithCode('hello', { relay, timeout: 60, onProgress } satisfies SendWithCodeOptions);
+  const code: string = byCode.code;
+  const sent: SendReport = await byCode.done;
+  void sent;
+  const got: NotAny<Received> = await receiveWithCode(code, { relay, receipt: 'manual' } satisfies ReceiveWithCodeOptions);
+  void got.filename;
+  // @ts-expect-error the code derives the path
+  await sendWithCode('x', { relay, path: '/p' });
+  // @ts-expect-error ...and the key
+  await receiveWithCode(code, { relay, passphrase: 'pw' });
 }
 
 // Error codes: one exhaustive switch, the package's own WASM_LOAD_FAILED among them.
@@ -51,6 +63,7 @@ export function describe(e: unknown): string {
     case 'CONNECT_TIMEOUT': case 'PEER_DISCONNECTED': case 'TRUNCATED': case 'NETWORK': return 'peer or network';
     case 'UNCONFIRMED': return 'ask the receiver';
     case 'DECRYPT_FAILED': case 'WRONG_KEY': return 'crypto';
+    case 'WRONG_CODE': return 'check the code with the sender';
     case 'RELAY_ERROR': case 'ABORTED': case 'UNSUPPORTED': return 'other';
     case 'WASM_LOAD_FAILED': return 'serve the .wasm file';
     case 'INVALID_RECORD': case 'STEP_FAILED': case 'SINK_FAILED': return 'pipeline';
