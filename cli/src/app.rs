@@ -458,11 +458,12 @@ fn random_passphrase() -> Result<String, CliError> {
         .join("-"))
 }
 
-/// The command the other side pastes.
+/// The command the other side pastes: with `-s PATH`, or with the short `code`.
 fn receive_hint(
     target: &StreamTarget,
     generated_passphrase: Option<&str>,
     recipients: bool,
+    code: Option<&str>,
 ) -> String {
     let mut parts = Vec::new();
     if let Some(p) = generated_passphrase {
@@ -478,7 +479,10 @@ fn receive_hint(
         }
         _ => parts.push(format!("-U {}", shell_word(&target.endpoint.connect_base))),
     }
-    parts.push(format!("-s {}", shell_word(&target.path)));
+    match code {
+        Some(c) => parts.push(c.to_string()),
+        None => parts.push(format!("-s {}", shell_word(&target.path))),
+    }
     if recipients {
         parts.push("-i YOUR_KEY_FILE".to_string());
     }
@@ -493,18 +497,7 @@ fn shell_word(s: &str) -> String {
 
 async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
     let entries = tarball::entries(&s.files)?;
-    let path = match keys.stream_path.clone() {
-        Some(p) => config::check_stream_path(Some(p))?,
-        None => format!("/s/{}", random_token(16)?),
-    };
     let recipients = recipients(&keys)?;
-    let mut generated = None;
-    if recipients.is_empty() && keys.passphrase.is_none() {
-        let p = random_passphrase()?;
-        keys.passphrase = Some(p.clone());
-        generated = Some(p);
-    }
-    let target = target(&keys, path)?;
     let (filename, size, content_type) = match entries.as_slice() {
         [one] => (one.name.clone(), one.size, None),
         many => (
@@ -513,17 +506,59 @@ async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
             Some("application/x-tar".to_string()),
         ),
     };
-    eprintln!("On the other side, run:");
-    eprintln!(
-        "  {}",
-        receive_hint(&target, generated.as_deref(), !recipients.is_empty())
-    );
-    if generated.is_none() && recipients.is_empty() {
-        eprintln!("  (with the same passphrase in HTTPIPE_PASSPHRASE)");
-    }
-    if keys.access_token.is_some() {
-        eprintln!("  (with a read token for this path in HTTPIPE_ACCESS_TOKEN)");
-    }
+    // Nothing agreed beforehand: a short code (PROTOCOL.md §14) carries the path and the key.
+    let by_code = keys.stream_path.is_none() && keys.passphrase.is_none() && recipients.is_empty();
+    let (target, recipients) = if by_code {
+        if format(&keys)? != Format::AgeRt {
+            return Err(CliError::usage(
+                "a transfer by short code is age-rt (PROTOCOL.md §14.2)",
+                "leave out --encryption-mode, or agree on -s and a passphrase instead",
+            ));
+        }
+        let relay = target(&keys, String::new())?; // the code chooses the path
+        let offer =
+            transfer::CodeOffer::new(Some(filename.clone()), Some(size), content_type.clone());
+        eprintln!("waiting for a free code on the relay…");
+        let show = |code: &str| {
+            eprintln!("Code: {code}");
+            eprintln!("On the other side, run:");
+            eprintln!("  {}", receive_hint(&relay, None, false, Some(code)));
+            eprintln!("(the code works once; waiting for the receiver)");
+        };
+        let k = tokio::select! {
+            r = transfer::code_send(&relay, offer, show) => r.map_err(|e| from_net(&e, Role::Producer))?,
+            sig = shutdown() => return Err(CliError::generic(format!("interrupted by {sig}"), "nothing was sent")),
+        };
+        let target = StreamTarget {
+            path: k.path.clone(),
+            ..relay
+        };
+        (target, vec![k.recipient.clone()])
+    } else {
+        let path = match keys.stream_path.clone() {
+            Some(p) => config::check_stream_path(Some(p))?,
+            None => format!("/s/{}", random_token(16)?),
+        };
+        let mut generated = None;
+        if recipients.is_empty() && keys.passphrase.is_none() {
+            let p = random_passphrase()?;
+            keys.passphrase = Some(p.clone());
+            generated = Some(p);
+        }
+        let target = target(&keys, path)?;
+        eprintln!("On the other side, run:");
+        eprintln!(
+            "  {}",
+            receive_hint(&target, generated.as_deref(), !recipients.is_empty(), None)
+        );
+        if generated.is_none() && recipients.is_empty() {
+            eprintln!("  (with the same passphrase in HTTPIPE_PASSPHRASE)");
+        }
+        if keys.access_token.is_some() {
+            eprintln!("  (with a read token for this path in HTTPIPE_ACCESS_TOKEN)");
+        }
+        (target, recipients)
+    };
     let spec = SendSpec {
         target,
         content_type,
@@ -632,7 +667,6 @@ fn destination(output: Option<&Path>, sent_name: Option<&str>) -> Result<Dest, C
 }
 
 async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
-    let path = config::check_stream_path(keys.stream_path.clone())?;
     if let Some(o) = r.output.as_deref() {
         if o != Path::new("-") && !o.is_dir() && o.exists() {
             return Err(CliError::generic(
@@ -641,20 +675,57 @@ async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
             ));
         }
     }
-    let spec = ReceiveSpec {
-        target: target(&keys, path)?,
-        passphrase: keys.passphrase.clone(),
-        identities: keys::load_identities(&keys.identities.clone().unwrap_or_default())?,
-        after_break: after_break(&keys)?,
+    let (spec, offer) = match r.code.as_deref() {
+        Some(code) => {
+            if r.stream.stream_path.is_some()
+                || r.stream.passphrase.is_some()
+                || !r.identities.is_empty()
+            {
+                return Err(CliError::usage(
+                    "a short code carries the stream path and the key",
+                    "leave out -s, -p and -i when you give a code",
+                ));
+            }
+            let relay = target(&keys, String::new())?;
+            let (k, offer) = tokio::select! {
+                r = transfer::code_receive(&relay, code) => r.map_err(|e| from_net(&e, Role::Consumer))?,
+                sig = shutdown() => return Err(CliError::generic(format!("interrupted by {sig}"), "nothing was received")),
+            };
+            let spec = ReceiveSpec {
+                target: StreamTarget {
+                    path: k.path.clone(),
+                    ..relay
+                },
+                passphrase: None,
+                identities: vec![k.identity.to_string()],
+                after_break: after_break(&keys)?,
+            };
+            (spec, Some(offer))
+        }
+        None => {
+            let path = config::check_stream_path(keys.stream_path.clone())?;
+            let spec = ReceiveSpec {
+                target: target(&keys, path)?,
+                passphrase: keys.passphrase.clone(),
+                identities: keys::load_identities(&keys.identities.clone().unwrap_or_default())?,
+                after_break: after_break(&keys)?,
+            };
+            (spec, None)
+        }
     };
     let work = async {
         let (info, mut rx) = transfer::open_receiver(spec)
             .await
             .map_err(|e| from_net(&e, Role::Consumer))?;
+        // a code's offer names the file (an encrypted stream carries no name, §11.1, §14.3)
+        let (name, size) = match offer {
+            Some(o) => (info.filename.or(o.name), info.size.or(o.size)),
+            None => (info.filename, info.size),
+        };
         let saved = async {
-            match destination(r.output.as_deref(), info.filename.as_deref())? {
+            match destination(r.output.as_deref(), name.as_deref())? {
                 Dest::Stdout => {
-                    let progress = Progress::new(true, info.size, "received");
+                    let progress = Progress::new(true, size, "received");
                     let mut out = BufWriter::with_capacity(pipe::CHUNK, tokio::io::stdout());
                     let copied =
                         pipe::copy_from_source(&mut rx, &mut out, false, &progress, "stdout")
@@ -662,9 +733,7 @@ async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
                     progress.finish();
                     Ok(matches!(copied, Copied::Complete(_)))
                 }
-                Dest::File(dest) => receive_to_file(&mut rx, &dest, info.size)
-                    .await
-                    .map(|()| true),
+                Dest::File(dest) => receive_to_file(&mut rx, &dest, size).await.map(|()| true),
             }
         }
         .await;
@@ -765,7 +834,7 @@ mod tests {
             timeout: None,
         };
         assert_eq!(
-            receive_hint(&t, Some("aaaaa-bbbbb"), false),
+            receive_hint(&t, Some("aaaaa-bbbbb"), false, None),
             "HTTPIPE_PASSPHRASE=aaaaa-bbbbb httpipe receive --relay http://127.0.0.1:8080 -s /s/abc"
         );
         let t = StreamTarget {
@@ -773,8 +842,16 @@ mod tests {
             ..t
         };
         assert_eq!(
-            receive_hint(&t, None, true),
+            receive_hint(&t, None, true, None),
             "httpipe receive -U https://connect.zebrastream.io/v0/ -s /s/abc -i YOUR_KEY_FILE"
+        );
+        let t = StreamTarget {
+            endpoint: Endpoint::resolve(Some("http://127.0.0.1:8080"), None).expect("ep"),
+            ..t
+        };
+        assert_eq!(
+            receive_hint(&t, None, false, Some("7-guitarist-revenge")),
+            "httpipe receive --relay http://127.0.0.1:8080 7-guitarist-revenge"
         );
     }
 

@@ -51,9 +51,9 @@ pub enum Command {
     Write(WriteArgs),
     /// Receive a stream to stdout (or into a consumer command's stdin)
     Read(ReadArgs),
-    /// Send files; prints the `httpipe receive` command for the other side
+    /// Send files: prints a short code (7-guitarist-revenge) for `httpipe receive CODE`
     Send(SendArgs),
-    /// Receive what `httpipe send` sends, to a file
+    /// Receive what `httpipe send` sends (by its code, or -s PATH), to a file
     Receive(ReceiveArgs),
     /// Make an age X25519 key pair (like age-keygen)
     Keygen(KeygenArgs),
@@ -190,7 +190,8 @@ pub struct SendArgs {
     #[arg(long, value_name = "MODE")]
     pub encryption_mode: Option<String>,
 
-    /// Files to send (several go as one tar archive)
+    /// Files to send (several go as one tar archive). With no -s, passphrase or recipient,
+    /// the other side receives them by a short code (PROTOCOL.md §14), printed here
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 }
@@ -207,6 +208,11 @@ pub struct ReceiveArgs {
     /// Where to save: a file, a directory, or - for stdout (default: the sent name, here)
     #[arg(short = 'o', long, value_name = "PATH")]
     pub output: Option<PathBuf>,
+
+    /// The short code `httpipe send` printed (e.g. 7-guitarist-revenge): it carries the stream
+    /// path and the key, so leave out -s, the passphrase and -i
+    #[arg(value_name = "CODE")]
+    pub code: Option<String>,
 }
 
 #[derive(Debug, Args, Default, Clone)]

@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+pub use httpipe::client::code::{CodeKeys, Offer as CodeOffer};
 use httpipe::client::error::Error as NetError;
 use httpipe::crypto::Format;
 
@@ -122,6 +123,21 @@ mod imp {
         Err(unsupported())
     }
 
+    pub async fn code_send(
+        _relay: &StreamTarget,
+        _offer: CodeOffer,
+        _on_code: impl FnOnce(&str),
+    ) -> Result<CodeKeys, NetError> {
+        Err(unsupported())
+    }
+
+    pub async fn code_receive(
+        _relay: &StreamTarget,
+        _code: &str,
+    ) -> Result<(CodeKeys, CodeOffer), NetError> {
+        Err(unsupported())
+    }
+
     impl Sender {
         pub async fn finish(self) -> Result<Delivery, NetError> {
             match self.0 {}
@@ -183,6 +199,28 @@ mod imp {
 
     pub struct Sender(Writer);
     pub struct Receiver(Reader);
+
+    /// The sender's half of a handoff by short code (PROTOCOL.md §14): `on_code` gets the code
+    /// once the channel is ours; returns the data transfer's keys once a receiver answered.
+    pub async fn code_send(
+        relay: &StreamTarget,
+        offer: CodeOffer,
+        on_code: impl FnOnce(&str),
+    ) -> Result<CodeKeys, NetError> {
+        Client::new()?
+            .code_send(&target(relay), offer, relay.timeout, |c| {
+                on_code(&c.to_string())
+            })
+            .await
+    }
+
+    /// The receiver's half: the data transfer's keys and the sender's offer.
+    pub async fn code_receive(
+        relay: &StreamTarget,
+        code: &str,
+    ) -> Result<(CodeKeys, CodeOffer), NetError> {
+        Client::new()?.code_receive(&target(relay), code).await
+    }
 
     pub async fn open_sender(spec: SendSpec) -> Result<Sender, NetError> {
         let client = Client::new()?;
@@ -286,4 +324,4 @@ mod imp {
     }
 }
 
-pub use imp::{open_receiver, open_sender, Receiver, Sender};
+pub use imp::{code_receive, code_send, open_receiver, open_sender, Receiver, Sender};

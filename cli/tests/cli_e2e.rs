@@ -1105,6 +1105,12 @@ fn keygen_then_age_recipient_round_trip() {
 
 #[test]
 fn send_prints_a_receive_command_that_works() {
+    // without -s or a key: a short code (PROTOCOL.md §14); with -s: the path and a passphrase
+    send_and_run_the_printed_command(false);
+    send_and_run_the_printed_command(true);
+}
+
+fn send_and_run_the_printed_command(with_path: bool) {
     let relay = Relay::start();
     let dir = tempdir();
     let send_dir = dir.path().join("send");
@@ -1114,7 +1120,19 @@ fn send_prints_a_receive_command_that_works() {
     let data = pseudo_random(3 * MIB + 17, 10);
     std::fs::write(send_dir.join("report.bin"), &data).expect("write");
 
-    let mut cmd = httpipe(["send", "-U", &relay.connect_url(), "report.bin"]);
+    let path = format!("/s/printed-{}", std::process::id());
+    let mut cmd = if with_path {
+        httpipe([
+            "send",
+            "-U",
+            &relay.connect_url(),
+            "-s",
+            &path,
+            "report.bin",
+        ])
+    } else {
+        httpipe(["send", "-U", &relay.connect_url(), "report.bin"])
+    };
     cmd.current_dir(&send_dir);
     let mut sender = Proc::spawn("send report.bin", &mut cmd, In::Null, Out::Null);
     let err = sender.wait_for_stderr("httpipe receive", Duration::from_secs(20));
@@ -1126,10 +1144,20 @@ fn send_prints_a_receive_command_that_works() {
         .trim()
         .to_string();
     assert!(hint.contains("httpipe receive"), "{hint}");
-    assert!(
-        hint.contains("HTTPIPE_PASSPHRASE="),
-        "a generated passphrase: {hint}"
-    );
+    if with_path {
+        assert!(
+            hint.contains("HTTPIPE_PASSPHRASE=") && hint.contains(&path),
+            "a generated passphrase and the path: {hint}"
+        );
+    } else {
+        let code = hint.rsplit(' ').next().unwrap_or_default();
+        let parts: Vec<&str> = code.split('-').collect();
+        assert!(
+            parts.len() == 3 && parts[0].parse::<u16>().is_ok() && !hint.contains("PASSPHRASE"),
+            "a short code N-WORD-WORD: {hint}"
+        );
+        assert!(err.contains(&format!("Code: {code}")), "{err}");
+    }
 
     // Run it as printed, through sh, with our binary first on PATH.
     let bin_dir = httpipe_bin().parent().expect("bin dir").to_path_buf();
@@ -1170,4 +1198,75 @@ fn send_prints_a_receive_command_that_works() {
         .filter(|n| n.ends_with(".httpipe-part"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A short code's sender with its printed code (PROTOCOL.md §14).
+fn send_by_code(relay: &Relay, dir: &Path, data: &[u8]) -> (Proc, String) {
+    std::fs::write(dir.join("code.bin"), data).expect("write");
+    let mut cmd = httpipe(["send", "--relay", &relay.base(), "code.bin"]);
+    cmd.current_dir(dir);
+    let mut sender = Proc::spawn("send by code", &mut cmd, In::Null, Out::Null);
+    let err = sender.wait_for_stderr("Code: ", Duration::from_secs(20));
+    let code = err
+        .lines()
+        .find_map(|l| l.strip_prefix("Code: "))
+        .unwrap_or_else(|| panic!("no code in:\n{err}"))
+        .trim()
+        .to_string();
+    (sender, code)
+}
+
+#[test]
+fn receive_by_code_saves_the_sent_file_under_its_name() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let data = pseudo_random(2 * MIB + 5, 31);
+    let (mut sender, code) = send_by_code(&relay, dir.path(), &data);
+    let recv_dir = dir.path().join("recv");
+    std::fs::create_dir_all(&recv_dir).expect("mkdir");
+    // the code as a person types it: upper case, spaces
+    let typed = code.replace('-', " ").to_uppercase();
+    let mut cmd = httpipe(["receive", "--relay", &relay.base(), &typed]);
+    cmd.current_dir(&recv_dir);
+    Proc::spawn("receive by code", &mut cmd, In::Null, Out::Null)
+        .wait(CHILD_TIMEOUT)
+        .code(0);
+    sender.wait(CHILD_TIMEOUT).code(0);
+    assert_same_bytes(&read(&recv_dir.join("code.bin")), &data, "received by code");
+    // a code works once
+    let mut again = httpipe(["receive", "--relay", &relay.base(), "-o", "-", &code]);
+    let d = Proc::spawn("the used code again", &mut again, In::Null, Out::Null).wait(CHILD_TIMEOUT);
+    d.code(1);
+    assert!(d.stderr.contains("no sender is waiting"), "{}", d.stderr);
+}
+
+#[test]
+fn a_wrong_code_fails_both_sides_before_any_data() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let (mut sender, code) = send_by_code(&relay, dir.path(), b"secret report");
+    // the same channel, other words: what a mistyped (or guessed) code is
+    let channel = code.split('-').next().unwrap_or_default();
+    let wrong = if code.ends_with("-adroitness-absurd") {
+        format!("{channel}-adviser-absurd")
+    } else {
+        format!("{channel}-adroitness-absurd")
+    };
+    let out = dir.path().join("wrong.bin");
+    let mut cmd = httpipe(["receive", "--relay", &relay.base(), "-o"]);
+    cmd.arg(&out).arg(&wrong);
+    let r =
+        Proc::spawn("receive with a wrong code", &mut cmd, In::Null, Out::Null).wait(CHILD_TIMEOUT);
+    r.code(1);
+    assert!(r.stderr.contains("wrong code"), "receiver: {}", r.stderr);
+    let s = sender.wait(CHILD_TIMEOUT);
+    s.code(1);
+    assert!(s.stderr.contains("wrong code"), "sender: {}", s.stderr);
+    assert!(!out.exists(), "nothing is saved");
+    // malformed: refused before any request
+    let mut cmd = httpipe(["receive", "--relay", &relay.base(), "7-notaword-revenge"]);
+    let m = Proc::spawn("a malformed code", &mut cmd, In::Null, Out::Null)
+        .wait(Duration::from_secs(10));
+    m.code(1);
+    assert!(m.stderr.contains("wrong code"), "{}", m.stderr);
 }

@@ -61,8 +61,18 @@ const INFO_OFFER: &str = "httpipe-code-v1 offer";
 const INFO_PATH: &str = "httpipe-code-v1 path";
 const INFO_IDENTITY: &str = "httpipe-code-v1 identity";
 
-fn wrong_code(message: impl Into<String>) -> Error {
-    Error::new(ErrorCode::WrongCode, message)
+/// A `WRONG_CODE` error: its message starts "wrong code: ".
+fn wrong_code(message: impl std::fmt::Display) -> Error {
+    Error::new(ErrorCode::WrongCode, format!("wrong code: {message}"))
+}
+
+/// A POST on pipe `b` (receiver) or `c` (sender) found another writer there: someone else is in
+/// this code's exchange (§14.4).
+pub fn busy_pipe(pipe: Pipe) -> Error {
+    match pipe {
+        Pipe::C => wrong_code("someone else is answering on this code's channel; make a new code"),
+        Pipe::A | Pipe::B => wrong_code("someone else answered this code first"),
+    }
 }
 
 // ---- the code ---------------------------------------------------------------------------
@@ -165,6 +175,21 @@ pub fn pick_channel(busy: u32, r: u32) -> u16 {
         CHANNEL_MAX
     };
     (r % u32::from(range)) as u16 + 1
+}
+
+/// The sender's next code after `busy` busy channels: a channel by [`pick_channel`] and two
+/// random words. `RELAY_ERROR` after [`MAX_TRIES`] busy channels in a row.
+pub fn next_code(busy: u32, rng: &mut dyn RandomSource) -> Result<Code, Error> {
+    if busy >= MAX_TRIES {
+        return Err(Error::new(
+            ErrorCode::RelayError,
+            format!("{busy} channels in a row were busy on the relay; try again later"),
+        ));
+    }
+    let mut r = [0u8; 6];
+    rng.fill(&mut r)?;
+    let channel = pick_channel(busy, u32::from_le_bytes([r[0], r[1], r[2], r[3]]));
+    Code::new(channel, [r[4], r[5]])
 }
 
 // ---- the pipes --------------------------------------------------------------------------
@@ -493,13 +518,11 @@ impl CodeSender {
 
     /// Pipe `b`'s bytes `B ‖ confirm_r`: the body of pipe `c`, and the keys or `WRONG_CODE`.
     pub fn on_b(self, b: &[u8]) -> SenderReply {
-        let refused = |c: Vec<u8>| {
-            SenderReply {
+        let refused = |c: Vec<u8>| SenderReply {
             c,
             result: Err(wrong_code(
-                "wrong code: the receiver used another code, or someone else tried this one; make a new code",
+                "the receiver used another code, or someone else tried this one; make a new code",
             )),
-        }
         };
         // Not the right receiver's message: answer with bytes no confirmation matches, so the
         // receiver fails too, even when only confirm_r was altered on the way (§14.2 step 3).
@@ -552,8 +575,7 @@ impl CodeReceiver {
 
     /// Pipe `a`'s bytes `A`: the body of pipe `b`, `B ‖ confirm_r`.
     pub fn on_a(&mut self, a: &[u8]) -> Result<Vec<u8>, Error> {
-        let not_a =
-            || wrong_code("wrong code: what waits on this channel is not a code's first message");
+        let not_a = || wrong_code("what waits on this channel is not a code's first message");
         if a.len() != SPAKE2_MSG_LEN {
             return Err(not_a());
         }
@@ -576,7 +598,7 @@ impl CodeReceiver {
             .ok_or_else(|| Error::usage("on_c before on_a"))?;
         let wrong = || {
             wrong_code(
-                "wrong code: the sender's code is another one (mistyped?), or someone else answered it first",
+                "the sender's code is another one (mistyped?), or someone else answered it first",
             )
         };
         if c.len() < CONFIRM_LEN + TAG_LEN {
@@ -627,6 +649,38 @@ mod tests {
         let reply = s.on_b(&b);
         let got = r.on_c(&reply.c);
         (reply, got)
+    }
+
+    #[test]
+    fn next_code_narrow_channels_first_then_gives_up() {
+        // channel from the first four bytes (little-endian), then the two words
+        let mut fixed = FixedRandom::new(vec![200, 0, 0, 0, 0, 255]);
+        let code = next_code(0, &mut fixed).unwrap();
+        assert_eq!(code.channel(), 200 % 99 + 1);
+        assert_eq!(
+            code.to_string(),
+            format!("{}-adroitness-zulu", 200 % 99 + 1)
+        );
+        let wide = next_code(
+            NARROW_TRIES,
+            &mut FixedRandom::new(vec![200, 0, 0, 0, 0, 0]),
+        );
+        assert_eq!(wide.unwrap().channel(), 201);
+        let e = next_code(MAX_TRIES, &mut OsRandom).unwrap_err();
+        assert_eq!(e.code, ErrorCode::RelayError);
+        assert!(e.message.contains("busy"), "{}", e.message);
+    }
+
+    #[test]
+    fn wrong_code_errors_say_so() {
+        for e in [
+            busy_pipe(Pipe::B),
+            busy_pipe(Pipe::C),
+            Code::parse("7-notaword-revenge").unwrap_err(),
+        ] {
+            assert_eq!(e.code, ErrorCode::WrongCode);
+            assert!(e.message.starts_with("wrong code: "), "{}", e.message);
+        }
     }
 
     #[test]

@@ -83,6 +83,7 @@
 //! ([`Writer::abort`]), `UNSUPPORTED` (bad options, keys or source), `NETWORK` (the relay
 //! can't be reached or went away).
 
+mod code;
 mod http;
 mod receive;
 mod send;
@@ -93,6 +94,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::client::code::{Code, CodeKeys, Offer};
 pub use crate::client::error::{Error, ErrorCode};
 pub use crate::client::rate::Progress;
 pub use crate::client::receipt::ReceiptReport;

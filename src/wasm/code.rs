@@ -14,12 +14,12 @@ use super::error::into_js;
 use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
 use super::options::Parsed;
 use crate::client::code::{
-    on_await_sender, on_get, on_post, on_post_log, pick_channel, Code, CodeReceiver, CodeRelay,
-    CodeSender, Offer, Pipe, Posted, MAX_TRIES,
+    busy_pipe, next_code, on_await_sender, on_get, on_post, on_post_log, Code, CodeReceiver,
+    CodeRelay, CodeSender, Offer, Pipe, Posted,
 };
 use crate::client::error::{Error, ErrorCode};
 use crate::client::request::Request;
-use crate::crypto::{OsRandom, RandomSource};
+use crate::crypto::OsRandom;
 
 /// Options the code derives: refused when given.
 const DERIVED: [&str; 5] = ["path", "passphrase", "recipients", "identities", "format"];
@@ -53,12 +53,6 @@ fn js_failed(e: &JsValue) -> Error {
             super::error::message_of(e)
         ),
     )
-}
-
-fn random_u32() -> Result<u32, Error> {
-    let mut b = [0u8; 4];
-    OsRandom.fill(&mut b)?;
-    Ok(u32::from_le_bytes(b))
 }
 
 /// The whole response body, at most `limit` bytes.
@@ -158,15 +152,7 @@ async fn send_exchange(options: &JsValue, on_code: &Function) -> Result<JsValue,
     // 1: hold a channel (another one while busy) until a receiver took A
     let mut busy = 0;
     let sender = loop {
-        if busy >= MAX_TRIES {
-            return Err(Error::new(
-                ErrorCode::RelayError,
-                format!("{busy} channels in a row were busy on the relay; try again later"),
-            ));
-        }
-        let mut words = [0u8; 2];
-        OsRandom.fill(&mut words)?;
-        let code = Code::new(pick_channel(busy, random_u32()?), words)?;
+        let code = next_code(busy, &mut OsRandom)?;
         let sender = CodeSender::new(code, offer.clone(), &mut OsRandom)?;
         let req = relay.post(code.channel(), Pipe::A, p.o.timeout)?;
         let shown = code.to_string();
@@ -195,10 +181,7 @@ async fn send_exchange(options: &JsValue, on_code: &Function) -> Result<JsValue,
     .await;
     let keys = reply.result?;
     if posted? == Posted::Busy {
-        return Err(Error::new(
-            ErrorCode::WrongCode,
-            "wrong code: someone else is answering on this code's channel; make a new code",
-        ));
+        return Err(busy_pipe(Pipe::C));
     }
     with_members(
         options,
@@ -259,10 +242,7 @@ async fn receive_exchange(code: &str, options: &JsValue) -> Result<(JsValue, Off
     .await?
         == Posted::Busy
     {
-        return Err(Error::new(
-            ErrorCode::WrongCode,
-            "wrong code: someone else answered this code first",
-        ));
+        return Err(busy_pipe(Pipe::B));
     }
     // 4: confirm_s ‖ seal(offer)
     let c = get_pipe(&relay.get(channel, Pipe::C)?, &mut abort).await?;
