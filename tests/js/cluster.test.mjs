@@ -18,7 +18,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, RELAY_BIN, startRelay } from './lib/relay.mjs';
+import { ROOT, RELAY_BIN, RELEASE_DIR, startRelay } from './lib/relay.mjs';
+import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, randomSource, hashStream, sha256, sleep, within } from './lib/sdk.mjs';
 import { skipUnless } from './lib/tools.mjs';
 import {
@@ -28,6 +29,8 @@ import {
 
 const skip = skipUnless(REDIS_SERVER, 'redis-server') || skipUnless(NGINX, 'nginx');
 const ZEBRASTREAM = path.join(ROOT, '.venv/bin/zebrastream');
+const CHROMIUM = '/usr/bin/chromium';
+const HTTPIPE_CLI = process.env.HTTPIPE_CLI_BIN || path.join(RELEASE_DIR, 'httpipe');
 const sdk = await import(PKG);
 
 const KiB = 1024;
@@ -311,6 +314,56 @@ test('?n=3: three consumers on three nodes get the same bytes from a producer on
   }));
   assert.deepEqual(got, [sha256(data), sha256(data), sha256(data)]);
   assert.equal(lastLine(await readText(presp.body)), SUCCESS);
+});
+
+test('Chromium pages through the balancer: an encrypted page-to-page transfer by short code (§14), 5 MiB', { skip: skip || skipUnless(CHROMIUM, 'chromium'), timeout: 90_000 }, async (t) => {
+  const browser = await launchChromium();
+  t.after(() => browser.close());
+  const open = async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${lb.http}/version`);
+    await page.evaluate(async () => { window.httpipe = await import('/assets/pkg/index.js'); await window.httpipe.init(); });
+    return page;
+  };
+  const [sender, receiver] = [await open(), await open()];
+  const size = 5 * MiB;
+  // every request of both pages round-robins over the three nodes (HTTP/1.1: segmented upload)
+  const code = await sender.evaluate(async ({ relayUrl, size }) => {
+    const bytes = new Uint8Array(size);
+    for (let i = 0; i < size; i++) bytes[i] = (i * 7 + (i >> 9)) & 255;
+    const { code, done } = await window.httpipe.sendWithCode(new File([bytes], 'cluster.bin'), { relay: relayUrl });
+    window.sent = done;
+    return code;
+  }, { relayUrl: lb.http, size });
+  const got = await receiver.evaluate(async ({ relayUrl, code }) => {
+    const r = await window.httpipe.receiveWithCode(code, { relay: relayUrl });
+    const buf = new Uint8Array(await new Response(r.stream).arrayBuffer());
+    let bad = 0;
+    for (let i = 0; i < buf.length; i++) if (buf[i] !== ((i * 7 + (i >> 9)) & 255)) bad++;
+    return { name: r.filename, bytes: buf.length, bad };
+  }, { relayUrl: lb.http, code });
+  assert.deepEqual(got, { name: 'cluster.bin', bytes: size, bad: 0 });
+  const report = await sender.evaluate(async () => { const r = await window.sent; return { bytes: r.bytes, transport: r.transport, signed: r.receipt?.authenticated }; });
+  assert.deepEqual(report, { bytes: size, transport: 'segmented', signed: true });
+});
+
+test('CLI through the balancer: `httpipe send FILE` → `httpipe receive CODE` (§14), 1 MiB', { skip: skip || skipUnless(HTTPIPE_CLI, 'the httpipe CLI (cargo build --release -p httpipe-cli)'), timeout: 60_000 }, async () => {
+  const data = randomFillSync(Buffer.alloc(MiB + 7));
+  const sendDir = fs.mkdtempSync(path.join(dir, 'cli-send-'));
+  const recvDir = fs.mkdtempSync(path.join(dir, 'cli-recv-'));
+  fs.writeFileSync(path.join(sendDir, 'stock.csv'), data);
+  const sender = spawn(HTTPIPE_CLI, ['send', '--relay', lb.http, 'stock.csv'], { cwd: sendDir, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  sender.stderr.setEncoding('utf8');
+  sender.stderr.on('data', (d) => { err += d; });
+  const sent = new Promise((resolve) => sender.on('exit', resolve));
+  await until(() => /^Code: \S+$/m.test(err), 20_000, 'the printed code');
+  const code = /^Code: (\S+)$/m.exec(err)[1];
+  const r = spawnSync(HTTPIPE_CLI, ['receive', '--relay', lb.http, '-o', recvDir, code], { encoding: 'utf8', timeout: 40_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(sha256(fs.readFileSync(path.join(recvDir, 'stock.csv'))), sha256(data));
+  assert.equal(await within(sent, 20_000, 'the sender\'s exit'), 0, err);
+  assert.match(err, /delivered/);
 });
 
 test('segmented upload (§4) through the balancer: its parts land on different nodes', { skip, timeout: 30_000 }, async () => {
