@@ -291,6 +291,13 @@ export declare function decryptStream(options: DecryptOptions): TransformStream<
 export declare function generateIdentity(): string;
 /** The "age1..." recipient of an identity. Needs the module loaded (`await init()` in browsers). */
 export declare function identityToRecipient(identity: string): string;
+/**
+ * The cipher that seals and opens the payload of streams opened from now on: the runtime's
+ * native ChaCha20-Poly1305 (`'node:crypto'`: Node, Deno, Workers with nodejs_compat) or the wasm
+ * one. `'wasm'` forces the wasm cipher, `'auto'` returns to the detected one; same bytes either
+ * way. Needs the module loaded. Throws HttpipeError `UNSUPPORTED` for another choice.
+ */
+export declare function cryptoBackend(choice?: 'wasm' | 'auto'): 'node:crypto' | 'wasm';
 
 // ---- Pipelines (docs/js-api.md "Pipelines"; js/pipeline/) ----
 declare const stepIn: unique symbol;

@@ -28,6 +28,9 @@ mod reseal;
 mod rng;
 mod stream;
 
+#[cfg(target_arch = "wasm32")]
+pub use aead::set_runtime_aead;
+pub use aead::{payload_backend, RuntimeAead, RuntimeKey};
 pub use decryptor::{DecryptOptions, Decryptor};
 pub use encryptor::Encryptor;
 pub use error::Error;

@@ -11,8 +11,9 @@ use std::rc::Rc;
 use std::str::FromStr;
 
 use futures::stream::{self, StreamExt};
-use js_sys::Uint8Array;
+use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::chunks::ByteStream;
 use super::error::into_js;
@@ -261,4 +262,119 @@ pub fn identity_to_recipient(identity: &str) -> Result<String, JsValue> {
     id.to_recipient()
         .map(|r| r.to_string())
         .ok_or_else(|| into_js(Error::usage("not an X25519 identity (AGE-SECRET-KEY-1...)")))
+}
+
+/// The runtime's own ChaCha20-Poly1305 as the package entry found it (`js/api.js`,
+/// `cryptoBackend`): `{ name, key(Uint8Array) → handle, seal(handle, nonce, buf) → tag,
+/// open(handle, nonce, buf, tag) }`. `seal` encrypts `buf` (a view of this module's memory) in
+/// place and returns the 16-byte tag; `open` decrypts it in place once the tag verified, and
+/// throws otherwise (the chunk is then opened here, which gives the verdict). Either one may
+/// throw: that chunk is then done here (`src/crypto/aead`).
+struct JsAead {
+    name: &'static str,
+    this: Object,
+    key: Function,
+    seal: Function,
+    open: Function,
+}
+
+struct JsKey {
+    this: Object,
+    handle: JsValue,
+    seal: Function,
+    open: Function,
+}
+
+impl crate::crypto::RuntimeAead for JsAead {
+    fn key(&self, key: &[u8; 32]) -> Option<Rc<dyn crate::crypto::RuntimeKey>> {
+        let bytes = Uint8Array::from(&key[..]);
+        let handle = self.key.call1(&self.this, &bytes).ok();
+        bytes.fill(0, 0, 32);
+        Some(Rc::new(JsKey {
+            this: self.this.clone(),
+            handle: handle?,
+            seal: self.seal.clone(),
+            open: self.open.clone(),
+        }))
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl crate::crypto::RuntimeKey for JsKey {
+    fn seal(&self, nonce: &[u8; 12], buf: &mut [u8]) -> Option<[u8; 16]> {
+        let nonce = Uint8Array::from(&nonce[..]);
+        // SAFETY: the view is used only during this call, which allocates nothing in this
+        // module's memory (so the memory can't grow and detach it).
+        let view = unsafe { Uint8Array::view_mut_raw(buf.as_mut_ptr(), buf.len()) };
+        let tag = self
+            .seal
+            .call3(&self.this, &self.handle, &nonce, &view)
+            .ok()?
+            .dyn_into::<Uint8Array>()
+            .ok()?;
+        let mut out = [0u8; 16];
+        if tag.length() != 16 {
+            return None;
+        }
+        tag.copy_to(&mut out);
+        Some(out)
+    }
+
+    fn open(&self, nonce: &[u8; 12], buf: &mut [u8], tag: &[u8; 16]) -> Option<bool> {
+        let nonce = Uint8Array::from(&nonce[..]);
+        let tag = Uint8Array::from(&tag[..]);
+        // SAFETY: as in `seal`.
+        let view = unsafe { Uint8Array::view_mut_raw(buf.as_mut_ptr(), buf.len()) };
+        let args = Array::of4(&self.handle, &nonce, &view, &tag);
+        self.open.apply(&self.this, &args).ok().map(|_| true)
+    }
+}
+
+/// `setRuntimeAead(provider | null)`: registers the runtime's ChaCha20-Poly1305 for the
+/// streams opened from now on (see `JsAead`), or removes it; called by the package entry.
+/// `UNSUPPORTED` if `provider` lacks a member.
+#[wasm_bindgen(js_name = setRuntimeAead)]
+pub fn set_runtime_aead(provider: JsValue) -> Result<(), JsValue> {
+    if provider.is_null() || provider.is_undefined() {
+        crate::crypto::set_runtime_aead(None);
+        return Ok(());
+    }
+    let member = |name: &str| -> Result<Function, JsValue> {
+        Reflect::get(&provider, &name.into())
+            .ok()
+            .and_then(|f| f.dyn_into::<Function>().ok())
+            .ok_or_else(|| {
+                into_js(Error::usage(format!(
+                    "setRuntimeAead: the provider has no function `{name}`"
+                )))
+            })
+    };
+    let name = match Reflect::get(&provider, &"name".into())
+        .ok()
+        .and_then(|n| n.as_string())
+        .as_deref()
+    {
+        Some("node:crypto") => "node:crypto",
+        Some("webcrypto") => "webcrypto",
+        _ => "runtime",
+    };
+    let aead = JsAead {
+        name,
+        key: member("key")?,
+        seal: member("seal")?,
+        open: member("open")?,
+        this: provider.unchecked_into(),
+    };
+    crate::crypto::set_runtime_aead(Some(Rc::new(aead)));
+    Ok(())
+}
+
+/// `payloadBackend()`: which cipher seals and opens payload chunks of streams opened now:
+/// the runtime's (`"node:crypto"`) or this module's (`"wasm"`).
+#[wasm_bindgen(js_name = payloadBackend)]
+pub fn payload_backend() -> String {
+    crate::crypto::payload_backend().to_string()
 }

@@ -198,3 +198,10 @@ test('Chromium: a receiving page closed mid-stream tells the producer at once', 
   assert.match(err.message, /cancelled after \d+ of/);
   assert.ok(Date.now() - t0 < 10_000, `told after ${Date.now() - t0} ms`);
 });
+
+test('Chromium: the payload cipher is the wasm one (no node:crypto; WebCrypto\'s ChaCha20-Poly1305 is async only)', { timeout: 30_000 }, async () => {
+  const page = await openPage(relay.http);
+  try {
+    assert.equal(await page.evaluate(() => window.httpipe.cryptoBackend()), 'wasm');
+  } finally { await page.close(); }
+});

@@ -88,3 +88,22 @@ test('Deno: a bad token is an UNAUTHORIZED HttpipeError', { timeout: 60_000 }, a
     assert.match(res.err, /failed: UNAUTHORIZED: /);
   } finally { await auth.stop(); }
 });
+
+test('Deno picks node:crypto\'s ChaCha20-Poly1305 for the payload, and round-trips with the wasm cipher (issue #13)', { timeout: 60_000 }, async () => {
+  const script = path.join(dir, 'backend.ts');
+  fs.writeFileSync(script, `
+import * as sdk from ${JSON.stringify(PKG)};
+await sdk.init();
+const id = sdk.generateIdentity();
+const bytes = new Uint8Array(200_003).map((_, i) => i & 255);
+const run = async (s: ReadableStream<Uint8Array>) => new Uint8Array(await new Response(s).arrayBuffer());
+const detected = sdk.cryptoBackend();
+const ct = await run(new Blob([bytes]).stream().pipeThrough(sdk.encryptStream({ recipients: [sdk.identityToRecipient(id)] })));
+sdk.cryptoBackend('wasm');
+const pt = await run(new Blob([ct]).stream().pipeThrough(sdk.decryptStream({ identities: [id] })));
+console.log(JSON.stringify({ detected, same: pt.length === bytes.length && pt.every((b, i) => b === bytes[i]) }));
+`);
+  const res = await deno([script]).done;
+  assert.equal(res.code, 0, res.err);
+  assert.deepEqual(JSON.parse(res.out.trim().split('\n').at(-1)), { detected: 'node:crypto', same: true });
+});

@@ -38,6 +38,8 @@ test('Worker produces an encrypted NDJSON feed; a Node consumer decrypts every l
   assert.equal(report.bytes, Buffer.byteLength(text));
   assert.equal(report.transport, 'stream');
   assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+  // workerd with nodejs_compat: the payload was sealed by node:crypto (issue #13)
+  assert.equal(report.cryptoBackend, 'node:crypto');
   // the Worker's send() resolved on the Node consumer's signed receipt (PROTOCOL.md §12)
   assert.equal(report.receipt.bytes, report.bytes);
   assert.equal(report.receipt.authenticated, true);

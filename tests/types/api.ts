@@ -3,7 +3,7 @@
 // Every line must type-check under --strict; every `@ts-expect-error` line must be an error.
 import {
   init, send, receive, connect, openWriter, openReader, encryptStream, decryptStream,
-  generateIdentity, identityToRecipient, HttpipeError, sendWithCode, receiveWithCode,
+  generateIdentity, identityToRecipient, HttpipeError, sendWithCode, receiveWithCode, cryptoBackend,
   type CodeSend, type SendWithCodeOptions, type ReceiveWithCodeOptions,
   type HttpipeErrorCode, type SendOptions, type ReceiveOptions, type SendReport, type Received,
   type Progress, type InitInput, type Source, type Writer,
@@ -85,3 +85,11 @@ void receive({ relay, path: '/p', timeout: '30s' });
 void connect({ relay, path: '/p' });
 // (init(42) is not caught: the DOM lib's WebAssembly.Module is an empty interface, so TypeScript
 // lets any value through where a Module is expected.)
+
+// the payload cipher: a query, or a forced choice
+const backend: 'node:crypto' | 'wasm' = cryptoBackend();
+void cryptoBackend('wasm');
+void cryptoBackend('auto');
+void backend;
+// @ts-expect-error only 'wasm' or 'auto'
+void cryptoBackend('openssl');

@@ -4,7 +4,7 @@
 // A consumer anywhere reads it with the SDK (`receive({ relay, path, passphrase })`), the
 // ZebraStream CLI, or curl + age. In an npm project import from "httpipe" instead (the package's
 // "workerd" export condition loads the wasm module the Workers way).
-import { send, HttpipeError } from '../../../pkg/workerd.js';
+import { send, cryptoBackend, HttpipeError } from '../../../pkg/workerd.js';
 
 function feed(lines, failAt) {
   let seq = 0;
@@ -35,7 +35,8 @@ export default {
     const failAt = Number(url.searchParams.get('failAt') || Infinity);
     try {
       const report = await send(feed(lines, failAt), { relay, path, passphrase, contentType: 'application/x-ndjson', timeout: 60 });
-      return Response.json(report);
+      // `nodejs_compat` (wrangler.toml) gives the SDK node:crypto's native ChaCha20-Poly1305
+      return Response.json({ ...report, cryptoBackend: cryptoBackend() });
     } catch (e) {
       const code = e instanceof HttpipeError ? e.code : 'UNKNOWN';
       return Response.json({ error: code, message: String(e.message) }, { status: 502 });

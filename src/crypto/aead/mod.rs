@@ -1,28 +1,84 @@
-//! The payload AEAD (ChaCha20-Poly1305, empty associated data, 12-byte nonce), RustCrypto
-//! `chacha20poly1305` on every target.
+//! The payload AEAD (ChaCha20-Poly1305, empty associated data, 12-byte nonce): RustCrypto
+//! `chacha20poly1305` on every target, or, on wasm32, the runtime's own cipher when the SDK
+//! registered one ([`set_runtime_aead`]: Node's, Deno's and workerd's `node:crypto`).
 //!
-//! On wasm32 RustCrypto's `chacha20` runs its portable backend (no wasm SIMD backend exists);
-//! `bench/crypto.sh` measures the cost against Node's native cipher. We keep the maintained
-//! library rather than carry our own ChaCha20 (see the README's encryption section).
+//! The framing (nonces, chunk sizes, the last-chunk flag, PROTOCOL.md §7, §8) and every check
+//! stay in this crate: a runtime cipher only seals or opens one chunk, in place, under the
+//! payload key. Its output is the same bytes (ChaCha20-Poly1305 is deterministic given key and
+//! nonce); a runtime cipher that fails (throws) on a chunk leaves that chunk to RustCrypto, so
+//! the result never depends on which one ran. On wasm32 RustCrypto's `chacha20` runs its
+//! portable backend (no wasm SIMD backend exists): `bench/crypto.sh` measures both.
 
 use zeroize::Zeroizing;
+
+/// One payload key in a runtime's own ChaCha20-Poly1305.
+pub trait RuntimeKey {
+    /// Encrypts `buf` in place; the 16-byte tag, or `None` if the runtime failed (nothing
+    /// written).
+    fn seal(&self, nonce: &[u8; 12], buf: &mut [u8]) -> Option<[u8; 16]>;
+    /// Verifies `tag` and decrypts `buf` in place: `Some(true)`; `Some(false)` if the tag is
+    /// wrong (`buf` unchanged: no unauthenticated plaintext); `None` if the runtime failed.
+    fn open(&self, nonce: &[u8; 12], buf: &mut [u8], tag: &[u8; 16]) -> Option<bool>;
+}
+
+/// A runtime's ChaCha20-Poly1305, registered by the SDK's adapter ([`set_runtime_aead`]).
+pub trait RuntimeAead {
+    /// The runtime's handle on `key`, or `None` to use RustCrypto for this stream.
+    fn key(&self, key: &[u8; 32]) -> Option<std::rc::Rc<dyn RuntimeKey>>;
+    /// A name for reports (`node:crypto`).
+    fn name(&self) -> &'static str;
+}
+
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static RUNTIME: std::cell::RefCell<Option<std::rc::Rc<dyn RuntimeAead>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Registers (or, `None`, removes) the runtime's cipher for the payload keys made from now on
+/// (wasm32 only: a native build always uses RustCrypto, which runs its SIMD backends there).
+#[cfg(target_arch = "wasm32")]
+pub fn set_runtime_aead(aead: Option<std::rc::Rc<dyn RuntimeAead>>) {
+    RUNTIME.with(|r| *r.borrow_mut() = aead);
+}
+
+/// The name of the cipher that seals new payload chunks: the runtime's, or `"wasm"`.
+pub fn payload_backend() -> &'static str {
+    #[cfg(target_arch = "wasm32")]
+    if let Some(name) = RUNTIME.with(|r| r.borrow().as_ref().map(|a| a.name())) {
+        return name;
+    }
+    if cfg!(target_arch = "wasm32") {
+        "wasm"
+    } else {
+        "rust"
+    }
+}
 
 /// A payload key ready to seal / open chunks.
 #[derive(Clone)]
 pub(crate) struct PayloadAead {
     inner: chacha20poly1305::ChaCha20Poly1305,
+    #[cfg(target_arch = "wasm32")]
+    runtime: Option<std::rc::Rc<dyn RuntimeKey>>,
 }
 
 impl PayloadAead {
     pub(crate) fn new(key: Zeroizing<[u8; 32]>) -> Self {
         PayloadAead {
             inner: super::keys::aead(&key),
+            #[cfg(target_arch = "wasm32")]
+            runtime: RUNTIME.with(|r| r.borrow().as_ref().and_then(|a| a.key(&key))),
         }
     }
 
     /// Encrypts `buf` in place; returns the 16-byte tag.
     pub(crate) fn seal(&self, nonce: &[u8; 12], buf: &mut [u8]) -> [u8; 16] {
         use chacha20poly1305::aead::AeadInPlace;
+        #[cfg(target_arch = "wasm32")]
+        if let Some(tag) = self.runtime.as_ref().and_then(|k| k.seal(nonce, buf)) {
+            return tag;
+        }
         // ok: only fails above 256 GiB per message; chunks are at most 64 KiB
         let tag = self
             .inner
@@ -36,6 +92,10 @@ impl PayloadAead {
     /// unchanged.
     pub(crate) fn open(&self, nonce: &[u8; 12], buf: &mut [u8], tag: &[u8; 16]) -> bool {
         use chacha20poly1305::aead::AeadInPlace;
+        #[cfg(target_arch = "wasm32")]
+        if let Some(ok) = self.runtime.as_ref().and_then(|k| k.open(nonce, buf, tag)) {
+            return ok;
+        }
         self.inner
             .decrypt_in_place_detached(nonce.into(), b"", buf, tag.into())
             .is_ok()

@@ -1,0 +1,106 @@
+// The SDK's encryption in Node (issue #13): `encryptStream` (age-rt and age, X25519 recipient)
+// with the payload sealed by node:crypto (the default in Node) and by the wasm cipher
+// (`cryptoBackend('wasm')`), next to the peers, in one run, interleaved run by run:
+//   - Node's raw `createCipheriv('chacha20-poly1305')` loop over the same 64 KiB chunks (the
+//     ceiling: no framing, no header, no stream plumbing);
+//   - Debian's `age` CLI (Go) encrypting the same bytes from a file to /dev/null;
+//   - the `age-encryption` npm package (the age authors' TypeScript implementation), if installed.
+// Prints medians (MB = 10^6 bytes) and ratios against the raw loop; asserts nothing.
+// BENCH_MB=N sets the size (default 256), BENCH_RUNS=N the runs (default 5).
+import crypto from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const sdk = await import(path.join(ROOT, 'pkg/index.js'));
+await sdk.init();
+const MB = Number(process.env.BENCH_MB || 256);
+const RUNS = Number(process.env.BENCH_RUNS || 5);
+const TOTAL = MB * 1e6;
+const CHUNK = 64 * 1024;
+const data = crypto.randomBytes(TOTAL);
+const identity = sdk.generateIdentity();
+const recipient = sdk.identityToRecipient(identity);
+
+async function sdkEncrypt(backend, format) {
+  sdk.cryptoBackend(backend);
+  let off = 0;
+  const src = new ReadableStream({
+    pull(c) {
+      if (off >= TOTAL) { c.close(); return; }
+      c.enqueue(data.subarray(off, off + 16 * CHUNK)); // 1 MiB pieces, as a file reader gives
+      off += 16 * CHUNK;
+    },
+  }, { highWaterMark: 0 });
+  let n = 0;
+  const t0 = performance.now();
+  for await (const c of src.pipeThrough(sdk.encryptStream({ recipients: [recipient], format }))) n += c.length;
+  const ms = performance.now() - t0;
+  sdk.cryptoBackend('auto');
+  if (n < TOTAL) throw new Error('short ciphertext');
+  return ms;
+}
+
+function rawLoop() {
+  const key = crypto.randomBytes(32);
+  const nonce = Buffer.alloc(12);
+  const t0 = performance.now();
+  let n = 0;
+  for (let off = 0, i = 0; off < TOTAL; off += CHUNK, i++) {
+    nonce.writeUInt32BE(i, 7);
+    const e = crypto.createCipheriv('chacha20-poly1305', key, nonce, { authTagLength: 16 });
+    n += e.update(data.subarray(off, off + CHUNK)).length;
+    e.final();
+    n += e.getAuthTag().length;
+  }
+  return performance.now() - t0;
+}
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-bench-'));
+const plainFile = path.join(tmp, 'plain.bin');
+fs.writeFileSync(plainFile, data);
+const ageCli = ['/usr/bin/age', '/usr/local/bin/age'].find((p) => fs.existsSync(p));
+function ageCliRun() {
+  const t0 = performance.now();
+  const r = spawnSync(ageCli, ['-r', recipient, '-o', '/dev/null', plainFile]);
+  if (r.status !== 0) throw new Error(`age: ${r.stderr}`);
+  return performance.now() - t0;
+}
+
+let ageNpm = null;
+try { ageNpm = await import('age-encryption'); } catch { ageNpm = null; }
+async function ageNpmRun() {
+  const e = new ageNpm.Encrypter();
+  e.addRecipient(recipient);
+  const t0 = performance.now();
+  await e.encrypt(data);
+  return performance.now() - t0;
+}
+
+const cases = [
+  ['raw createCipheriv loop (Node, 64 KiB chunks)', rawLoop],
+  ['SDK age-rt encrypt, node:crypto', () => sdkEncrypt('auto', 'age-rt')],
+  ['SDK age encrypt, node:crypto', () => sdkEncrypt('auto', 'age')],
+  ['SDK age-rt encrypt, wasm cipher', () => sdkEncrypt('wasm', 'age-rt')],
+  ['SDK age encrypt, wasm cipher', () => sdkEncrypt('wasm', 'age')],
+  ...(ageCli ? [[`Debian age CLI (${spawnSync(ageCli, ['--version']).stdout.toString().trim()}), file → /dev/null`, ageCliRun]] : []),
+  ...(ageNpm ? [['age-encryption (npm), whole buffer', ageNpmRun]] : []),
+];
+const times = new Map(cases.map(([name]) => [name, []]));
+for (let run = 0; run < RUNS; run++) {
+  for (const [name, fn] of cases) times.get(name).push(await fn());
+}
+fs.rmSync(tmp, { recursive: true, force: true });
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const rate = (ms) => TOTAL / 1e6 / (ms / 1000);
+const raw = rate(median(times.get(cases[0][0])));
+console.log(`${MB} MB, median of ${RUNS}, Node ${process.version}, ${os.cpus()[0].model} (${os.cpus().length} cores, shared)`);
+console.log('| encrypt | MB/s | vs raw loop |');
+console.log('|---|---:|---:|');
+for (const [name] of cases) {
+  const r = rate(median(times.get(name)));
+  console.log(`| ${name} | ${r.toFixed(0)} | ${(r / raw).toFixed(2)} |`);
+}
