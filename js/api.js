@@ -41,24 +41,26 @@ let errorClassSet = false;
 function markReady() {
   if (!errorClassSet) {
     wasm.setErrorClass(HttpipeError);
-    wasm.setRuntimeAead(runtimeAead());
+    wasm.setRuntimeCrypto(runtimeCrypto());
     errorClassSet = true;
   }
   wasmState.initialised = true;
 }
 
-// ---- the runtime's own ChaCha20-Poly1305 (src/crypto/aead) -----------------------------
-// Node, Deno and workerd have it in node:crypto (OpenSSL / BoringSSL): payload chunks are
-// sealed and opened there, ~5x faster than the portable cipher in wasm. Detected once, by
-// feature (a known-answer test), never by user agent; the framing, nonces and every check stay
-// in the wasm core, and a chunk the runtime fails on is done by the wasm cipher (same bytes).
-let detectedAead;
-function runtimeAead() {
-  if (detectedAead !== undefined) return detectedAead;
-  detectedAead = null;
+// ---- the runtime's own ChaCha20-Poly1305 and scrypt (src/crypto/runtime.rs) -------------
+// Node, Deno and workerd have both in node:crypto (OpenSSL / BoringSSL): payload chunks are
+// sealed and opened there, ~4x faster than the portable cipher in wasm, and a passphrase's
+// scrypt runs there, its 256 MiB freed after (a wasm memory never shrinks). Detected once, by
+// feature (known-answer tests), never by user agent; the framing, nonces and every check stay
+// in the wasm core, and work the runtime fails on is done in wasm (same bytes).
+let detected;
+function runtimeCrypto() {
+  if (detected !== undefined) return detected;
+  detected = null;
   let c = null;
   try { c = globalThis.process?.getBuiltinModule?.('node:crypto') ?? null; } catch { c = null; }
-  if (!c || typeof c.createCipheriv !== 'function' || typeof c.createSecretKey !== 'function') return null;
+  if (!c || typeof c.createCipheriv !== 'function' || typeof c.createSecretKey !== 'function'
+    || typeof c.scryptSync !== 'function') return null;
   const provider = {
     name: 'node:crypto',
     key: (bytes) => c.createSecretKey(bytes),
@@ -77,6 +79,11 @@ function runtimeAead() {
       d.final(); // throws on a wrong tag: the wasm cipher then gives the verdict
       buf.set(out);
     },
+    // age's passphrase stanza (r = 8, p = 1): the 128·r·N bytes are the runtime's to free
+    scrypt(passphrase, salt, log2N) {
+      const N = 2 ** log2N;
+      return new Uint8Array(c.scryptSync(passphrase, salt, 32, { N, r: 8, p: 1, maxmem: 128 * 8 * N + (32 << 20) }));
+    },
   };
   try {
     // RFC 8439 §2.8.2: the runtime must compute ChaCha20-Poly1305, not just list it
@@ -88,8 +95,12 @@ function runtimeAead() {
     e.final();
     const tag = Array.from(e.getAuthTag(), (b) => b.toString(16).padStart(2, '0')).join('');
     if (tag !== '1ae10b594f09e26a7e902ecbd0600691') return null;
+    // RFC 7914 §12's third vector (N = 16384, r = 8, p = 1), first 16 bytes
+    const s = provider.scrypt(new TextEncoder().encode('pleaseletmein'), new TextEncoder().encode('SodiumChloride'), 14);
+    const sHex = Array.from(s.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('');
+    if (sHex !== '7023bdcb3afd7348461c06cd81fd38eb') return null;
   } catch { return null; }
-  detectedAead = provider;
+  detected = provider;
   return provider;
 }
 
@@ -101,10 +112,10 @@ function runtimeAead() {
  */
 export function cryptoBackend(choice) {
   requireInit('cryptoBackend');
-  if (choice === 'wasm') wasm.setRuntimeAead(null);
-  else if (choice === 'auto') wasm.setRuntimeAead(runtimeAead());
+  if (choice === 'wasm') wasm.setRuntimeCrypto(null);
+  else if (choice === 'auto') wasm.setRuntimeCrypto(runtimeCrypto());
   else if (choice !== undefined) throw new HttpipeError(`cryptoBackend: expected 'wasm' or 'auto', got ${String(choice)}`, 'UNSUPPORTED');
-  return wasm.payloadBackend();
+  return wasm.cryptoBackendName();
 }
 
 const WASM_ADVICE = 'Serve httpipe_wasm_bg.wasm next to the package\'s index.js (a bundler must '

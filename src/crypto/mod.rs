@@ -26,17 +26,18 @@ mod keys;
 mod recipients;
 mod reseal;
 mod rng;
+mod runtime;
 mod stream;
 
-#[cfg(target_arch = "wasm32")]
-pub use aead::set_runtime_aead;
-pub use aead::{payload_backend, RuntimeAead, RuntimeKey};
 pub use decryptor::{DecryptOptions, Decryptor};
 pub use encryptor::Encryptor;
 pub use error::Error;
 pub use recipients::{generate_x25519, Identity, Recipient, DEFAULT_SCRYPT_LOG2_N};
 pub use reseal::Resealer;
 pub use rng::{FixedRandom, OsRandom, RandomSource};
+#[cfg(target_arch = "wasm32")]
+pub use runtime::set_runtime_crypto;
+pub use runtime::{crypto_backend, RuntimeCrypto, RuntimeKey};
 pub use stream::CHUNK_SIZE;
 
 /// Which encrypted format to write (readers detect it from the first header line).

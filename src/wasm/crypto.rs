@@ -14,6 +14,7 @@ use futures::stream::{self, StreamExt};
 use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use zeroize::Zeroizing;
 
 use super::chunks::ByteStream;
 use super::error::into_js;
@@ -264,18 +265,20 @@ pub fn identity_to_recipient(identity: &str) -> Result<String, JsValue> {
         .ok_or_else(|| into_js(Error::usage("not an X25519 identity (AGE-SECRET-KEY-1...)")))
 }
 
-/// The runtime's own ChaCha20-Poly1305 as the package entry found it (`js/api.js`,
+/// The runtime's own primitives as the package entry found them (`js/api.js`,
 /// `cryptoBackend`): `{ name, key(Uint8Array) → handle, seal(handle, nonce, buf) → tag,
-/// open(handle, nonce, buf, tag) }`. `seal` encrypts `buf` (a view of this module's memory) in
-/// place and returns the 16-byte tag; `open` decrypts it in place once the tag verified, and
-/// throws otherwise (the chunk is then opened here, which gives the verdict). Either one may
-/// throw: that chunk is then done here (`src/crypto/aead`).
-struct JsAead {
+/// open(handle, nonce, buf, tag), scrypt(passphrase, salt, log2N) → Uint8Array(32) }`. `seal`
+/// encrypts `buf` (a view of this module's memory) in place and returns the 16-byte tag;
+/// `open` decrypts it in place once the tag verified, and throws otherwise (the chunk is then
+/// opened here, which gives the verdict). Any of them may throw: that piece of work is then
+/// done here (`src/crypto/runtime.rs`).
+struct JsRuntime {
     name: &'static str,
     this: Object,
     key: Function,
     seal: Function,
     open: Function,
+    scrypt: Function,
 }
 
 struct JsKey {
@@ -285,8 +288,8 @@ struct JsKey {
     open: Function,
 }
 
-impl crate::crypto::RuntimeAead for JsAead {
-    fn key(&self, key: &[u8; 32]) -> Option<Rc<dyn crate::crypto::RuntimeKey>> {
+impl crate::crypto::RuntimeCrypto for JsRuntime {
+    fn aead_key(&self, key: &[u8; 32]) -> Option<Rc<dyn crate::crypto::RuntimeKey>> {
         let bytes = Uint8Array::from(&key[..]);
         let handle = self.key.call1(&self.this, &bytes).ok();
         bytes.fill(0, 0, 32);
@@ -296,6 +299,24 @@ impl crate::crypto::RuntimeAead for JsAead {
             seal: self.seal.clone(),
             open: self.open.clone(),
         }))
+    }
+
+    fn scrypt(&self, passphrase: &[u8], salt: &[u8], log2_n: u8) -> Option<Zeroizing<[u8; 32]>> {
+        let pass = Uint8Array::from(passphrase);
+        let salt = Uint8Array::from(salt);
+        let out = self
+            .scrypt
+            .call3(&self.this, &pass, &salt, &JsValue::from(log2_n))
+            .ok();
+        pass.fill(0, 0, pass.length());
+        let out = out?.dyn_into::<Uint8Array>().ok()?;
+        if out.length() != 32 {
+            return None;
+        }
+        let mut key = Zeroizing::new([0u8; 32]);
+        out.copy_to(key.as_mut());
+        out.fill(0, 0, 32);
+        Some(key)
     }
 
     fn name(&self) -> &'static str {
@@ -333,13 +354,13 @@ impl crate::crypto::RuntimeKey for JsKey {
     }
 }
 
-/// `setRuntimeAead(provider | null)`: registers the runtime's ChaCha20-Poly1305 for the
-/// streams opened from now on (see `JsAead`), or removes it; called by the package entry.
+/// `setRuntimeCrypto(provider | null)`: registers the runtime's primitives (see `JsRuntime`)
+/// for the streams opened from now on, or removes them; called by the package entry.
 /// `UNSUPPORTED` if `provider` lacks a member.
-#[wasm_bindgen(js_name = setRuntimeAead)]
-pub fn set_runtime_aead(provider: JsValue) -> Result<(), JsValue> {
+#[wasm_bindgen(js_name = setRuntimeCrypto)]
+pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
     if provider.is_null() || provider.is_undefined() {
-        crate::crypto::set_runtime_aead(None);
+        crate::crypto::set_runtime_crypto(None);
         return Ok(());
     }
     let member = |name: &str| -> Result<Function, JsValue> {
@@ -348,7 +369,7 @@ pub fn set_runtime_aead(provider: JsValue) -> Result<(), JsValue> {
             .and_then(|f| f.dyn_into::<Function>().ok())
             .ok_or_else(|| {
                 into_js(Error::usage(format!(
-                    "setRuntimeAead: the provider has no function `{name}`"
+                    "setRuntimeCrypto: the provider has no function `{name}`"
                 )))
             })
     };
@@ -358,23 +379,23 @@ pub fn set_runtime_aead(provider: JsValue) -> Result<(), JsValue> {
         .as_deref()
     {
         Some("node:crypto") => "node:crypto",
-        Some("webcrypto") => "webcrypto",
         _ => "runtime",
     };
-    let aead = JsAead {
+    let runtime = JsRuntime {
         name,
         key: member("key")?,
         seal: member("seal")?,
         open: member("open")?,
+        scrypt: member("scrypt")?,
         this: provider.unchecked_into(),
     };
-    crate::crypto::set_runtime_aead(Some(Rc::new(aead)));
+    crate::crypto::set_runtime_crypto(Some(Rc::new(runtime)));
     Ok(())
 }
 
-/// `payloadBackend()`: which cipher seals and opens payload chunks of streams opened now:
-/// the runtime's (`"node:crypto"`) or this module's (`"wasm"`).
-#[wasm_bindgen(js_name = payloadBackend)]
-pub fn payload_backend() -> String {
-    crate::crypto::payload_backend().to_string()
+/// `cryptoBackendName()`: whose primitives the streams opened now use: the runtime's
+/// (`"node:crypto"`) or this module's (`"wasm"`).
+#[wasm_bindgen(js_name = cryptoBackendName)]
+pub fn crypto_backend_name() -> String {
+    crate::crypto::crypto_backend().to_string()
 }

@@ -1,6 +1,6 @@
 //! The payload AEAD (ChaCha20-Poly1305, empty associated data, 12-byte nonce): RustCrypto
 //! `chacha20poly1305` on every target, or, on wasm32, the runtime's own cipher when the SDK
-//! registered one ([`set_runtime_aead`]: Node's, Deno's and workerd's `node:crypto`).
+//! registered one ([`super::runtime`]: Node's, Deno's and workerd's `node:crypto`).
 //!
 //! The framing (nonces, chunk sizes, the last-chunk flag, PROTOCOL.md §7, §8) and every check
 //! stay in this crate: a runtime cipher only seals or opens one chunk, in place, under the
@@ -11,49 +11,8 @@
 
 use zeroize::Zeroizing;
 
-/// One payload key in a runtime's own ChaCha20-Poly1305.
-pub trait RuntimeKey {
-    /// Encrypts `buf` in place; the 16-byte tag, or `None` if the runtime failed (nothing
-    /// written).
-    fn seal(&self, nonce: &[u8; 12], buf: &mut [u8]) -> Option<[u8; 16]>;
-    /// Verifies `tag` and decrypts `buf` in place: `Some(true)`; `Some(false)` if the tag is
-    /// wrong (`buf` unchanged: no unauthenticated plaintext); `None` if the runtime failed.
-    fn open(&self, nonce: &[u8; 12], buf: &mut [u8], tag: &[u8; 16]) -> Option<bool>;
-}
-
-/// A runtime's ChaCha20-Poly1305, registered by the SDK's adapter ([`set_runtime_aead`]).
-pub trait RuntimeAead {
-    /// The runtime's handle on `key`, or `None` to use RustCrypto for this stream.
-    fn key(&self, key: &[u8; 32]) -> Option<std::rc::Rc<dyn RuntimeKey>>;
-    /// A name for reports (`node:crypto`).
-    fn name(&self) -> &'static str;
-}
-
 #[cfg(target_arch = "wasm32")]
-thread_local! {
-    static RUNTIME: std::cell::RefCell<Option<std::rc::Rc<dyn RuntimeAead>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Registers (or, `None`, removes) the runtime's cipher for the payload keys made from now on
-/// (wasm32 only: a native build always uses RustCrypto, which runs its SIMD backends there).
-#[cfg(target_arch = "wasm32")]
-pub fn set_runtime_aead(aead: Option<std::rc::Rc<dyn RuntimeAead>>) {
-    RUNTIME.with(|r| *r.borrow_mut() = aead);
-}
-
-/// The name of the cipher that seals new payload chunks: the runtime's, or `"wasm"`.
-pub fn payload_backend() -> &'static str {
-    #[cfg(target_arch = "wasm32")]
-    if let Some(name) = RUNTIME.with(|r| r.borrow().as_ref().map(|a| a.name())) {
-        return name;
-    }
-    if cfg!(target_arch = "wasm32") {
-        "wasm"
-    } else {
-        "rust"
-    }
-}
+use super::runtime::{RuntimeKey, RUNTIME};
 
 /// A payload key ready to seal / open chunks.
 #[derive(Clone)]
@@ -68,7 +27,7 @@ impl PayloadAead {
         PayloadAead {
             inner: super::keys::aead(&key),
             #[cfg(target_arch = "wasm32")]
-            runtime: RUNTIME.with(|r| r.borrow().as_ref().and_then(|a| a.key(&key))),
+            runtime: RUNTIME.with(|r| r.borrow().as_ref().and_then(|a| a.aead_key(&key))),
         }
     }
 

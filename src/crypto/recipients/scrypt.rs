@@ -25,6 +25,10 @@ fn wrap_key(
         .map_err(|_| Error::header(format!("invalid scrypt work factor {log2_n}")))?;
     let mut full_salt = LABEL.to_vec();
     full_salt.extend_from_slice(salt);
+    // the runtime's own scrypt where the SDK registered one (same key; its memory is freed)
+    if let Some(key) = super::super::runtime::scrypt(passphrase, &full_salt, log2_n) {
+        return Ok(key);
+    }
     let mut key = Zeroizing::new([0u8; 32]);
     scrypt::scrypt(passphrase, &full_salt, &params, key.as_mut())
         .map_err(|_| Error::header("scrypt failed"))?;
