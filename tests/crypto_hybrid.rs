@@ -161,12 +161,12 @@ fn wrong_keys_are_no_match() {
     let ct = encrypt_pieces(Encryptor::new(Format::AgeRt, &[r]).unwrap(), b"x", &[]);
     let (other, _) = hybrid(5);
     assert_eq!(
-        decrypt(&[other.clone()], &ct),
+        decrypt(std::slice::from_ref(&other), &ct),
         (vec![], Err(Error::NoMatchingIdentity))
     );
     let x25519 = Identity::generate_x25519().unwrap();
     assert_eq!(
-        decrypt(&[x25519.clone()], &ct).1,
+        decrypt(std::slice::from_ref(&x25519), &ct).1,
         Err(Error::NoMatchingIdentity)
     );
     assert_eq!(
