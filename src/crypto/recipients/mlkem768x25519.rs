@@ -52,7 +52,8 @@ const SUITE_ID: [u8; 10] = *b"HPKE\x64\x7a\x00\x01\x00\x03";
 /// A hybrid recipient (X-Wing encapsulation key).
 pub(crate) type HybridRecipient = EncapsulationKey;
 
-/// A hybrid identity: the 32-byte seed and the keys expanded from it (wiped on drop).
+/// A hybrid identity: the 32-byte seed (wiped on drop) and its encapsulation key. The
+/// ML-KEM-768 and X25519 secret keys are expanded from the seed for each decapsulation.
 #[derive(Clone)]
 pub(crate) struct HybridIdentity {
     key: DecapsulationKeyRejectNonContrib,
