@@ -3,22 +3,22 @@
 //! ```text
 //! age encrypt [--format age|age-rt] (-r RECIPIENT ... | --passphrase-env VAR) [--armor] [--work-factor LOG2N]
 //! age decrypt (-i IDENTITY_FILE ... | --passphrase-env VAR) [--lenient] [--max-work-factor LOG2N]
-//! age keygen
+//! age keygen [-pq]
 //! ```
 //! In age-rt mode every input line is flushed as one record, so `tail -f log | age encrypt
 //! --format age-rt ...` is real-time. On failure: a one-line error on stderr and exit status 1;
 //! plaintext that failed to authenticate is never written.
 
 use httpipe::crypto::{
-    generate_x25519, DecryptOptions, Decryptor, Encryptor, Error, Format, Identity, Recipient,
-    DEFAULT_SCRYPT_LOG2_N,
+    generate_hybrid, generate_x25519, DecryptOptions, Decryptor, Encryptor, Error, Format,
+    Identity, Recipient, DEFAULT_SCRYPT_LOG2_N,
 };
 use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: age encrypt [--format age|age-rt] (-r RECIPIENT ... | --passphrase-env VAR) [--armor] [--work-factor LOG2N]
        age decrypt (-i IDENTITY_FILE ... | --passphrase-env VAR) [--lenient] [--max-work-factor LOG2N]
-       age keygen";
+       age keygen [-pq]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -100,7 +100,12 @@ fn run(args: &[String]) -> Result<(), String> {
         "encrypt" => encrypt(parse(rest)?),
         "decrypt" => decrypt(parse(rest)?),
         "keygen" => {
-            let (secret, recipient) = generate_x25519().map_err(|e| e.to_string())?;
+            let generate = match rest {
+                [] => generate_x25519,
+                [pq] if pq == "-pq" || pq == "--pq" => generate_hybrid,
+                _ => return Err(USAGE.into()),
+            };
+            let (secret, recipient) = generate().map_err(|e| e.to_string())?;
             println!("# public key: {recipient}\n{}", secret.as_str());
             eprintln!("Public key: {recipient}");
             Ok(())

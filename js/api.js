@@ -415,7 +415,13 @@ export function generateIdentity() {
   try { return wasm.generateIdentity(); } catch (e) { throw wrapError(e); }
 }
 
-/** The "age1..." recipient of an identity (needs init). */
+/** A new hybrid post-quantum identity "AGE-SECRET-KEY-PQ-1..." (ML-KEM-768 + X25519; needs init). */
+export function generateHybridIdentity() {
+  requireInit('generateHybridIdentity');
+  try { return wasm.generateHybridIdentity(); } catch (e) { throw wrapError(e); }
+}
+
+/** The "age1..." / "age1pq1..." recipient of an identity (needs init). */
 export function identityToRecipient(identity) {
   requireInit('identityToRecipient');
   try { return wasm.identityToRecipient(identity); } catch (e) { throw wrapError(e); }

@@ -92,7 +92,11 @@ export interface CommonOptions {
 }
 
 export interface SendOptions extends CommonOptions {
-  /** X25519 recipients "age1..." to encrypt to (instead of a passphrase). */
+  /**
+   * Recipients to encrypt to (instead of a passphrase): X25519 "age1..." or hybrid
+   * post-quantum "age1pq1..." (ML-KEM-768 + X25519, age 1.3), not both kinds at once
+   * (UNSUPPORTED: the X25519 stanza would give up the post-quantum protection).
+   */
   recipients?: string[];
   /** Encrypted format, default 'age-rt' (real-time records); 'age' for the age CLI. */
   format?: 'age-rt' | 'age';
@@ -130,7 +134,7 @@ export interface SendOptions extends CommonOptions {
 }
 
 export interface ReceiveOptions extends CommonOptions {
-  /** X25519 identities "AGE-SECRET-KEY-1..." to decrypt with (instead of a passphrase). */
+  /** Identities to decrypt with (instead of a passphrase): "AGE-SECRET-KEY-1..." (X25519) and/or "AGE-SECRET-KEY-PQ-1..." (post-quantum). */
   identities?: string[];
   /**
    * Delivery receipts (PROTOCOL.md §12), when the sender asks for one. true (default): sent
@@ -215,7 +219,7 @@ export interface Writer {
 export interface EncryptOptions {
   /** Encrypt with a passphrase (age scrypt stanza). */
   passphrase?: string;
-  /** X25519 recipients "age1..." (instead of a passphrase). */
+  /** Recipients "age1..." (X25519) or "age1pq1..." (post-quantum), instead of a passphrase; not both kinds at once. */
   recipients?: string[];
   /** Default 'age-rt' (each chunk flushed as one record); 'age' for the age CLI. */
   format?: 'age-rt' | 'age';
@@ -223,7 +227,7 @@ export interface EncryptOptions {
 export interface DecryptOptions {
   /** The passphrase the stream was encrypted with. */
   passphrase?: string;
-  /** X25519 identities "AGE-SECRET-KEY-1..." (instead of a passphrase). */
+  /** Identities "AGE-SECRET-KEY-1..." (X25519) and/or "AGE-SECRET-KEY-PQ-1..." (post-quantum), instead of a passphrase. */
   identities?: string[];
 }
 
@@ -289,7 +293,13 @@ export declare function encryptStream(options: EncryptOptions): TransformStream<
 export declare function decryptStream(options: DecryptOptions): TransformStream<Uint8Array, Uint8Array>;
 /** A new X25519 identity "AGE-SECRET-KEY-1...". Needs the module loaded (`await init()` in browsers). */
 export declare function generateIdentity(): string;
-/** The "age1..." recipient of an identity. Needs the module loaded (`await init()` in browsers). */
+/**
+ * A new hybrid post-quantum identity "AGE-SECRET-KEY-PQ-1..." (ML-KEM-768 + X25519, age 1.3's
+ * `mlkem768x25519`, like `age-keygen -pq`). Its recipient "age1pq1..." is 1959 characters long.
+ * Needs the module loaded (`await init()` in browsers).
+ */
+export declare function generateHybridIdentity(): string;
+/** The recipient of an identity: "age1..." (X25519) or "age1pq1..." (post-quantum). Needs the module loaded (`await init()` in browsers). */
 export declare function identityToRecipient(identity: string): string;
 /**
  * The cipher that seals and opens the payload of streams opened from now on: the runtime's

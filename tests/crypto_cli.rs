@@ -1,5 +1,5 @@
 //! The `examples/age.rs` CLI (built by `cargo test` with the other examples): keygen,
-//! X25519 and passphrase round trips, real-time age-rt lines, one-line errors, exit codes.
+//! X25519, post-quantum and passphrase round trips, real-time age-rt lines, one-line errors, exit codes.
 
 mod crypto_support;
 
@@ -87,6 +87,36 @@ fn keygen_x25519_round_trip_and_age_reads_it() {
             .output()
             .unwrap();
         assert!(age.status.success() && age.stdout == plain);
+    }
+}
+
+#[test]
+fn keygen_pq_round_trip_in_both_formats() {
+    let dir = TempDir::new("cli-pq");
+    let out = run(&["keygen", "-pq"], b"");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let recipient = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: "))
+        .unwrap()
+        .to_string();
+    assert!(recipient.starts_with("age1pq1"), "{recipient}");
+    assert!(text.lines().any(|l| l.starts_with("AGE-SECRET-KEY-PQ-1")));
+    let key = dir.path("key.txt");
+    std::fs::write(&key, &text).unwrap();
+    let plain: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
+    for format in ["age", "age-rt"] {
+        let ct = run(&["encrypt", "--format", format, "-r", &recipient], &plain);
+        assert!(
+            ct.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ct.stderr)
+        );
+        assert!(String::from_utf8_lossy(&ct.stdout[..100]).contains("-> mlkem768x25519 "));
+        let back = run(&["decrypt", "-i", key.to_str().unwrap()], &ct.stdout);
+        assert!(back.status.success());
+        assert!(back.stdout == plain, "{format}");
     }
 }
 

@@ -25,8 +25,13 @@ fn key_parsing() {
     let back: Identity = secret.parse().unwrap();
     assert_eq!(back.to_recipient().unwrap().to_string(), s);
     assert!(matches!(
-        "age1pq1qqqq".parse::<Recipient>(),
+        "age1tag1qqqq".parse::<Recipient>(),
         Err(Error::UnsupportedRecipient(_))
+    ));
+    // post-quantum recipients are supported: a malformed one is an invalid key
+    assert!(matches!(
+        "age1pq1qqqq".parse::<Recipient>(),
+        Err(Error::InvalidKey(_))
     ));
     assert!(matches!(
         "ssh-ed25519 AAAA".parse::<Recipient>(),

@@ -84,3 +84,48 @@ fn encryptor_and_decryptor_round_trip_and_wrong_key() {
     // X25519 file, passphrase given: no identity matches.
     assert_eq!(code_of(&err).as_deref(), Some("WRONG_KEY"));
 }
+
+#[wasm_bindgen_test]
+fn hybrid_post_quantum_keys_round_trip_in_both_formats() {
+    let id = httpipe::wasm::crypto::generate_hybrid_identity().unwrap();
+    assert!(id.starts_with("AGE-SECRET-KEY-PQ-1"));
+    let rcpt = httpipe::wasm::crypto::identity_to_recipient(&id).unwrap();
+    assert!(rcpt.starts_with("age1pq1") && rcpt.len() == 1959);
+    for format in ["age-rt", "age"] {
+        let o = options(&[("format", format)]);
+        Reflect::set(
+            &o,
+            &"recipients".into(),
+            &js_sys::Array::of1(&rcpt.clone().into()),
+        )
+        .unwrap();
+        let mut enc = JsEncryptor::new(o).unwrap();
+        let mut wire = enc.update(b"post-quantum").unwrap();
+        wire.extend(enc.finish().unwrap());
+        let ids = Object::new();
+        Reflect::set(
+            &ids,
+            &"identities".into(),
+            &js_sys::Array::of1(&id.clone().into()),
+        )
+        .unwrap();
+        let mut dec = JsDecryptor::new(ids.into()).unwrap();
+        let mut plain = dec.update(&wire).unwrap();
+        plain.extend(dec.finish().unwrap());
+        assert_eq!(plain, b"post-quantum", "{format}");
+    }
+    // Mixed with an X25519 recipient: refused, UNSUPPORTED.
+    let x = httpipe::wasm::crypto::identity_to_recipient(
+        &httpipe::wasm::crypto::generate_identity().unwrap(),
+    )
+    .unwrap();
+    let o = Object::new();
+    Reflect::set(
+        &o,
+        &"recipients".into(),
+        &js_sys::Array::of2(&rcpt.into(), &x.into()),
+    )
+    .unwrap();
+    let err = JsEncryptor::new(o.into()).err().unwrap();
+    assert_eq!(code_of(&err).as_deref(), Some("UNSUPPORTED"));
+}

@@ -39,7 +39,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     match command {
         Command::Keygen(k) => {
             init_logging(global.log_level.as_deref())?;
-            keys::keygen(k.output.as_deref())
+            keys::keygen(k.output.as_deref(), k.pq)
         }
         Command::Write(w) => {
             let keys = settings(write_keys(&w).or(global), file()?, "write")?;

@@ -55,7 +55,7 @@ pub enum Command {
     Send(SendArgs),
     /// Receive what `httpipe send` sends (by its code, or -s PATH), to a file
     Receive(ReceiveArgs),
-    /// Make an age X25519 key pair (like age-keygen)
+    /// Make an age key pair: X25519, or post-quantum with --pq (like age-keygen [-pq])
     Keygen(KeygenArgs),
 }
 
@@ -220,6 +220,33 @@ pub struct KeygenArgs {
     /// Write the key to FILE (created with mode 0600; never overwritten)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Make a hybrid post-quantum key (ML-KEM-768 + X25519, age 1.3: AGE-SECRET-KEY-PQ-1... /
+    /// age1pq1...) instead of an X25519 one; age-keygen's `-pq` works too
+    #[arg(long)]
+    pub pq: bool,
+}
+
+/// age-keygen spells its post-quantum flag `-pq` (Go flags take one dash): `httpipe keygen -pq`
+/// means `--pq`. Only for keygen: elsewhere `-pq` is `-p q` (a passphrase "q"), so the
+/// rewrite needs `keygen` before it and no other subcommand or `--` in between.
+pub fn age_keygen_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Some(at) = args.iter().position(|a| a == "-pq") else {
+        return args;
+    };
+    let before = &args[1.min(at)..at];
+    let keygen = before.iter().any(|a| a == "keygen");
+    let other = before.iter().any(|a| {
+        ["write", "read", "send", "receive", "--"]
+            .iter()
+            .any(|c| a == c)
+    });
+    if !keygen || other {
+        return args;
+    }
+    let mut args = args;
+    args[at] = "--pq".into();
+    args
 }
 
 #[cfg(test)]
@@ -230,6 +257,35 @@ mod tests {
     #[test]
     fn clap_definition_is_valid() {
         Cli::command().debug_assert();
+    }
+
+    fn argv(s: &str) -> Vec<std::ffi::OsString> {
+        s.split(' ').map(Into::into).collect()
+    }
+
+    fn keygen_of(s: &str) -> KeygenArgs {
+        match Cli::try_parse_from(age_keygen_flags(argv(s)))
+            .expect("parse")
+            .command
+        {
+            Some(Command::Keygen(k)) => k,
+            other => panic!("not keygen: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn keygen_pq_in_both_spellings_and_only_for_keygen() {
+        assert!(!keygen_of("httpipe keygen").pq);
+        assert!(keygen_of("httpipe keygen --pq").pq);
+        let k = keygen_of("httpipe keygen -pq -o k.txt");
+        assert!(k.pq);
+        assert_eq!(k.output.as_deref(), Some(std::path::Path::new("k.txt")));
+        assert!(keygen_of("httpipe -l debug keygen -o k.txt -pq").pq);
+        // Elsewhere -pq stays -p q: a passphrase "q".
+        let args = argv("httpipe write -s /x -pq");
+        assert_eq!(age_keygen_flags(args.clone()), args);
+        let args = argv("httpipe write -p keygen -pq");
+        assert_eq!(age_keygen_flags(args.clone()), args);
     }
 
     #[test]

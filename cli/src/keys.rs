@@ -1,4 +1,6 @@
-//! age keys: identity files (`-i`), recipients (`-r`, `-R`), and `httpipe keygen`.
+//! age keys: identity files (`-i`), recipients (`-r`, `-R`), and `httpipe keygen [--pq]`:
+//! X25519 (`age1...` / `AGE-SECRET-KEY-1...`) and hybrid post-quantum (`age1pq1...` /
+//! `AGE-SECRET-KEY-PQ-1...`, PROTOCOL.md §7.1) keys.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -8,8 +10,8 @@ use httpipe::crypto::{Identity, Recipient};
 
 use crate::exit::CliError;
 
-/// Parses an identity file like age does: one `AGE-SECRET-KEY-1...` per line, empty lines
-/// and `#` comments ignored. Returns the identity strings (checked). `source` names the
+/// Parses an identity file like age does: one `AGE-SECRET-KEY-1...` or
+/// `AGE-SECRET-KEY-PQ-1...` per line, empty lines and `#` comments ignored. Returns the identity strings (checked). `source` names the
 /// file in errors (never the key itself).
 pub fn parse_identity_file(text: &str, source: &str) -> Result<Vec<String>, CliError> {
     if text.starts_with("age-encryption.org/") || text.starts_with("-----BEGIN AGE ENCRYPTED FILE")
@@ -28,21 +30,22 @@ pub fn parse_identity_file(text: &str, source: &str) -> Result<Vec<String>, CliE
         Identity::from_str(line).map_err(|e| {
             CliError::usage(
                 format!("identity file {source}, line {}: {e}", i + 1),
-                "each line must be an AGE-SECRET-KEY-1... key or a # comment",
+                "each line must be an AGE-SECRET-KEY-1... or AGE-SECRET-KEY-PQ-1... key or a # comment",
             )
         })?;
         out.push(line.to_string());
     }
     if out.is_empty() {
         return Err(CliError::usage(
-            format!("identity file {source} has no AGE-SECRET-KEY-1 line"),
-            "make one with `httpipe keygen -o key.txt`",
+            format!("identity file {source} has no AGE-SECRET-KEY-1 or AGE-SECRET-KEY-PQ-1 line"),
+            "make one with `httpipe keygen -o key.txt` (post-quantum: `httpipe keygen --pq -o key.txt`)",
         ));
     }
     Ok(out)
 }
 
-/// Parses a recipients file: one `age1...` per line, empty lines and `#` comments ignored.
+/// Parses a recipients file: one `age1...` / `age1pq1...` per line, empty lines and `#`
+/// comments ignored.
 pub fn parse_recipients_file(text: &str, source: &str) -> Result<Vec<String>, CliError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -72,7 +75,7 @@ pub fn check_recipient(s: &str) -> Result<String, CliError> {
     Recipient::from_str(s).map(|_| s.to_string()).map_err(|e| {
         CliError::usage(
             format!("bad recipient {s:?}: {e}"),
-            "give an age1... public key",
+            "give an age1... or age1pq1... public key",
         )
     })
 }
@@ -97,7 +100,8 @@ pub fn load_identities(paths: &[impl AsRef<Path>]) -> Result<Vec<String>, CliErr
     Ok(out)
 }
 
-/// `-r` values plus the `-R` file's lines, all checked.
+/// `-r` values plus the `-R` file's lines, all checked; post-quantum and X25519 recipients
+/// can't be mixed (PROTOCOL.md §7.1).
 pub fn load_recipients(given: &[String], file: Option<&Path>) -> Result<Vec<String>, CliError> {
     let mut out = given
         .iter()
@@ -106,6 +110,14 @@ pub fn load_recipients(given: &[String], file: Option<&Path>) -> Result<Vec<Stri
     if let Some(f) = file {
         let text = read_key_file(f, "recipients file")?;
         out.extend(parse_recipients_file(&text, &f.display().to_string())?);
+    }
+    let pq = out.iter().filter(|r| r.starts_with("age1pq1")).count();
+    if pq > 0 && pq < out.len() {
+        return Err(CliError::usage(
+            "post-quantum (age1pq1...) and X25519 (age1...) recipients were mixed",
+            "encrypt to one kind: the X25519 recipients would give up the post-quantum \
+             protection (age refuses this too)",
+        ));
     }
     Ok(out)
 }
@@ -116,9 +128,14 @@ pub fn key_file_text(secret: &str, public: &str, created: std::time::SystemTime)
     format!("# created: {created}\n# public key: {public}\n{secret}\n")
 }
 
-/// `httpipe keygen [-o FILE]`.
-pub fn keygen(output: Option<&Path>) -> Result<(), CliError> {
-    let (secret, public) = httpipe::crypto::generate_x25519().map_err(|e| {
+/// `httpipe keygen [--pq] [-o FILE]`: an X25519 key pair, or a hybrid post-quantum one.
+pub fn keygen(output: Option<&Path>, pq: bool) -> Result<(), CliError> {
+    let generate = if pq {
+        httpipe::crypto::generate_hybrid
+    } else {
+        httpipe::crypto::generate_x25519
+    };
+    let (secret, public) = generate().map_err(|e| {
         CliError::generic(
             format!("can't make a key: {e}"),
             "the system's random source failed; try again",
@@ -213,5 +230,29 @@ mod tests {
         assert!(e.what.contains("r.txt, line 1"));
         assert!(load_recipients(&[p1], None).is_ok());
         assert!(load_recipients(&["nope".into()], None).is_err());
+    }
+
+    #[test]
+    fn post_quantum_keys_in_files_and_flags_but_not_mixed() {
+        let (s1, p1) = httpipe::crypto::generate_hybrid().expect("keygen");
+        let (s2, p2) = pair();
+        let text = key_file_text(&s1, &p1, std::time::SystemTime::UNIX_EPOCH) + &s2 + "\n";
+        assert!(text.contains("# public key: age1pq1"));
+        let ids = parse_identity_file(&text, "k.txt").expect("parse");
+        assert_eq!(ids, [s1.to_string(), s2]);
+        let pq2 = httpipe::crypto::generate_hybrid().expect("keygen").1;
+        assert_eq!(
+            parse_recipients_file(&format!("{p1}\n{pq2}\n"), "r.txt").expect("parse"),
+            [p1.clone(), pq2]
+        );
+        assert!(load_recipients(std::slice::from_ref(&p1), None).is_ok());
+        let e = load_recipients(&[p1.clone(), p2.clone()], None).expect_err("mixed");
+        assert_eq!(e.exit, crate::exit::Exit::Usage);
+        assert!(e.what.contains("mixed"), "{}", e.what);
+        // A broken post-quantum line names the line, never the key.
+        let e =
+            parse_identity_file(&format!("{}\n", &s1[..s1.len() - 1]), "k.txt").expect_err("bad");
+        assert!(e.what.contains("k.txt, line 1"), "{}", e.what);
+        assert!(!e.to_string().contains(&s1[19..40]));
     }
 }

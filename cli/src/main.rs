@@ -32,7 +32,7 @@ fn main() {
         std::process::exit(Exit::Generic.code());
     }));
 
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::try_parse_from(cli::age_keygen_flags(std::env::args_os().collect())) {
         Ok(c) => c,
         Err(e) => std::process::exit(clap_error(&e)),
     };

@@ -1103,6 +1103,122 @@ fn keygen_then_age_recipient_round_trip() {
     }
 }
 
+/// The same with a hybrid post-quantum key (PROTOCOL.md §7.1): `keygen -pq` (age-keygen's
+/// spelling), `-r age1pq1...` and `-R FILE`, age v1 and age-rt through the relay; an X25519
+/// identity can't open it; mixing it with an X25519 recipient is a usage error.
+#[test]
+fn keygen_pq_then_post_quantum_round_trip() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let d = dir.path();
+    let key = d.join("pq.txt");
+    let kd = run(
+        "keygen -pq -o pq.txt",
+        httpipe(["keygen", "-pq", "-o"]).arg(&key),
+        Duration::from_secs(10),
+    );
+    kd.code(0);
+    let text = String::from_utf8_lossy(&read(&key)).into_owned();
+    let public = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: "))
+        .expect("a '# public key:' line")
+        .to_string();
+    assert!(
+        public.starts_with("age1pq1") && public.len() == 1959,
+        "{public}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("AGE-SECRET-KEY-PQ-1")),
+        "{text}"
+    );
+    assert!(kd.stderr.contains(&public), "keygen stderr: {}", kd.stderr);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "key file mode {mode:o}");
+    }
+    // --pq to stdout: the key file text itself.
+    let out = run(
+        "keygen --pq",
+        &mut httpipe(["keygen", "--pq"]),
+        Duration::from_secs(10),
+    );
+    out.code(0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("# public key: age1pq1") && stdout.contains("AGE-SECRET-KEY-PQ-1"),
+        "{stdout}"
+    );
+    let x25519_key = d.join("x.txt");
+    run(
+        "keygen (X25519)",
+        httpipe(["keygen", "-o"]).arg(&x25519_key),
+        Duration::from_secs(10),
+    )
+    .code(0);
+    let x25519_public = String::from_utf8_lossy(&read(&x25519_key))
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: ").map(str::to_string))
+        .expect("public key");
+    let recipients_file = d.join("recipients.txt");
+    std::fs::write(&recipients_file, format!("# team\n{public}\n")).expect("write");
+
+    let input = d.join("in");
+    let data = pseudo_random(2 * MIB + 5, 11);
+    std::fs::write(&input, &data).expect("write");
+    let key_s = key.display().to_string();
+    let rfile_s = recipients_file.display().to_string();
+    let x_s = x25519_key.display().to_string();
+    let cases: [(&str, Vec<&str>, &str); 3] = [
+        (
+            "age -r",
+            vec!["-r", &public, "--encryption-mode", "age"],
+            key_s.as_str(),
+        ),
+        ("age-rt -R", vec!["-R", &rfile_s], key_s.as_str()),
+        ("X25519 identity", vec!["-r", &public], x_s.as_str()),
+    ];
+    let mut running = Vec::new();
+    for (name, extra, id) in cases {
+        let path = unique_path("pq");
+        let out = d.join(format!("pq-out-{}", running.len()));
+        let w = Proc::spawn(
+            &format!("write ({name})"),
+            write_cmd(&relay, &path).args(extra),
+            In::File(&input),
+            Out::Null,
+        );
+        let r = Proc::spawn(
+            &format!("read -i ({name})"),
+            read_cmd(&relay, &path).args(["-i", id]),
+            In::Null,
+            Out::File(&out),
+        );
+        running.push((name, w, r, out));
+    }
+    for (name, mut w, mut r, out) in running {
+        if name == "X25519 identity" {
+            r.wait(CHILD_TIMEOUT).clean_error(1, &["identity"]);
+            assert_eq!(read(&out).len(), 0, "plaintext written with the wrong key");
+            let wd = w.wait(CHILD_TIMEOUT);
+            assert!(matches!(wd.code, Some(0 | 5)), "{name}: {wd:?}");
+        } else {
+            w.wait(CHILD_TIMEOUT).code(0);
+            r.wait(CHILD_TIMEOUT).code(0);
+            assert_same_bytes(&read(&out), &data, name);
+        }
+    }
+    let path = unique_path("pq-mixed");
+    run(
+        "write -r age1pq1... -r age1...",
+        write_cmd(&relay, &path).args(["-r", &public, "-r", &x25519_public]),
+        Duration::from_secs(10),
+    )
+    .clean_error(2, &["mixed"]);
+}
+
 #[test]
 fn send_prints_a_receive_command_that_works() {
     // without -s or a key: a short code (PROTOCOL.md §14); with -s: the path and a passphrase

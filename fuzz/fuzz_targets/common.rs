@@ -14,10 +14,22 @@ pub fn identity() -> &'static Identity {
     })
 }
 
-/// Identities for decryption: the X25519 key and a passphrase (scrypt capped at 2^4 so a
-/// fuzzed header can't make an iteration slow).
+/// A fixed hybrid post-quantum identity, so `mlkem768x25519` stanzas are parsed and opened.
+pub fn pq_identity() -> &'static Identity {
+    static ID: OnceLock<Identity> = OnceLock::new();
+    ID.get_or_init(|| {
+        Identity::generate_hybrid_with_rng(&mut FixedRandom::new([43u8; 32])).unwrap()
+    })
+}
+
+/// Identities for decryption: the X25519 key, the post-quantum key and a passphrase (scrypt
+/// capped at 2^4 so a fuzzed header can't make an iteration slow).
 pub fn decrypt(data: &[u8], step: usize) -> (Vec<u8>, Result<(), Error>) {
-    let ids = [identity().clone(), Identity::passphrase("fuzz")];
+    let ids = [
+        identity().clone(),
+        pq_identity().clone(),
+        Identity::passphrase("fuzz"),
+    ];
     let options = DecryptOptions {
         max_scrypt_log2_n: 4,
         ..DecryptOptions::default()

@@ -2,7 +2,7 @@
 
 use super::header::{self, Header, Scan, AGE_RT_MAX_HEADER};
 use super::keys::{payload_aead, FileKey, PAYLOAD_NONCE_LEN};
-use super::recipients::{scrypt, x25519};
+use super::recipients::{mlkem768x25519, scrypt, x25519};
 use super::stream::{age_rt, age_v1, Sealer};
 use super::{armor, Error, Format, Identity};
 use zeroize::Zeroizing;
@@ -80,7 +80,8 @@ pub struct Decryptor {
 }
 
 impl Decryptor {
-    /// A decryptor trying each of `identities` (X25519 keys and/or passphrases). Fails with
+    /// A decryptor trying each of `identities` (X25519 / post-quantum keys and/or
+    /// passphrases). Fails with
     /// [`Error::Usage`] if the list is empty.
     pub fn new(identities: &[Identity], options: DecryptOptions) -> Result<Self, Error> {
         if identities.is_empty() {
@@ -295,8 +296,8 @@ impl Decryptor {
         Ok(())
     }
 
-    /// Finds the file key: scrypt stanzas with the passphrases, X25519 stanzas with the keys;
-    /// other stanza types are skipped (C2SP age).
+    /// Finds the file key: scrypt stanzas with the passphrases, X25519 and mlkem768x25519
+    /// stanzas with the keys of their type; other stanza types are skipped (C2SP age).
     fn unwrap_file_key(&self, header: &Header) -> Result<FileKey, Error> {
         let has_scrypt = header.stanzas.iter().any(|s| s.tag == scrypt::TAG);
         if has_scrypt && header.stanzas.len() > 1 {
@@ -319,6 +320,12 @@ impl Decryptor {
             } else if stanza.tag == x25519::TAG {
                 for id in self.identities.iter().filter_map(Identity::as_x25519) {
                     if let Some(k) = x25519::unwrap(stanza, id)? {
+                        return Ok(k);
+                    }
+                }
+            } else if stanza.tag == mlkem768x25519::TAG {
+                for id in self.identities.iter().filter_map(Identity::as_hybrid) {
+                    if let Some(k) = mlkem768x25519::unwrap(stanza, id)? {
                         return Ok(k);
                     }
                 }

@@ -61,9 +61,11 @@ pub struct Encryptor {
 }
 
 impl Encryptor {
-    /// Encrypts to `recipients` (one or more X25519, or exactly one passphrase), with
-    /// OS randomness. Fails with [`Error::Usage`] on an empty list or a passphrase mixed with
-    /// other recipients. A passphrase recipient runs scrypt here (about 1 s at log2 N = 18).
+    /// Encrypts to `recipients` (one or more X25519, one or more hybrid post-quantum, or
+    /// exactly one passphrase), with OS randomness. Fails with [`Error::Usage`] on an empty
+    /// list, a passphrase mixed with other recipients, or post-quantum recipients mixed with
+    /// X25519 ones (PROTOCOL.md §7.1). A passphrase recipient runs scrypt here (about 1 s at
+    /// log2 N = 18).
     pub fn new(format: Format, recipients: &[Recipient]) -> Result<Self, Error> {
         Self::with_rng(format, recipients, &mut OsRandom)
     }
@@ -101,6 +103,14 @@ impl Encryptor {
                 "a passphrase must be the only recipient of a file".into(),
             ));
         }
+        let post_quantum = recipients.iter().filter(|r| r.is_post_quantum()).count();
+        if post_quantum > 0 && post_quantum < recipients.len() {
+            return Err(Error::Usage(
+                "post-quantum (age1pq1...) recipients can't be mixed with X25519 (age1...) \
+                 ones: the X25519 stanza would give up the post-quantum protection"
+                    .into(),
+            ));
+        }
         let file_key = FileKey::new(draw(rng)?);
         let stanzas = recipients
             .iter()
@@ -108,6 +118,15 @@ impl Encryptor {
             .collect::<Result<Vec<Stanza>, Error>>()?;
         let nonce: [u8; PAYLOAD_NONCE_LEN] = draw(rng)?;
         let mut head = header::write(format, &stanzas, &file_key);
+        if format == Format::AgeRt && head.len() > header::AGE_RT_MAX_HEADER {
+            return Err(Error::Usage(format!(
+                "{} recipients make a {}-byte header, more than age-rt's {} (a post-quantum \
+                 recipient takes 1557): use fewer recipients or format age",
+                recipients.len(),
+                head.len(),
+                header::AGE_RT_MAX_HEADER
+            )));
+        }
         head.extend_from_slice(&nonce);
         let head_len = head.len() as u64;
         let sealer = Sealer::new(payload_aead(&file_key, &nonce));

@@ -7,12 +7,14 @@
 //!   `age` and `rage` CLIs) or [`Format::AgeRt`] (flushable records, ZebraStream's default).
 //! - [`Decryptor`]: `update` / `finish`, auto-detects armor and format; releases only
 //!   authenticated plaintext; reports truncation, tampering and trailing data as [`Error`]s.
-//! - [`Recipient`] (`age1...`, passphrase) and [`Identity`] (`AGE-SECRET-KEY-1...`,
-//!   passphrase); [`generate_x25519`] makes a key pair like `age-keygen`.
+//! - [`Recipient`] (`age1...`, `age1pq1...`, passphrase) and [`Identity`]
+//!   (`AGE-SECRET-KEY-1...`, `AGE-SECRET-KEY-PQ-1...`, passphrase); [`generate_x25519`] makes
+//!   a key pair like `age-keygen`, [`generate_hybrid`] a post-quantum one like
+//!   `age-keygen -pq` (ML-KEM-768 + X25519, age 1.3's `mlkem768x25519`, PROTOCOL.md §7.1).
 //! - [`RandomSource`]: injectable randomness ([`OsRandom`] by default, [`FixedRandom`] for
 //!   reproducible test vectors).
 //!
-//! Not supported: post-quantum hybrid (`age1pq1`) and tag recipients, plugins, SSH keys;
+//! Not supported: tag recipients (`age1tag1`, `age1tagpq1`), plugins, SSH keys;
 //! the pre-age-rt zebrastream-io legacy format ([`Error::UnsupportedLegacyFormat`]).
 
 mod aead;
@@ -32,7 +34,9 @@ mod stream;
 pub use decryptor::{DecryptOptions, Decryptor};
 pub use encryptor::Encryptor;
 pub use error::Error;
-pub use recipients::{generate_x25519, Identity, Recipient, DEFAULT_SCRYPT_LOG2_N};
+pub use recipients::{
+    generate_hybrid, generate_x25519, Identity, Recipient, DEFAULT_SCRYPT_LOG2_N,
+};
 pub use reseal::Resealer;
 pub use rng::{FixedRandom, OsRandom, RandomSource};
 #[cfg(target_arch = "wasm32")]

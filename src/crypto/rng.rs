@@ -5,8 +5,9 @@ use super::Error;
 /// A source of random bytes for [`Encryptor`](super::Encryptor) construction.
 ///
 /// All randomness of an encryption is drawn when the encryptor is built, in this order:
-/// the 16-byte file key; then per recipient, in the order given, the 16-byte scrypt salt or
-/// the 32-byte X25519 ephemeral secret; then the 16-byte payload nonce.
+/// the 16-byte file key; then per recipient, in the order given, the 16-byte scrypt salt, the
+/// 32-byte X25519 ephemeral secret, or the 64 bytes of an `mlkem768x25519` encapsulation (32
+/// for ML-KEM-768, then the 32-byte X25519 ephemeral secret); then the 16-byte payload nonce.
 pub trait RandomSource {
     /// Fills `buf` completely with random bytes.
     fn fill(&mut self, buf: &mut [u8]) -> Result<(), Error>;

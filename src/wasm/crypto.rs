@@ -21,15 +21,16 @@ use super::error::into_js;
 use super::options::Options;
 use crate::client::error::Error;
 use crate::crypto::{
-    generate_x25519, DecryptOptions, Decryptor, Encryptor, Format, Identity, Recipient, Resealer,
+    generate_hybrid, generate_x25519, DecryptOptions, Decryptor, Encryptor, Format, Identity,
+    Recipient, Resealer,
 };
 
 fn to_js(e: crate::crypto::Error) -> JsValue {
     into_js(Error::from(e))
 }
 
-/// The encryptor for `send`/`encryptStream` options: a passphrase, or `age1...` recipients;
-/// `format` 'age-rt' (default) or 'age'.
+/// The encryptor for `send`/`encryptStream` options: a passphrase, or `age1...` / `age1pq1...`
+/// recipients (PROTOCOL.md §7.1: not both kinds at once); `format` 'age-rt' (default) or 'age'.
 pub fn encryptor_for(o: &Options) -> Result<Encryptor, Error> {
     let format = match o.format.as_deref() {
         None => Format::AgeRt,
@@ -256,13 +257,24 @@ pub fn generate_identity() -> Result<String, JsValue> {
     Ok(secret.to_string())
 }
 
-/// The `age1...` recipient of an `AGE-SECRET-KEY-1...` identity.
+/// A new hybrid post-quantum identity, `AGE-SECRET-KEY-PQ-1...` (ML-KEM-768 + X25519, like
+/// `age-keygen -pq`; PROTOCOL.md §7.1).
+#[wasm_bindgen(js_name = generateHybridIdentity)]
+pub fn generate_hybrid_identity() -> Result<String, JsValue> {
+    let (secret, _recipient) = generate_hybrid().map_err(to_js)?;
+    Ok(secret.to_string())
+}
+
+/// The recipient of an identity: `age1...` for `AGE-SECRET-KEY-1...`, `age1pq1...` for
+/// `AGE-SECRET-KEY-PQ-1...`.
 #[wasm_bindgen(js_name = identityToRecipient)]
 pub fn identity_to_recipient(identity: &str) -> Result<String, JsValue> {
     let id = Identity::from_str(identity).map_err(to_js)?;
-    id.to_recipient()
-        .map(|r| r.to_string())
-        .ok_or_else(|| into_js(Error::usage("not an X25519 identity (AGE-SECRET-KEY-1...)")))
+    id.to_recipient().map(|r| r.to_string()).ok_or_else(|| {
+        into_js(Error::usage(
+            "not a key identity (AGE-SECRET-KEY-1... or AGE-SECRET-KEY-PQ-1...)",
+        ))
+    })
 }
 
 /// The runtime's own primitives as the package entry found them (`js/api.js`,

@@ -2,7 +2,8 @@
 // relay (which serves pkg/ at /assets/pkg/): 50 MiB sent over the TLS port (HTTP/2: the
 // streaming upload must be used) and over the plain port (HTTP/1.1: Chromium can't stream a
 // request body there, so the automatic segmented fallback must be used, and remembered), and
-// a stream received from a Node producer. Checksums equal.
+// a stream received from a Node producer (plain, passphrase, a post-quantum key the page made).
+// Checksums equal.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRelay } from './lib/relay.mjs';
@@ -111,13 +112,21 @@ test('Chromium sends 50 MiB over HTTP/1.1 (plain port): automatic segmented fall
   } finally { await page.close(); }
 });
 
-test('Chromium receives 50 MiB from a Node producer (HTTP/2), encrypted and plain', { timeout: 180_000 }, async () => {
+test('Chromium receives 50 MiB from a Node producer (HTTP/2), encrypted (passphrase, post-quantum key made in the page) and plain', { timeout: 180_000 }, async () => {
   const page = await openPage(relay.https);
   try {
-    for (const crypto of [{}, { passphrase: 'chromium pw' }]) {
-      const size = crypto.passphrase ? 5 * MiB : 50 * MiB;
+    // A hybrid post-quantum identity made in the page (PROTOCOL.md §7.1); Node encrypts to it.
+    const pq = await page.evaluate(() => window.httpipe.generateHybridIdentity());
+    assert.match(pq, /^AGE-SECRET-KEY-PQ-1/);
+    const cases = [
+      [{}, {}],
+      [{ passphrase: 'chromium pw' }, { passphrase: 'chromium pw' }],
+      [{ recipients: [sdk.identityToRecipient(pq)] }, { identities: [pq] }],
+    ];
+    for (const [sendCrypto, crypto] of cases) {
+      const size = Object.keys(crypto).length ? 5 * MiB : 50 * MiB;
       const path = uniquePath('chromium-recv');
-      const sendP = sdk.send(gen(size, 3), { relay: relay.http, path, ...crypto });
+      const sendP = sdk.send(gen(size, 3), { relay: relay.http, path, ...sendCrypto });
       const got = await page.evaluate(async ({ relayUrl, path, SUM_SRC, crypto }) => {
         const sum = (0, eval)(SUM_SRC);
         const r = await window.httpipe.receive({ relay: relayUrl, path, ...crypto });

@@ -1,6 +1,7 @@
 // Deno (the npm `deno` runtime) as producer and consumer against Node through the real relay:
 // examples/deno/send.ts streams a 10 MiB file to a Node consumer, and examples/deno/receive.ts
-// takes a stream from a Node producer; plain and age-rt passphrase; checksums equal.
+// takes a stream from a Node producer; plain and age-rt passphrase; checksums equal. A post-quantum
+// key made and used in Deno opens in Node.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -106,4 +107,22 @@ console.log(JSON.stringify({ detected, same: pt.length === bytes.length && pt.ev
   const res = await deno([script]).done;
   assert.equal(res.code, 0, res.err);
   assert.deepEqual(JSON.parse(res.out.trim().split('\n').at(-1)), { detected: 'node:crypto', same: true });
+
+test('Deno: a post-quantum key made in Deno; what Deno encrypts to it (age-rt) Node decrypts (PROTOCOL.md §7.1)', { timeout: 60_000 }, async () => {
+  const script = path.join(dir, 'pq.mjs');
+  fs.writeFileSync(script, `
+    import * as sdk from ${JSON.stringify(new URL(`file://${PKG}`).href)};
+    const id = sdk.generateHybridIdentity();
+    const sealed = new Blob(['hello post-quantum']).stream()
+      .pipeThrough(sdk.encryptStream({ recipients: [sdk.identityToRecipient(id)] }));
+    const ct = new Uint8Array(await new Response(sealed).arrayBuffer());
+    console.log(JSON.stringify({ id, rcpt: sdk.identityToRecipient(id), ct: btoa(String.fromCharCode(...ct)) }));
+  `);
+  const res = await deno([script]).done;
+  assert.equal(res.code, 0, res.err);
+  const { id, rcpt, ct } = JSON.parse(res.out);
+  assert.match(id, /^AGE-SECRET-KEY-PQ-1/);
+  assert.equal(sdk.identityToRecipient(id), rcpt);
+  const opened = new Blob([Buffer.from(ct, 'base64')]).stream().pipeThrough(sdk.decryptStream({ identities: [id] }));
+  assert.equal(await new Response(opened).text(), 'hello post-quantum');
 });

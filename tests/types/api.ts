@@ -3,7 +3,8 @@
 // Every line must type-check under --strict; every `@ts-expect-error` line must be an error.
 import {
   init, send, receive, connect, openWriter, openReader, encryptStream, decryptStream,
-  generateIdentity, identityToRecipient, HttpipeError, sendWithCode, receiveWithCode, cryptoBackend,
+  generateIdentity, generateHybridIdentity, identityToRecipient, HttpipeError, sendWithCode, receiveWithCode,
+  cryptoBackend,
   type CodeSend, type SendWithCodeOptions, type ReceiveWithCodeOptions,
   type HttpipeErrorCode, type SendOptions, type ReceiveOptions, type SendReport, type Received,
   type Progress, type InitInput, type Source, type Writer,
@@ -25,6 +26,9 @@ export async function transfers(): Promise<void> {
   const transport: 'stream' | 'segmented' = report.transport;
   void transport;
   await send(new Uint8Array(3), { relay, path: '/p', recipients: [identityToRecipient(generateIdentity())], format: 'age' });
+  const pq: string = generateHybridIdentity();
+  await send(new Uint8Array(3), { relay, path: '/p', recipients: [identityToRecipient(pq)] });
+  void decryptStream({ identities: [pq, 'AGE-SECRET-KEY-1...'] });
   await send([new Uint8Array(1), 'text'], { relay, path: '/p' });
   await send((async function* chunks() { yield 'a'; yield new Uint8Array(1); })(), { relay, path: '/p' });
   const r: NotAny<Received> = await receive({ relay, path: '/p', identities: ['AGE-SECRET-KEY-1...'] } satisfies ReceiveOptions);

@@ -355,7 +355,7 @@ impl Proc {
                 && self
                     .stdout
                     .as_ref()
-                    .map_or(true, |c| c.done.load(Ordering::SeqCst)))
+                    .is_none_or(|c| c.done.load(Ordering::SeqCst)))
         {
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -9,8 +9,7 @@ use super::super::base64;
 use super::super::header::Stanza;
 use super::super::keys::{aead, hkdf32, FileKey, FILE_KEY_LEN};
 use super::super::Error;
-use bech32::primitives::decode::CheckedHrpstring;
-use bech32::{Bech32, Hrp};
+use super::keytext;
 use chacha20poly1305::aead::Aead;
 use chacha20poly1305::Nonce;
 use x25519_dalek::{PublicKey, StaticSecret};
@@ -21,64 +20,32 @@ const INFO: &[u8] = b"age-encryption.org/v1/X25519";
 const RECIPIENT_HRP: &str = "age";
 const IDENTITY_HRP: &str = "age-secret-key-";
 
-/// Decodes Bech32 (not Bech32m) with the expected human-readable part into 32 bytes.
-/// `upper` selects the required case (age: recipients lowercase, identities uppercase).
-fn bech32_decode(s: &str, hrp: &str, upper: bool) -> Result<[u8; 32], Error> {
-    let same_case = if upper {
-        s.to_ascii_uppercase() == s
-    } else {
-        s.to_ascii_lowercase() == s
-    };
-    if !same_case {
-        return Err(Error::InvalidKey(format!(
-            "{hrp}... key must be {} case",
-            if upper { "upper" } else { "lower" }
-        )));
-    }
-    let parsed = CheckedHrpstring::new::<Bech32>(s)
-        .map_err(|e| Error::InvalidKey(format!("bad Bech32 encoding: {e}")))?;
-    if parsed.hrp().to_lowercase() != hrp {
-        return Err(Error::InvalidKey(format!(
-            "expected a key starting with {hrp:?}1"
-        )));
-    }
-    let bytes: Vec<u8> = parsed.byte_iter().collect();
-    bytes
+fn decode32(s: &str, hrp: &str, upper: bool) -> Result<[u8; 32], Error> {
+    keytext::decode(s, hrp, upper)?
+        .as_slice()
         .try_into()
         .map_err(|_| Error::InvalidKey("key is not 32 bytes".into()))
 }
 
-fn bech32_encode(hrp: &str, data: &[u8; 32], upper: bool) -> String {
-    // ok: both HRPs are valid constants and 32 bytes fit well within Bech32's length limit
-    let hrp = Hrp::parse(hrp).expect("valid hrp");
-    // ok: 32 bytes of data fit well within Bech32's length limit
-    let s = bech32::encode::<Bech32>(hrp, data).expect("bech32 length");
-    if upper {
-        s.to_ascii_uppercase()
-    } else {
-        s
-    }
-}
-
 /// Parses `age1...`.
 pub(crate) fn parse_recipient(s: &str) -> Result<PublicKey, Error> {
-    Ok(PublicKey::from(bech32_decode(s, RECIPIENT_HRP, false)?))
+    Ok(PublicKey::from(decode32(s, RECIPIENT_HRP, false)?))
 }
 
 /// Formats `age1...`.
 pub(crate) fn format_recipient(pk: &PublicKey) -> String {
-    bech32_encode(RECIPIENT_HRP, pk.as_bytes(), false)
+    keytext::encode(RECIPIENT_HRP, pk.as_bytes(), false)
 }
 
 /// Parses `AGE-SECRET-KEY-1...`.
 pub(crate) fn parse_identity(s: &str) -> Result<StaticSecret, Error> {
-    let bytes = Zeroizing::new(bech32_decode(s, IDENTITY_HRP, true)?);
+    let bytes = Zeroizing::new(decode32(s, IDENTITY_HRP, true)?);
     Ok(StaticSecret::from(*bytes))
 }
 
 /// Formats `AGE-SECRET-KEY-1...`.
 pub(crate) fn format_identity(sk: &StaticSecret) -> String {
-    bech32_encode(IDENTITY_HRP, &sk.to_bytes(), true)
+    keytext::encode(IDENTITY_HRP, &Zeroizing::new(sk.to_bytes())[..], true)
 }
 
 fn wrap_key(shared: &[u8; 32], share: &[u8; 32], recipient: &[u8; 32]) -> Zeroizing<[u8; 32]> {
