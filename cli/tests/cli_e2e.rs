@@ -1071,26 +1071,45 @@ fn keygen_then_age_recipient_round_trip() {
             other_s.as_str(),
         ),
     ];
+    let cases =
+        cases.map(|(name, extra, id)| (name, [&["-r", public.as_str()], extra].concat(), id));
+    write_and_read_cases(&relay, d, &input, &data, &cases, "wrong identity");
+}
+
+/// Runs `write EXTRA` → `read -i ID` for each case at once, on a path each, with `input`'s
+/// bytes; the case named `failing` must fail cleanly in `read` (no plaintext written).
+fn write_and_read_cases(
+    relay: &Relay,
+    d: &Path,
+    input: &Path,
+    data: &[u8],
+    cases: &[(&str, Vec<&str>, &str)],
+    failing: &str,
+) {
     let mut running = Vec::new();
     for (name, extra, id) in cases {
-        let path = unique_path("age");
-        let out = d.join(format!("out-{}", running.len()));
+        let path = unique_path("keys");
+        let out = d.join(format!(
+            "keys-out-{}-{}",
+            running.len(),
+            name.replace(' ', "-")
+        ));
         let w = Proc::spawn(
-            &format!("write -r ({name})"),
-            write_cmd(&relay, &path).args(["-r", &public]).args(extra),
-            In::File(&input),
+            &format!("write ({name})"),
+            write_cmd(relay, &path).args(extra),
+            In::File(input),
             Out::Null,
         );
         let r = Proc::spawn(
             &format!("read -i ({name})"),
-            read_cmd(&relay, &path).args(["-i", id]),
+            read_cmd(relay, &path).args(["-i", id]),
             In::Null,
             Out::File(&out),
         );
-        running.push((name, w, r, out));
+        running.push((*name, w, r, out));
     }
     for (name, mut w, mut r, out) in running {
-        if name == "wrong identity" {
+        if name == failing {
             r.wait(CHILD_TIMEOUT).clean_error(1, &["identity"]);
             assert_eq!(read(&out).len(), 0, "plaintext written with the wrong key");
             let wd = w.wait(CHILD_TIMEOUT);
@@ -1098,7 +1117,7 @@ fn keygen_then_age_recipient_round_trip() {
         } else {
             w.wait(CHILD_TIMEOUT).code(0);
             r.wait(CHILD_TIMEOUT).code(0);
-            assert_same_bytes(&read(&out), &data, name);
+            assert_same_bytes(&read(&out), data, name);
         }
     }
 }
@@ -1180,36 +1199,7 @@ fn keygen_pq_then_post_quantum_round_trip() {
         ("age-rt -R", vec!["-R", &rfile_s], key_s.as_str()),
         ("X25519 identity", vec!["-r", &public], x_s.as_str()),
     ];
-    let mut running = Vec::new();
-    for (name, extra, id) in cases {
-        let path = unique_path("pq");
-        let out = d.join(format!("pq-out-{}", running.len()));
-        let w = Proc::spawn(
-            &format!("write ({name})"),
-            write_cmd(&relay, &path).args(extra),
-            In::File(&input),
-            Out::Null,
-        );
-        let r = Proc::spawn(
-            &format!("read -i ({name})"),
-            read_cmd(&relay, &path).args(["-i", id]),
-            In::Null,
-            Out::File(&out),
-        );
-        running.push((name, w, r, out));
-    }
-    for (name, mut w, mut r, out) in running {
-        if name == "X25519 identity" {
-            r.wait(CHILD_TIMEOUT).clean_error(1, &["identity"]);
-            assert_eq!(read(&out).len(), 0, "plaintext written with the wrong key");
-            let wd = w.wait(CHILD_TIMEOUT);
-            assert!(matches!(wd.code, Some(0 | 5)), "{name}: {wd:?}");
-        } else {
-            w.wait(CHILD_TIMEOUT).code(0);
-            r.wait(CHILD_TIMEOUT).code(0);
-            assert_same_bytes(&read(&out), &data, name);
-        }
-    }
+    write_and_read_cases(&relay, d, &input, &data, &cases, "X25519 identity");
     let path = unique_path("pq-mixed");
     run(
         "write -r age1pq1... -r age1...",

@@ -3,15 +3,13 @@
 //! channel and returns the options of the data transfer (the derived path and key, age-rt),
 //! which `js/api.js` hands to `send` / `receive`. Every protocol decision is the core's.
 
-use futures::StreamExt;
 use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::Response;
 
 use super::abort::Abort;
 use super::error::into_js;
-use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
+use super::http::{body_bytes, exchange, fetch, text, JsHeaders, TEXT_LIMIT};
 use super::options::Parsed;
 use crate::client::code::{
     busy_pipe, next_code, on_await_sender, on_get, on_post, on_post_log, Code, CodeReceiver,
@@ -53,22 +51,6 @@ fn js_failed(e: &JsValue) -> Error {
             super::error::message_of(e)
         ),
     )
-}
-
-/// The whole response body, at most `limit` bytes.
-async fn body_bytes(resp: &Response, limit: usize) -> Result<Vec<u8>, JsValue> {
-    let mut out = Vec::new();
-    if let Some(body) = resp.body() {
-        let mut s = wasm_streams::ReadableStream::from_raw(body).into_stream();
-        while let Some(chunk) = s.next().await {
-            let chunk: Uint8Array = chunk?.dyn_into()?;
-            if out.len() < limit {
-                out.extend(chunk.to_vec());
-            }
-        }
-    }
-    out.truncate(limit);
-    Ok(out)
 }
 
 /// Largest pipe message read (`c` carries the offer: a file name and a type).

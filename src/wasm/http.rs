@@ -93,6 +93,12 @@ pub const TEXT_LIMIT: usize = 64 * 1024;
 
 /// The response body as text (lossy UTF-8), at most `limit` bytes; errors become `Err`.
 pub async fn text(resp: &Response, limit: usize) -> Result<String, JsValue> {
+    let out = body_bytes(resp, limit).await?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The whole response body (read to its end), keeping at most `limit` bytes.
+pub async fn body_bytes(resp: &Response, limit: usize) -> Result<Vec<u8>, JsValue> {
     let mut out = Vec::new();
     if let Some(body) = resp.body() {
         let mut s = wasm_streams::ReadableStream::from_raw(body).into_stream();
@@ -104,7 +110,7 @@ pub async fn text(resp: &Response, limit: usize) -> Result<String, JsValue> {
         }
     }
     out.truncate(limit);
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(out)
 }
 
 /// A request with a short text answer (Connect API, segmented part): status, headers, body.

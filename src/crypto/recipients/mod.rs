@@ -309,20 +309,17 @@ impl fmt::Debug for Identity {
 /// Generates an X25519 key pair like `age-keygen`: returns
 /// (`AGE-SECRET-KEY-1...` identity string, `age1...` recipient string).
 pub fn generate_x25519() -> Result<(Zeroizing<String>, String), Error> {
-    let id = Identity::generate_x25519()?;
-    let sk = id
-        .to_secret_string()
-        .ok_or_else(|| Error::Usage("unreachable".into()))?;
-    let rc = id
-        .to_recipient()
-        .ok_or_else(|| Error::Usage("unreachable".into()))?;
-    Ok((sk, rc.to_string()))
+    key_pair(Identity::generate_x25519()?)
 }
 
 /// Generates a hybrid post-quantum key pair like `age-keygen -pq`: returns
 /// (`AGE-SECRET-KEY-PQ-1...` identity string, `age1pq1...` recipient string).
 pub fn generate_hybrid() -> Result<(Zeroizing<String>, String), Error> {
-    let id = Identity::generate_hybrid()?;
+    key_pair(Identity::generate_hybrid()?)
+}
+
+/// A generated identity's strings: (identity, recipient).
+fn key_pair(id: Identity) -> Result<(Zeroizing<String>, String), Error> {
     let sk = id
         .to_secret_string()
         .ok_or_else(|| Error::Usage("unreachable".into()))?;
