@@ -299,7 +299,6 @@ async function main() {
   wirePanels();
   setMode(storedMode());
   window.addEventListener('hashchange', route);
-  window.addEventListener('popstate', route);
   // Leaving the page mid-transfer: fail the download now rather than after the worker's watchdog.
   window.addEventListener('pagehide', () => { if (receiver) receiver.close(); });
   const [mod, sw, auth] = await Promise.all([loadSdk(), registerDownloadWorker(), probeAuth()]);

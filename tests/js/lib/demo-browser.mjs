@@ -140,15 +140,18 @@ export async function sendByCode(browser, origin, files) {
 
 /**
  * Receives by `code` typed into the start page's receive field of a new page in `browser`
- * (as a person would); returns the page once its panel is busy or ended.
+ * (as a person would): `{ page, download }` once its panel is busy or ended; `download`
+ * settles with the page's download (rejects after `timeout` ms without one).
  */
-export async function receiveByCode(browser, origin, code) {
+export async function receiveByCode(browser, origin, code, { timeout = 120000 } = {}) {
   const page = await browser.context.newPage();
   await openDemo(page, `${origin}/`);
+  const download = page.waitForEvent('download', { timeout });
+  download.catch(() => {});
   await page.fill('#open-input', code);
   await page.press('#open-input', 'Enter');
   await waitState(page, 'recv-panel', ['waiting', 'ready', 'receiving', 'done', 'error']);
-  return page;
+  return { page, download };
 }
 
 /** Makes new pages of `browser` send by link ('link') or passphrase, not by code (the default). */
