@@ -73,6 +73,8 @@ export class Receiver {
       if (this.opts.autostart && t.code) return this.run();
       return this.showForm($('recv-code').value ? 'start' : 'code');
     }
+    // an auth-mode relay refuses a receiver without a token: ask for it first
+    if (this.opts.authMode && !$('recv-token').value) return this.showForm(t.identity ? 'token' : 'passphrase');
     if (t.identity) return this.run({ identities: [t.identity] });
     if (this.opts.passphrase) return this.run({ passphrase: this.opts.passphrase });
     return this.showForm('passphrase');
@@ -88,7 +90,8 @@ export class Receiver {
     $('recv-passphrase').required = !this.byCode && !this.target.identity;
     $('recv-code').required = this.byCode;
     show($('recv-token-row'), !!(this.opts.authMode || this.needsToken || $('recv-token').value));
-    setText($('recv-status'), this.byCode ? 'Enter the code the sender gave you.' : 'Enter the passphrase the sender gave you.');
+    setText($('recv-status'), this.byCode ? 'Enter the code the sender gave you.'
+      : this.target.identity ? 'Enter your access token.' : 'Enter the passphrase the sender gave you.');
     const el = { code: $('recv-code'), passphrase: $('recv-passphrase'), token: $('recv-token'), start: $('recv-start') }[focus];
     if (el) {
       el.focus();
