@@ -99,7 +99,7 @@ test('a wrong code: both pages say "wrong code", nothing is saved, the code and 
     assert.equal(await waitState(sender, 'send-panel', ['error', 'done'], 30000), 'error');
     assert.equal(await textOf(receiver, 'recv-status'), 'Wrong code.');
     assert.equal(await textOf(sender, 'send-status'), 'Wrong code.');
-    assert.match(await textOf(receiver, 'recv-error'), /Wrong code.*Nothing was received/);
+    assert.match(await textOf(receiver, 'recv-error'), /doesn't match the sender's code.*Nothing was received/);
     assert.match(await textOf(sender, 'send-error'), /wrong code.*Nothing was sent.*new code/);
     assert.equal(await sender.isVisible('#send-code'), false, 'the spent code is hidden');
     assert.equal(await sender.isVisible('#qr'), false, 'its QR code too');

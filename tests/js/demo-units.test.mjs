@@ -216,7 +216,7 @@ test('short-code and token errors read as plain sentences', () => {
   const e = (code, message = `x ${code}`, extra = {}) => Object.assign(new Error(message), { code }, extra);
   assert.equal(headline('WRONG_CODE', 'receive'), 'Wrong code.');
   assert.equal(headline('WRONG_CODE', 'send'), 'Wrong code.');
-  assert.match(describeError(e('WRONG_CODE'), 'receive').title, /Wrong code.*Nothing was received/);
+  assert.match(describeError(e('WRONG_CODE'), 'receive').title, /match the sender's code.*Nothing was received/);
   assert.match(describeError(e('WRONG_CODE', 'no sender is waiting for this code'), 'receive').title, /Nobody is sending with this code/);
   assert.match(describeError(e('WRONG_CODE'), 'send').title, /new code/);
   // the receiver's failed receipt named WRONG_KEY (PROTOCOL.md §12.2)

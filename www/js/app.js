@@ -288,6 +288,9 @@ function enterAuthMode() {
   document.body.dataset.auth = 'true';
   $('token-slot-top').append($('token-row'));
   $('token-row').classList.add('token-needed');
+  show($('token-when'), false);
+  setText($('hero-text'), 'Pick something to send and share the link with the other person, or let them scan it. It is encrypted in this page; the relay passes the bytes on and keeps nothing.');
+  $('open-input').placeholder = 'A receive link';
   setText($('token-hint'), 'This relay needs an access token: a write token to send, from its operator. Receivers need a read token.');
   $('mode-code').disabled = true;
   show($('code-off'));

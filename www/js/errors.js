@@ -40,7 +40,7 @@ const MESSAGES = {
   },
   WRONG_CODE: {
     send: 'Someone entered a wrong code, so this code no longer works. Nothing was sent. Make a new code and read it out again.',
-    receive: "Wrong code: it doesn't match the sender's. Nothing was received. Check the code with the sender; they need to make a new one.",
+    receive: "It doesn't match the sender's code. Nothing was received. Check the code with the sender: they need to make a new one.",
   },
   UNSUPPORTED: {
     send: "This browser can't do this transfer.",

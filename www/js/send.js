@@ -13,7 +13,7 @@ import { describeError, headline } from './errors.js';
 import { formatBytes } from './format.js';
 import { renderQr } from './qr.js';
 import { holdWakeLock, releaseWakeLock } from './wake.js';
-import { $, show, setText, progressView, showError, resumeNotice, renderCode } from './ui.js';
+import { $, show, setText, progressView, showError, resumeNotice, renderCode, showStart } from './ui.js';
 
 /** The replay window of a handoff (bytes, PROTOCOL.md §12.3): what a broken connection may
  * lose page to page, with room to spare. */
@@ -82,6 +82,7 @@ export class Sender {
       $('qr').replaceChildren();
     } else {
       $('link').value = this.link;
+      showStart($('link'));
       renderQr($('qr'), this.link);
       setText($('qr-caption'), 'Scan to open the link');
       setText($('send-passphrase'), this.passphrase || '');
@@ -206,7 +207,7 @@ export class Sender {
     // failed one hides them ("Send again" shows them again). A code is spent once the
     // receiver entered it: it goes when the data flows.
     show($('share'), this.mode === 'code' ? state === 'waiting' && this.code !== undefined : busy);
-    show($('send-progress'), state !== 'waiting');
+    if (state === 'waiting' || state === 'sending') show($('send-progress'), state === 'sending');
     const note = $('send-note');
     switch (state) {
       case 'waiting':

@@ -51,6 +51,11 @@ export function progressView(bar, stats, total, opts = {}) {
       clearInterval(timer);
       if (wasStalled && opts.onStall) opts.onStall(false);
       const s = meter.snapshot();
+      // nothing moved: no bar, no "0%" (the panel's status says what happened)
+      if (s.bytes === 0) {
+        bar.hidden = true;
+        if (opts.percent) opts.percent.textContent = '';
+      }
       if (s.percent !== undefined) bar.value = s.percent;
       stats.textContent = s.bytes === 0 ? '' : s.total !== undefined
         ? `${formatBytes(s.bytes)} of ${formatBytes(s.total)} (${Math.floor(s.percent)}%) got through before it stopped.`
@@ -133,4 +138,16 @@ export function renderCode(el, code) {
     nodes.push(tile);
   });
   el.replaceChildren(...nodes);
+}
+
+/**
+ * A long read-only field (the receive link) shows its beginning, also once focused: the
+ * address is what people recognise, not the encoded tail of the fragment.
+ */
+export function showStart(input) {
+  if (input.dataset.showStart) return;
+  input.dataset.showStart = 'true';
+  const reset = () => requestAnimationFrame(() => { input.scrollLeft = 0; });
+  input.addEventListener('focus', () => { input.select(); reset(); });
+  reset();
 }
