@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startRelay } from './lib/relay.mjs';
 import {
-  launchChromium, openDemo, dropFiles, waitState, textOf, screenshot, unlabelledControls, fitsWidth,
+  launchChromium, openDemo, dropFiles, waitState, textOf, screenshot, unlabelledControls, fitsWidth, ARTIFACTS,
 } from './lib/demo-browser.mjs';
 
 const MiB = 1024 * 1024;
@@ -32,18 +32,29 @@ test.after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** A screen: saved as screenshots/<viewport>-<name>.png, checked for width and labels. */
+/**
+ * A screen: saved as screenshots/<viewport>-<name>.png, checked for width and labels; on the
+ * desktop also -card.png, the page's column only (the README shows those side by side).
+ */
 async function shot(page, viewport, name) {
   assert.equal(await fitsWidth(page), true, `${viewport} ${name}: no sideways scrolling`);
   assert.deepEqual(await unlabelledControls(page), [], `${viewport} ${name}: every control has a name`);
   await page.evaluate(() => document.activeElement && document.activeElement.blur());
-  return screenshot(page, `screenshots/${viewport}-${name}.png`, { fullPage: false });
+  await screenshot(page, `screenshots/${viewport}-${name}.png`, { fullPage: false });
+  if (viewport !== 'desktop') return;
+  const clip = await page.evaluate(() => {
+    const top = document.querySelector('.top').getBoundingClientRect();
+    const card = [...document.querySelectorAll('main > .card')].find((c) => !c.hidden).getBoundingClientRect();
+    return { x: top.left - 32, y: 0, width: top.width + 64, height: card.bottom + 32 };
+  });
+  await page.screenshot({ path: path.join(ARTIFACTS, 'screenshots', `${viewport}-${name}-card.png`), clip });
 }
 
 for (const [viewport, width, height] of VIEWPORTS) {
   test(`screens on a ${viewport} (${width}×${height}): start, code, sending, receiving, done`, { timeout: 120000 }, async () => {
     // sparse zeros: instant to make, long enough to catch both pages mid-way
-    const file = path.join(dir, `Holiday 2026 (${viewport}).mp4`);
+    fs.mkdirSync(path.join(dir, viewport));
+    const file = path.join(dir, viewport, 'Holiday 2026.mp4');
     fs.closeSync(fs.openSync(file, 'w'));
     fs.truncateSync(file, 768 * MiB);
     const sender = await senderBrowser.context.newPage();

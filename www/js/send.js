@@ -109,7 +109,9 @@ export class Sender {
     $('send-code').setAttribute('aria-label', `Code: ${code.split('-').join(' ')}`);
     renderQr($('qr'), this.codeUrl);
     setText($('qr-caption'), 'Scan to receive');
-    setText($('share-hint'), `On the other device, open ${location.host} and enter the code, or scan the QR code. The code works once.`);
+    const host = document.createElement('strong');
+    host.textContent = location.host;
+    $('share-hint').replaceChildren('On the other device, open ', host, ' and enter the code, or scan the QR code. The code works once.');
     show($('share'));
     setText($('send-title'), 'Ready to send');
     setText($('send-status'), 'Waiting for the receiver to enter the code…');

@@ -19,6 +19,7 @@ export function progressView(bar, stats, total, opts = {}) {
   const meter = new ProgressMeter(total);
   let wasStalled = false;
   const draw = () => {
+    if (meter.bytes === 0) return; // waiting for the other side: nothing to show yet
     const s = meter.snapshot();
     if (s.percent !== undefined) { bar.max = 100; bar.value = s.percent; } else bar.removeAttribute('value');
     stats.textContent = meter.describe();
