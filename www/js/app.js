@@ -17,7 +17,6 @@ let sender = null;
 let receiver = null;
 let authMode = false;
 let autostart = false;        // the next #code= route starts at once (typed on the start view)
-let typedPassphrase;          // the next passphrase link route uses it
 
 async function loadSdk() {
   try {
@@ -74,6 +73,12 @@ function setView(view) {
   show($('recv-panel'), view === 'receive');
 }
 
+/** Whether a transfer runs in this page (waiting for the other side counts). */
+function busy() {
+  const running = (x, states) => x && !x.closed && states.includes(x.machine.state);
+  return running(sender, ['waiting', 'sending']) || running(receiver, ['waiting', 'ready', 'receiving']);
+}
+
 function token() {
   return $('token').value.trim() || undefined;
 }
@@ -116,11 +121,8 @@ function route() {
     if (sender) { sender.close(); sender = null; }
     setView('receive');
     if (!sdk) return;
-    receiver = new Receiver(sdk, target, {
-      token: token(), authMode, autostart, passphrase: target.path ? typedPassphrase : undefined,
-    });
+    receiver = new Receiver(sdk, target, { token: token(), authMode, autostart });
     autostart = false;
-    typedPassphrase = undefined;
     receiver.open();
   } else if (!sender || sender.closed) {
     setView('start');
@@ -173,18 +175,24 @@ function wireStartView() {
 
   // Files, folders or text dropped anywhere on the start view.
   const onStart = () => document.body.dataset.view === 'start';
+  // (elsewhere a drop is refused: the browser would open the file in place of this page;
+  // text dragged into a field goes into the field)
+  const intoField = (e) => e.target && (e.target.tagName === 'INPUT' || e.target.tagName === 'TEXTAREA')
+    && !(e.dataTransfer && [...e.dataTransfer.types].includes('Files'));
   for (const type of ['dragenter', 'dragover']) {
     document.addEventListener(type, (e) => {
-      if (!onStart()) return;
+      if (onStart() && intoField(e)) return;
       e.preventDefault();
+      if (!onStart()) { if (e.dataTransfer) e.dataTransfer.dropEffect = 'none'; return; }
       drop.classList.add('over');
     });
   }
   document.addEventListener('dragleave', (e) => { if (!e.relatedTarget) drop.classList.remove('over'); });
   document.addEventListener('drop', (e) => {
+    if (onStart() && intoField(e)) return;
+    e.preventDefault();
     drop.classList.remove('over');
     if (!onStart()) return;
-    e.preventDefault();
     show($('drop-msg'), false);
     if (!e.dataTransfer) return;
     // read now: the DataTransfer is emptied once this event returns
@@ -268,9 +276,16 @@ function wirePanels() {
   });
   $('recv-code').addEventListener('input', () => $('recv-code').setCustomValidity(''));
   $('home-link').addEventListener('click', (e) => {
-    // a running transfer would die with a reload: go back without one
+    // a reload would kill a running transfer: go back without one, and ask first if one runs
     e.preventDefault();
+    if (busy() && !window.confirm('A transfer is running. Stop it and go back to the start?')) return;
     backToStart();
+  });
+  // closing or reloading the tab mid-transfer: the browser asks first
+  window.addEventListener('beforeunload', (e) => {
+    if (!busy()) return;
+    e.preventDefault();
+    e.returnValue = '';
   });
   const method = $('save-method');
   if (!hasFsa()) method.querySelector('option[value=fsa]').disabled = true;

@@ -35,7 +35,7 @@ export class Receiver {
    * @param {object} sdk  the httpipe module (docs/js-api.md)
    * @param {{code?: string} | ReturnType<import('./link.js').parseFragment>} target
    *   `{code}`: by short code ('' for an empty form); else a link's path, key or passphrase flag, metadata
-   * @param {{token?: string, authMode?: boolean, autostart?: boolean, passphrase?: string}} [opts]
+   * @param {{token?: string, authMode?: boolean, autostart?: boolean}} [opts]
    */
   constructor(sdk, target, opts = {}) {
     this.sdk = sdk;
@@ -76,7 +76,6 @@ export class Receiver {
     // an auth-mode relay refuses a receiver without a token: ask for it first
     if (this.opts.authMode && !$('recv-token').value) return this.showForm(t.identity ? 'token' : 'passphrase');
     if (t.identity) return this.run({ identities: [t.identity] });
-    if (this.opts.passphrase) return this.run({ passphrase: this.opts.passphrase });
     return this.showForm('passphrase');
   }
 
