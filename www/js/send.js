@@ -106,7 +106,6 @@ export class Sender {
     this.code = code;
     this.codeUrl = codeLink(this.relay, code);
     renderCode($('send-code'), code);
-    $('send-code').setAttribute('aria-label', `Code: ${code.split('-').join(' ')}`);
     renderQr($('qr'), this.codeUrl);
     setText($('qr-caption'), 'Scan to receive');
     const host = document.createElement('strong');
@@ -114,7 +113,11 @@ export class Sender {
     $('share-hint').replaceChildren('On the other device, open ', host, ' and enter the code, or scan the QR code. The code works once.');
     show($('share'));
     setText($('send-title'), 'Ready to send');
-    setText($('send-status'), 'Waiting for the receiver to enter the code…');
+    // screen readers hear the code with the status (the tiles are not a live region)
+    const spoken = document.createElement('span');
+    spoken.className = 'visually-hidden';
+    spoken.textContent = `Your code: ${code.split('-').join(' ')}. `;
+    $('send-status').replaceChildren(spoken, 'Waiting for the receiver to enter the code…');
   }
 
   async run() {
