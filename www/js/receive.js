@@ -59,6 +59,8 @@ export class Receiver {
     setText($('recv-status'), '');
     this.panel.dataset.state = 'idle';
     this.panel.dataset.by = this.byCode ? 'code' : t.identity ? 'key' : 'passphrase';
+    this.panel.dataset.result = '';
+    $('recv-save').classList.remove('secondary');
     this.showSummary();
     setText($('recv-enc'), this.byCode
       ? 'Decrypted in this page with a key made from the code; the relay never learns it.'
@@ -302,7 +304,9 @@ export class Receiver {
     const blob = await sink.blob;
     if (!blob) return;
     const save = $('recv-save');
+    save.classList.add('secondary'); // the text or picture is the result; saving it is an extra
     if (this.how === 'text') {
+      this.panel.dataset.result = 'text';
       const text = await blob.text();
       setText($('recv-text'), text);
       show($('recv-text-box'));
