@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { startRelay } from './lib/relay.mjs';
 import {
   launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf,
-  screenshot, forbidForeignRequests, unlabelledControls, fitsWidth, preferLinks,
+  screenshot, forbidForeignRequests, unlabelledControls, fitsWidth, preferLinks, dropPaths,
 } from './lib/demo-browser.mjs';
 
 const MiB = 1024 * 1024;
@@ -121,42 +121,55 @@ print(json.dumps({i.filename: hashlib.sha256(z.read(i)).hexdigest() for i in z.i
   }
 });
 
-test('a folder goes as one ZIP named after it, with the paths inside it', { timeout: 120000 }, async () => {
+/** The ZIP at `file`: { path: size } of every entry (folders end in "/"), checked by Python's zipfile. */
+function zipListing(file) {
+  return JSON.parse(execFileSync('python3', ['-c', `
+import zipfile, sys, json
+z = zipfile.ZipFile(sys.argv[1])
+assert z.testzip() is None
+print(json.dumps({i.filename: i.file_size for i in z.infolist()}))`, file]).toString());
+}
+
+test('a folder, chosen or dropped, goes as one ZIP named after it with the paths inside it', { timeout: 120000 }, async () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-folder-'));
   const folder = path.join(root, 'Trip photos');
   fs.mkdirSync(path.join(folder, 'day 2', 'raw'), { recursive: true });
   fs.writeFileSync(path.join(folder, 'notes.txt'), 'first day: rain\n');
   fs.writeFileSync(path.join(folder, 'day 2', 'beach.jpg'), Buffer.alloc(300 * 1024, 7));
   fs.writeFileSync(path.join(folder, 'day 2', 'raw', 'beach.dng'), Buffer.alloc(1024 * 1024 + 3, 9));
+  const files = {
+    'Trip photos/day 2/beach.jpg': 300 * 1024,
+    'Trip photos/day 2/raw/beach.dng': 1024 * 1024 + 3,
+    'Trip photos/notes.txt': 16,
+  };
   try {
-    const sender = await senderBrowser.context.newPage();
-    await openDemo(sender, `${relay.https}/`);
-    // "Send a folder" opens a folder chooser (<input webkitdirectory>)
-    const chooser = sender.waitForEvent('filechooser');
-    await sender.click('#pick-folder');
-    await (await chooser).setFiles(folder);
-    await waitState(sender, 'send-panel', ['waiting']);
-    assert.match(await textOf(sender, 'send-summary'), /^Trip photos\.zip · folder, 3 files as a ZIP/);
-    const receiver = await receiverBrowser.context.newPage();
-    const download = receiver.waitForEvent('download', { timeout: 60000 });
-    await openDemo(receiver, await sender.inputValue('#link'));
-    const dl = await download;
-    assert.equal(dl.suggestedFilename(), 'Trip photos.zip');
-    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
-    assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
-    const listing = execFileSync('python3', ['-c', `
-import zipfile, sys, json
-z = zipfile.ZipFile(sys.argv[1])
-assert z.testzip() is None
-print(json.dumps({i.filename: i.file_size for i in z.infolist()}))`, await dl.path()]).toString();
-    assert.deepEqual(JSON.parse(listing), {
-      'Trip photos/day 2/beach.jpg': 300 * 1024,
-      'Trip photos/day 2/raw/beach.dng': 1024 * 1024 + 3,
-      'Trip photos/notes.txt': 16,
-    });
-    await dl.delete();
-    await sender.close();
-    await receiver.close();
+    for (const how of ['chosen', 'dropped']) {
+      const sender = await senderBrowser.context.newPage();
+      await openDemo(sender, `${relay.https}/`);
+      if (how === 'chosen') {
+        // "Send a folder" opens a folder chooser (<input webkitdirectory>)
+        const chooser = sender.waitForEvent('filechooser');
+        await sender.click('#pick-folder');
+        await (await chooser).setFiles(folder);
+      } else {
+        // a real drop of the folder (an empty one inside is kept too)
+        fs.mkdirSync(path.join(folder, 'empty'), { recursive: true });
+        await dropPaths(sender, [folder]);
+      }
+      await waitState(sender, 'send-panel', ['waiting']);
+      assert.match(await textOf(sender, 'send-summary'), /^Trip photos\.zip · folder, 3 files as a ZIP/);
+      const receiver = await receiverBrowser.context.newPage();
+      const download = receiver.waitForEvent('download', { timeout: 60000 });
+      await openDemo(receiver, await sender.inputValue('#link'));
+      const dl = await download;
+      assert.equal(dl.suggestedFilename(), 'Trip photos.zip');
+      assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
+      assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
+      assert.deepEqual(zipListing(await dl.path()), how === 'chosen' ? files : { ...files, 'Trip photos/empty/': 0 }, how);
+      await dl.delete();
+      await sender.close();
+      await receiver.close();
+    }
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

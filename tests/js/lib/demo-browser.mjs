@@ -92,6 +92,23 @@ export async function dropFiles(page, files) {
   });
 }
 
+/**
+ * Drops files or folders from disk on the drop zone as the operating system would (DevTools
+ * protocol drag events: the page gets real entries, so a folder arrives as a directory).
+ * Chromium only.
+ */
+export async function dropPaths(page, paths) {
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    const box = await page.locator('#drop').boundingBox();
+    const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+    const data = { items: [], files: paths, dragOperationsMask: 1 };
+    for (const type of ['dragEnter', 'dragOver', 'drop']) await cdp.send('Input.dispatchDragEvent', { type, ...at, data });
+  } finally {
+    await cdp.detach().catch(() => {});
+  }
+}
+
 export async function waitState(page, panel, states, timeout = 120000) {
   const list = Array.isArray(states) ? states : [states];
   await page.waitForFunction(([id, l]) => l.includes(document.getElementById(id).dataset.state),
