@@ -249,6 +249,11 @@ function wireStartView() {
       field.reportValidity();
       return;
     }
+    if (target.code && authMode) {
+      field.setCustomValidity("Short codes don't work on this relay (it needs access tokens): ask the sender for a link");
+      field.reportValidity();
+      return;
+    }
     field.setCustomValidity('');
     if (target.code) {
       autostart = true;
