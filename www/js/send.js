@@ -207,6 +207,9 @@ export class Sender {
     show($('send-retry'), !busy && state !== 'idle');
     setText($('send-retry'), this.mode === 'code' ? 'Send again with a new code' : 'Send again');
     show($('send-new'), !busy);
+    // after a delivery the next thing is another file; after a failure, this one again
+    $('send-new').classList.toggle('secondary', state !== 'done');
+    $('send-retry').classList.toggle('secondary', state === 'done');
     show($('send-error'), state === 'error');
     // The code, link, QR code and passphrase are for a transfer that runs: a finished or
     // failed one hides them ("Send again" shows them again). A code is spent once the
