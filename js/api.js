@@ -27,7 +27,11 @@ export class HttpipeError extends Error {
 
 function wrapError(e) {
   if (e instanceof HttpipeError) return e;
-  if (e && e.name === 'HttpipeError' && CODES.has(e.code)) return new HttpipeError(e.message, e.code, { cause: e.cause });
+  if (e && e.name === 'HttpipeError' && CODES.has(e.code)) {
+    const w = new HttpipeError(e.message, e.code, { cause: e.cause });
+    if (e.peerCode !== undefined) w.peerCode = e.peerCode;
+    return w;
+  }
   if (e && e.name === 'AbortError') return new HttpipeError('aborted by the AbortSignal', 'ABORTED', { cause: e });
   return new HttpipeError(`unexpected failure: ${e && e.message ? e.message : String(e)}`, 'UNSUPPORTED', { cause: e });
 }

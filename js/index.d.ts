@@ -46,6 +46,12 @@ export declare class HttpipeError extends Error {
   constructor(message: string, code: HttpipeErrorCode, options?: { cause?: unknown });
   readonly name: 'HttpipeError';
   readonly code: HttpipeErrorCode;
+  /**
+   * The other side's code, when it named one (PROTOCOL.md §12.2, a `failed` receipt): on a
+   * `send` that rejects `PEER_DISCONNECTED` because the receiver failed, e.g. `WRONG_KEY`
+   * (the receiver typed a wrong passphrase). Absent otherwise.
+   */
+  readonly peerCode?: HttpipeErrorCode;
 }
 
 /** A progress report (at most every 100 ms, and once at the end). */

@@ -607,6 +607,8 @@ async fn wrong_passphrase_is_wrong_key_before_any_plaintext() {
     // The producer of a small payload may have finished before the consumer left.
     if let Err(e) = s {
         assert_eq!(e.code, ErrorCode::PeerDisconnected, "{e}");
+        // the consumer's code, from its failed receipt (PROTOCOL.md §12.2)
+        assert_eq!(e.peer(), Some(ErrorCode::WrongKey), "{e}");
     }
 }
 

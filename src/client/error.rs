@@ -98,6 +98,8 @@ pub struct Error {
     pub code: ErrorCode,
     pub message: String,
     source: Option<Source>,
+    /// The other side's error code, when it told us (a `failed` receipt, §12.2).
+    peer: Option<ErrorCode>,
 }
 
 impl Error {
@@ -106,7 +108,20 @@ impl Error {
             code,
             message: message.into(),
             source: None,
+            peer: None,
         }
+    }
+
+    /// The same error with the other side's code (a `failed` receipt, PROTOCOL.md §12.2).
+    pub fn with_peer(mut self, peer: ErrorCode) -> Self {
+        self.peer = Some(peer);
+        self
+    }
+
+    /// The other side's error code, when its `failed` receipt named one (§12.2): e.g.
+    /// `WRONG_KEY` on a producer whose consumer typed a wrong passphrase.
+    pub fn peer(&self) -> Option<ErrorCode> {
+        self.peer
     }
 
     /// The same error with `source` as its cause.
@@ -140,6 +155,9 @@ impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Error");
         d.field("code", &self.code).field("message", &self.message);
+        if let Some(p) = self.peer {
+            d.field("peer", &p);
+        }
         if let Some(s) = &self.source {
             d.field("source", &s.to_string());
         }

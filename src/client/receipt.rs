@@ -209,13 +209,18 @@ pub fn verify(
         }
         Some("failed") => {
             let code = item(text, CODE).unwrap_or("an error");
-            return Err(Error::new(
+            let e = Error::new(
                 ErrorCode::PeerDisconnected,
                 format!(
                     "the receiver failed with {code} after {bytes} of {} bytes",
                     ours.bytes
                 ),
-            ));
+            );
+            // the receiver's code, for a producer that acts on it (§12.2: a wrong passphrase)
+            return Err(match ErrorCode::parse(code) {
+                Some(peer) => e.with_peer(peer),
+                None => e,
+            });
         }
         _ => return Err(unconfirmed("has no known status")),
     }
@@ -432,6 +437,20 @@ mod tests {
         let t = receipt_text("T", Outcome::Failed(ErrorCode::WrongKey), &c, None);
         let e = verify(&t, "T", &c, Some(&[1; 32])).unwrap_err();
         assert_eq!(e.code, ErrorCode::PeerDisconnected, "{}", e.message);
+        // the receiver's code travels as the peer code (a sender can wait for a retry)
+        assert_eq!(e.peer(), Some(ErrorCode::WrongKey));
+        // a cancel names none; an unknown code is kept in the words only
+        let t = receipt_text("T", Outcome::Cancelled, &c, None);
+        assert_eq!(verify(&t, "T", &c, None).unwrap_err().peer(), None);
+        let e = verify(
+            "httpipe-receipt=1; status=failed; bytes=0; digest=AA; code=NEW_THING",
+            "T",
+            &c,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!((e.code, e.peer()), (ErrorCode::PeerDisconnected, None));
+        assert!(e.message.contains("NEW_THING"), "{}", e.message);
     }
 
     #[test]

@@ -51,7 +51,12 @@ pub fn to_js(e: &Error) -> JsValue {
         let err = js_sys::Error::new(&c.to_string());
         JsValue::from(err)
     });
-    js_error(e.code, &e.message, cause.as_ref())
+    let err = js_error(e.code, &e.message, cause.as_ref());
+    if let Some(peer) = e.peer() {
+        // the other side's code (PROTOCOL.md §12.2): `HttpipeError.peerCode`
+        let _ = Reflect::set(&err, &"peerCode".into(), &peer.as_str().into());
+    }
+    err
 }
 
 /// `to_js` for `map_err`.

@@ -1,7 +1,9 @@
-// The demo in real Chromium against the real relay: drag and drop a 200 MiB file in one
+// The demo in real Chromium against the real relay, by link (Options → Secret link; the
+// short-code flow, the default, is demo-code.test.mjs): drag and drop a 64 MiB file in one
 // browser profile, open the shown link in a second profile, compare SHA-256, check both
-// progress bars and the page's requests; several files as one ZIP; text; the File System
-// Access save path. Screenshots go to test-artifacts/ (look at them).
+// progress bars and the page's requests; several files and a folder as one ZIP; text; the
+// File System Access save path and a change of save method while it waits. Screenshots go
+// to test-artifacts/ (look at them).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -11,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { startRelay } from './lib/relay.mjs';
 import {
   launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf,
-  screenshot, forbidForeignRequests,
+  screenshot, forbidForeignRequests, unlabelledControls, fitsWidth, preferLinks, dropPaths,
 } from './lib/demo-browser.mjs';
 
 const MiB = 1024 * 1024;
@@ -21,6 +23,7 @@ test.before(async () => {
   relay = await startRelay();
   senderBrowser = await launchChromium();
   receiverBrowser = await launchChromium();
+  await preferLinks(senderBrowser);
   // The receiving profile saves with the Service Worker download (headless Chromium can't
   // show the File System Access save dialog; that path has its own test below).
   await receiverBrowser.context.addInitScript(() => localStorage.setItem('httpipe.save', 'sw'));
@@ -43,8 +46,8 @@ async function sendFiles(origin, files) {
   return { page, link, foreign };
 }
 
-test('200 MiB by drag and drop over the TLS port arrives intact in a second browser', { timeout: 300000 }, async () => {
-  const src = randomFile(200 * MiB, 'holiday video.mp4');
+test('64 MiB by drag and drop over the TLS port arrives intact in a second browser', { timeout: 300000 }, async () => {
+  const src = randomFile(64 * MiB, 'holiday video.mp4');
   try {
     const origin = relay.https;
     const { page: sender, link, foreign } = await sendFiles(origin, [src.file]);
@@ -67,13 +70,13 @@ test('200 MiB by drag and drop over the TLS port arrives intact in a second brow
     assert.equal(await waitState(sender, 'send-panel', ['done', 'error', 'cancelled'], 60000), 'done',
       await textOf(sender, 'send-error'));
     const saved = await dl.path();
-    assert.equal(fs.statSync(saved).size, 200 * MiB);
+    assert.equal(fs.statSync(saved).size, 64 * MiB);
     assert.equal(await sha256File(saved), src.sha256);
     assert.deepEqual(await progressOf(sender, 'send-progress'), { value: 100, max: 100 });
     assert.deepEqual(await progressOf(receiver, 'recv-progress'), { value: 100, max: 100 });
     assert.match(await textOf(sender, 'send-status'), /Delivered/);
-    assert.match(await textOf(receiver, 'recv-status'), /Done: 200 MiB received and verified/);
-    assert.match(await textOf(sender, 'send-stats'), /200 MiB in [\d.]+ s/);
+    assert.match(await textOf(receiver, 'recv-status'), /Done: 64.0 MiB received and verified/);
+    assert.match(await textOf(sender, 'send-stats'), /64\.0 MiB in [\d.]+ s/);
     assert.equal(await sender.getAttribute('#send-panel', 'data-transport'), 'stream', 'HTTP/2 streaming upload');
     assert.equal(await sender.isVisible('#send-note'), false, 'no segmented note');
     await screenshot(sender, 'demo-sender-done.png');
@@ -93,11 +96,12 @@ test('several files go as one ZIP with their names and bytes', { timeout: 120000
   const b = randomFile(1000, 'notes.txt');
   try {
     const { page: sender, link } = await sendFiles(relay.https, [a.file, b.file]);
-    assert.match(await textOf(sender, 'send-summary'), /httpipe-2-files\.zip/);
+    assert.match(await textOf(sender, 'send-summary'), /^2 files as a ZIP · 3\.00 MiB$/);
     const receiver = await receiverBrowser.context.newPage();
     const download = receiver.waitForEvent('download', { timeout: 60000 });
     await openDemo(receiver, link);
     const dl = await download;
+    assert.equal(dl.suggestedFilename(), 'httpipe-2-files.zip');
     assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
     assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
     const zip = await dl.path();
@@ -117,10 +121,64 @@ print(json.dumps({i.filename: hashlib.sha256(z.read(i)).hexdigest() for i in z.i
   }
 });
 
+/** The ZIP at `file`: { path: size } of every entry (folders end in "/"), checked by Python's zipfile. */
+function zipListing(file) {
+  return JSON.parse(execFileSync('python3', ['-c', `
+import zipfile, sys, json
+z = zipfile.ZipFile(sys.argv[1])
+assert z.testzip() is None
+print(json.dumps({i.filename: i.file_size for i in z.infolist()}))`, file]).toString());
+}
+
+test('a folder, chosen or dropped, goes as one ZIP named after it with the paths inside it', { timeout: 120000 }, async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-folder-'));
+  const folder = path.join(root, 'Trip photos');
+  fs.mkdirSync(path.join(folder, 'day 2', 'raw'), { recursive: true });
+  fs.writeFileSync(path.join(folder, 'notes.txt'), 'first day: rain\n');
+  fs.writeFileSync(path.join(folder, 'day 2', 'beach.jpg'), Buffer.alloc(300 * 1024, 7));
+  fs.writeFileSync(path.join(folder, 'day 2', 'raw', 'beach.dng'), Buffer.alloc(1024 * 1024 + 3, 9));
+  const files = {
+    'Trip photos/day 2/beach.jpg': 300 * 1024,
+    'Trip photos/day 2/raw/beach.dng': 1024 * 1024 + 3,
+    'Trip photos/notes.txt': 16,
+  };
+  try {
+    for (const how of ['chosen', 'dropped']) {
+      const sender = await senderBrowser.context.newPage();
+      await openDemo(sender, `${relay.https}/`);
+      if (how === 'chosen') {
+        // "Send a folder" opens a folder chooser (<input webkitdirectory>)
+        const chooser = sender.waitForEvent('filechooser');
+        await sender.click('#pick-folder');
+        await (await chooser).setFiles(folder);
+      } else {
+        // a real drop of the folder (an empty one inside is kept too)
+        fs.mkdirSync(path.join(folder, 'empty'), { recursive: true });
+        await dropPaths(sender, [folder]);
+      }
+      await waitState(sender, 'send-panel', ['waiting']);
+      assert.match(await textOf(sender, 'send-summary'), /^Trip photos\.zip · folder, 3 files as a ZIP/);
+      const receiver = await receiverBrowser.context.newPage();
+      const download = receiver.waitForEvent('download', { timeout: 60000 });
+      await openDemo(receiver, await sender.inputValue('#link'));
+      const dl = await download;
+      assert.equal(dl.suggestedFilename(), 'Trip photos.zip');
+      assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
+      assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
+      assert.deepEqual(zipListing(await dl.path()), how === 'chosen' ? files : { ...files, 'Trip photos/empty/': 0 }, how);
+      await dl.delete();
+      await sender.close();
+      await receiver.close();
+    }
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test('pasted text is shown in the receiving page with a copy button', { timeout: 60000 }, async () => {
   const sender = await senderBrowser.context.newPage();
   await openDemo(sender, `${relay.https}/`);
-  await sender.click('.paste summary');
+  await sender.click('#write-text');
   const text = 'Meeting moved to 15:30.\nRoom: Ada Lovelace — 3rd floor ✓';
   await sender.fill('#text-input', text);
   await sender.click('#send-text');
@@ -195,21 +253,59 @@ test('File System Access save path writes the chosen file only after a click; th
   }
 });
 
-/** Visible form controls without an accessible name (label, aria-label(ledby), or text). */
-async function unlabelledControls(page) {
-  return page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, [role=button]')]
-    .filter((el) => el.offsetParent !== null && el.type !== 'hidden')
-    .filter((el) => !((el.labels && el.labels.length) || el.getAttribute('aria-label')
-      || el.getAttribute('aria-labelledby') || el.textContent.trim()))
-    .map((el) => el.id || el.outerHTML.slice(0, 60)));
-}
+// Issue #14's new-user pass: the sender's progress froze at "23 % · 5 s left" while the
+// receiver was choosing where to save, and the Save method selector did nothing for the
+// transfer at hand.
+test('while the receiver chooses where to save, the sender says so; a change of save method applies at once', { timeout: 120000 }, async () => {
+  const size = 256 * MiB; // more than the buffers on the way hold: the sender has to wait
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-demo-'));
+  const file = path.join(dir, 'survey.bin');
+  fs.closeSync(fs.openSync(file, 'w'));
+  fs.truncateSync(file, size);
+  const choosing = await launchChromium();
+  try {
+    await choosing.context.addInitScript(() => {
+      localStorage.setItem('httpipe.save', 'fsa');
+      window.showSaveFilePicker = async () => { window.__picked = true; throw new DOMException('no dialog in tests', 'AbortError'); };
+    });
+    const { page: sender, link } = await sendFiles(relay.https, [file]);
+    const receiver = await choosing.context.newPage();
+    await openDemo(receiver, link);
+    assert.equal(await waitState(receiver, 'recv-panel', ['ready', 'error']), 'ready');
+    assert.match(await textOf(receiver, 'recv-status'), /Choose where to save: the sender waits/);
+    // the sender: no frozen estimate, but what is going on
+    await sender.waitForFunction(() => /choosing where to save/.test(document.getElementById('send-status').textContent),
+      null, { timeout: 30000, polling: 200 });
+    const stats = await textOf(sender, 'send-stats');
+    assert.match(stats, /paused/);
+    assert.doesNotMatch(stats, /left|\/s/, stats);
+    await screenshot(sender, 'demo-sender-receiver-choosing.png');
+    // the receiver changes its mind: a download instead of a file it picks
+    const download = receiver.waitForEvent('download', { timeout: 60000 });
+    await receiver.click('#save-options summary');
+    await receiver.selectOption('#save-method', 'sw');
+    const dl = await download;
+    assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));
+    assert.match(await textOf(receiver, 'recv-status'), /Saved as a download/);
+    assert.equal(await receiver.evaluate(() => window.__picked), undefined, 'no save dialog was opened');
+    assert.equal(fs.statSync(await dl.path()).size, size);
+    assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done', await textOf(sender, 'send-error'));
+    assert.match(await textOf(sender, 'send-status'), /Delivered/);
+    await dl.delete();
+    await sender.close();
+    await receiver.close();
+  } finally {
+    await choosing.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test('keyboard, labels and a phone-sized screen', { timeout: 120000 }, async () => {
   const sender = await senderBrowser.context.newPage();
   await sender.setViewportSize({ width: 360, height: 740 });
   await openDemo(sender, `${relay.https}/`);
   assert.deepEqual(await unlabelledControls(sender), []);
-  const fits = (page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+  const fits = fitsWidth;
   assert.equal(await fits(sender), true, 'no sideways scrolling on the start view');
   // Tab reaches the drop zone; Enter opens the file chooser.
   let focused = '';
@@ -306,13 +402,14 @@ test('an image is previewed in the receiving page', { timeout: 60000 }, async ()
   }
 });
 
-test('typing the stream path and passphrase on the start page receives the stream', { timeout: 60000 }, async () => {
+test('typing the stream path on the start page, then the passphrase, receives the stream', { timeout: 60000 }, async () => {
   const text = 'typed path, typed passphrase';
   const sender = await senderBrowser.context.newPage();
   await openDemo(sender, `${relay.https}/`);
-  await sender.check('#use-passphrase');
+  await sender.click('#options summary');
+  await sender.check('#mode-passphrase');
   await sender.fill('#passphrase', 'blue-river-31');
-  await sender.click('.paste summary');
+  await sender.click('#write-text');
   await sender.fill('#text-input', text);
   await sender.click('#send-text');
   await waitState(sender, 'send-panel', ['waiting']);
@@ -320,9 +417,12 @@ test('typing the stream path and passphrase on the start page receives the strea
   const receiver = await receiverBrowser.context.newPage();
   await openDemo(receiver, `${relay.https}/`);
   await receiver.fill('#open-input', streamPath);
-  await receiver.fill('#open-passphrase', 'blue-river-31');
+  await receiver.press('#open-input', 'Enter');
+  // a bare path needs the passphrase: the receive screen asks for it
+  await receiver.waitForSelector('#recv-passphrase', { state: 'visible' });
+  await receiver.fill('#recv-passphrase', 'blue-river-31');
   const download = receiver.waitForEvent('download', { timeout: 60000 });
-  await receiver.press('#open-passphrase', 'Enter');
+  await receiver.press('#recv-passphrase', 'Enter');
   // Without the link's metadata the page can't know it is text: it saves the bytes.
   const dl = await download;
   assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error']), 'done', await textOf(receiver, 'recv-error'));

@@ -1,8 +1,8 @@
 // Firefox ESR (driven over WebDriver BiDi with puppeteer-core) as the sender on the relay's
-// plain port: Firefox can't stream request bodies, so the SDK falls back to the segmented
-// upload (PROTOCOL.md §4) and the page says so in a small note; a Chromium receiver opens the
-// shown link and gets the exact bytes. And Firefox as the receiver, saving through the
-// Service Worker streaming download (no File System Access API in Firefox).
+// plain port, by short code: Firefox can't stream request bodies, so the SDK falls back to
+// the segmented upload (PROTOCOL.md §4) and the page says so in a small note; a Chromium
+// receiver types the code and gets the exact bytes. And Firefox as the receiver by code,
+// saving through the Service Worker streaming download (no File System Access API in Firefox).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -10,13 +10,15 @@ import os from 'node:os';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 import { startRelay } from './lib/relay.mjs';
-import { launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf, screenshot, ARTIFACTS } from './lib/demo-browser.mjs';
+import {
+  launchChromium, randomFile, sha256File, waitState, progressOf, textOf, screenshot, ARTIFACTS, sendByCode, receiveByCode,
+} from './lib/demo-browser.mjs';
 import { skipUnless } from './lib/tools.mjs';
 
 const FIREFOX = process.env.HTTPIPE_FIREFOX || '/usr/bin/firefox-esr';
 const skipFirefox = skipUnless(FIREFOX, 'Firefox ESR');
 
-test('Firefox sends over the plain port with the segmented fallback', { timeout: 240000, skip: skipFirefox }, async () => {
+test('Firefox sends by code over the plain port with the segmented fallback', { timeout: 240000, skip: skipFirefox }, async () => {
   const relay = await startRelay();
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
   const src = randomFile(24 * 1024 * 1024 + 7, 'firefox upload.bin');
@@ -29,14 +31,12 @@ test('Firefox sends over the plain port with the segmented fallback', { timeout:
     await sender.waitForSelector('body[data-ready=true]', { timeout: 30000 });
     const input = await sender.$('#file-input');
     await input.uploadFile(src.file);
-    await sender.waitForFunction(() => ['waiting', 'sending'].includes(document.getElementById('send-panel').dataset.state));
-    const link = await sender.$eval('#link', (e) => e.value);
-    assert.ok(link.startsWith(`${relay.http}/#r=`), link);
+    await sender.waitForFunction(() => document.getElementById('send-code').textContent, { timeout: 30000 });
+    const code = await sender.$eval('#send-code', (e) => e.textContent);
+    assert.match(code, /^[1-9]\d{0,2}-[a-z]+-[a-z]+$/);
 
     await chromium.context.addInitScript(() => localStorage.setItem('httpipe.save', 'sw'));
-    const receiver = await chromium.context.newPage();
-    const download = receiver.waitForEvent('download', { timeout: 120000 });
-    await openDemo(receiver, link);
+    const { page: receiver, download } = await receiveByCode(chromium, relay.http, code);
     const dl = await download;
     assert.equal(await waitState(receiver, 'recv-panel', ['done', 'error'], 180000), 'done', await textOf(receiver, 'recv-error'));
     await sender.waitForFunction(() => ['done', 'error'].includes(document.getElementById('send-panel').dataset.state), { timeout: 60000 });
@@ -61,7 +61,7 @@ test('Firefox sends over the plain port with the segmented fallback', { timeout:
   }
 });
 
-test('Firefox receives through the Service Worker streaming download', { timeout: 240000, skip: skipFirefox }, async () => {
+test('Firefox receives by code through the Service Worker streaming download', { timeout: 240000, skip: skipFirefox }, async () => {
   const relay = await startRelay();
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
   const downloads = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-dl-'));
@@ -69,11 +69,7 @@ test('Firefox receives through the Service Worker streaming download', { timeout
   const chromium = await launchChromium();
   let firefox;
   try {
-    const sender = await chromium.context.newPage();
-    await openDemo(sender, `${relay.http}/`);
-    await dropFiles(sender, [src.file]);
-    await waitState(sender, 'send-panel', ['waiting']);
-    const link = await sender.inputValue('#link');
+    const { page: sender, code } = await sendByCode(chromium, relay.http, [src.file]);
     firefox = await puppeteer.launch({
       browser: 'firefox', executablePath: FIREFOX, headless: true, userDataDir: profile,
       extraPrefsFirefox: {
@@ -82,12 +78,16 @@ test('Firefox receives through the Service Worker streaming download', { timeout
         'browser.helperApps.neverAsk.saveToDisk': 'application/octet-stream',
       },
     });
+    // the code typed on the start page, as a person would
     const receiver = await firefox.newPage();
-    await receiver.goto(link);
+    await receiver.goto(`${relay.http}/`);
     await receiver.waitForSelector('body[data-ready=true]', { timeout: 30000 });
+    await receiver.type('#open-input', code);
+    await receiver.keyboard.press('Enter');
     await receiver.waitForFunction(() => ['done', 'error'].includes(document.getElementById('recv-panel').dataset.state), { timeout: 120000 });
     assert.equal(await receiver.$eval('#recv-panel', (e) => e.dataset.state), 'done', await receiver.$eval('#recv-error', (e) => e.textContent));
     assert.match(await receiver.$eval('#recv-status', (e) => e.textContent), /Saved as a download/);
+    assert.equal(await receiver.$eval('#recv-summary', (e) => e.textContent), 'for firefox.bin · 20.0 MiB');
     const saved = path.join(downloads, 'for firefox.bin');
     // Firefox writes a .part file and renames it when the download completes.
     for (let i = 0; i < 100 && !(fs.existsSync(saved) && fs.statSync(saved).size === 20 * 1024 * 1024 + 3); i++) {

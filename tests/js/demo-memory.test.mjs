@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startRelay } from './lib/relay.mjs';
-import { launchChromium, sha256File, openDemo, dropFiles, waitState, textOf } from './lib/demo-browser.mjs';
+import { launchChromium, sha256File, openDemo, dropFiles, waitState, textOf, preferLinks } from './lib/demo-browser.mjs';
 
 const SIZE = Number(process.env.HTTPIPE_DEMO_MEMORY_BYTES || 1024 * 1024 * 1024);
 const LIMIT = 200 * 1000 * 1000;
@@ -22,6 +22,7 @@ test(`receiving ${SIZE} bytes keeps the receiver's JS heap under 200 MB`, { time
   const relay = await startRelay();
   const sender = await launchChromium();
   const receiverBrowser = await launchChromium();
+  await preferLinks(sender);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-demo-'));
   const file = path.join(dir, 'big.bin');
   fs.closeSync(fs.openSync(file, 'w'));

@@ -20,7 +20,8 @@ test('a page-sent passphrase stream decrypts with the ZebraStream Python client'
   try {
     const page = await browser.context.newPage();
     await openDemo(page, `${relay.https}/`);
-    await page.check('#use-passphrase');
+    await page.click('#options summary');
+    await page.check('#mode-passphrase');
     const suggested = await page.inputValue('#passphrase');
     assert.match(suggested, /^([a-z2-9]{5}-){4}[a-z2-9]{5}$/, 'a random passphrase is suggested');
     await page.click('#new-passphrase');

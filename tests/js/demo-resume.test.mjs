@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { startRelay } from './lib/relay.mjs';
 import { cutProxy } from './lib/cut-proxy.mjs';
 import {
-  launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, textOf, screenshot,
+  launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, textOf, screenshot, preferLinks,
 } from './lib/demo-browser.mjs';
 
 const MiB = 1024 * 1024;
@@ -20,6 +20,7 @@ test.before(async () => {
   proxy = await cutProxy(Number(new URL(relay.http).port));
   senderBrowser = await launchChromium();
   receiverBrowser = await launchChromium();
+  await preferLinks(senderBrowser); // the receiving page opens the link through the cut proxy
   await receiverBrowser.context.addInitScript(() => localStorage.setItem('httpipe.save', 'sw'));
   for (const b of [senderBrowser, receiverBrowser]) {
     await b.context.addInitScript(() => {

@@ -2,8 +2,11 @@
 // state machines, error messages). The browser behaviour is in demo-browser.test.mjs.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { buildLink, parseFragment, parseTyped, randomPath, randomPassphrase, safeFileName } from '../../www/js/link.js';
-import { formatBytes, formatDuration, ProgressMeter } from '../../www/js/format.js';
+import {
+  buildLink, parseFragment, parseTyped, randomPath, randomPassphrase, safeFileName, codeLink, looksLikeCode, normaliseCode,
+} from '../../www/js/link.js';
+import { formatBytes, formatDuration, ProgressMeter, STALL_MS } from '../../www/js/format.js';
+import { walkDrop, fromInput, zipName } from '../../www/js/folders.js';
 import { StateMachine, SENDER, RECEIVER } from '../../www/js/machine.js';
 import { describeError, headline } from '../../www/js/errors.js';
 
@@ -126,4 +129,98 @@ test('failure headlines name the cause', () => {
   assert.equal(headline('TRUNCATED', 'receive'), 'Cut short: nothing was saved.');
   assert.equal(headline('RELAY_ERROR', 'send'), 'The transfer failed.');
   assert.equal(headline('UNKNOWN', 'receive'), 'The transfer failed.');
+});
+
+test('short-code links carry just the code and open the receive screen', () => {
+  const link = codeLink('https://relay.example', '7 Guitarist  revenge');
+  assert.equal(link, 'https://relay.example/#code=7-guitarist-revenge');
+  assert.deepEqual(parseFragment(new URL(link).hash), { code: '7-guitarist-revenge' });
+  assert.equal(parseFragment('#code=guitarist'), null, 'not a code');
+  assert.equal(parseFragment('#code=7-guitarist-revenge-extra'), null);
+  // typed into "code or link": codes as heard, links of either kind, paths
+  assert.deepEqual(parseTyped(' 7 - Guitarist - REVENGE '), { code: '7-guitarist-revenge' });
+  assert.deepEqual(parseTyped(link), { code: '7-guitarist-revenge' });
+  assert.equal(looksLikeCode('07-a-b'), false, 'no leading zero');
+  assert.equal(looksLikeCode('1000-a-b'), false, 'channels are 1-999');
+  assert.equal(normaliseCode('12  ADROITNESS-adviser'), '12-adroitness-adviser');
+  assert.deepEqual(parseTyped('/s/abc'), { path: '/s/abc', passphrase: true });
+});
+
+// Issue #14's new-user pass: "81.31518472689373 B/s".
+test('rates below 1 KiB/s are whole bytes', () => {
+  assert.equal(formatBytes(81.31518472689373), '81 B');
+  assert.equal(formatBytes(1023.6), '1024 B');
+  let t = 0;
+  const m = new ProgressMeter(10000, () => t);
+  t = 1000; m.update(81);
+  t = 2000; m.update(163);
+  assert.doesNotMatch(m.describe(), /\.\d+ B\/s/, m.describe());
+});
+
+// Issue #14's new-user pass: "23 % · 5 s left" frozen while the receiver chose where to save.
+test('a transfer whose bytes stop moving is paused: no rate, no time left', () => {
+  let t = 0;
+  const m = new ProgressMeter(100 * 1024 * 1024, () => t);
+  t = 1000; m.update(23 * 1024 * 1024);
+  assert.match(m.describe(), /23% · [\d.]+ MiB\/s · \d+ s left/);
+  t = 1000 + STALL_MS - 1;
+  assert.equal(m.snapshot().stalled, false);
+  t = 1000 + STALL_MS;
+  assert.equal(m.snapshot().stalled, true);
+  assert.equal(m.describe(), '23.0 MiB of 100 MiB · 23% · paused');
+  t += 1000; m.update(24 * 1024 * 1024);
+  assert.equal(m.snapshot().stalled, false, 'moving again');
+  // all sent (the receiver confirms) or nothing yet is not a stall
+  const all = new ProgressMeter(10, () => t);
+  all.update(10); t += 10 * STALL_MS;
+  assert.equal(all.snapshot().stalled, false);
+  assert.equal(new ProgressMeter(10, () => t).snapshot().stalled, false);
+});
+
+/** A fake FileSystemEntry tree: { name: File-like | {subtree} }. */
+function fakeDir(name, tree, batch = 2) {
+  return {
+    name, isDirectory: true, isFile: false,
+    createReader() {
+      const children = Object.entries(tree).map(([n, v]) => (v && v.size !== undefined
+        ? { name: n, isFile: true, isDirectory: false, file: (ok) => ok(v) }
+        : fakeDir(n, v, batch)));
+      let at = 0;
+      // readEntries answers in batches, then an empty one (as Chromium does, 100 at a time)
+      return { readEntries: (ok) => setTimeout(() => { ok(children.slice(at, at + batch)); at += batch; }) };
+    },
+  };
+}
+
+test('dropped folders are walked into files with their paths; empty folders are kept', async () => {
+  const f = (name, size) => ({ name, size });
+  const photos = fakeDir('photos', {
+    'b.jpg': f('b.jpg', 2), 'a.jpg': f('a.jpg', 1), '2025': { 'c.jpg': f('c.jpg', 3) }, empty: {},
+  });
+  const loose = f('notes.txt', 4);
+  const drop = { entries: [photos, { name: 'notes.txt', isFile: true, isDirectory: false }], files: [f('photos', 0), loose] };
+  const { entries, folders } = await walkDrop(drop);
+  assert.equal(folders, 1);
+  assert.deepEqual(entries.map((e) => [e.path, e.file && e.file.size]), [
+    ['photos/2025/c.jpg', 3], ['photos/a.jpg', 1], ['photos/b.jpg', 2], ['photos/empty/', undefined], ['notes.txt', 4],
+  ]);
+  assert.equal(zipName(entries), 'httpipe-4-files.zip', 'a folder and a file');
+  assert.equal(zipName(entries.filter((e) => e.path.startsWith('photos/'))), 'photos.zip');
+  assert.equal(zipName([{ path: 'a', file: {} }, { path: 'b', file: {} }]), 'httpipe-2-files.zip');
+  // a folder chosen with <input webkitdirectory>
+  assert.deepEqual(fromInput([{ name: 'x.txt', webkitRelativePath: 'docs/x.txt' }, { name: 'y.txt', webkitRelativePath: '' }])
+    .map((e) => e.path), ['docs/x.txt', 'y.txt']);
+});
+
+test('short-code and token errors read as plain sentences', () => {
+  const e = (code, message = `x ${code}`, extra = {}) => Object.assign(new Error(message), { code }, extra);
+  assert.equal(headline('WRONG_CODE', 'receive'), 'Wrong code.');
+  assert.equal(headline('WRONG_CODE', 'send'), 'Wrong code.');
+  assert.match(describeError(e('WRONG_CODE'), 'receive').title, /match the sender's code.*Nothing was received/);
+  assert.match(describeError(e('WRONG_CODE', 'no sender is waiting for this code'), 'receive').title, /Nobody is sending with this code/);
+  assert.match(describeError(e('WRONG_CODE'), 'send').title, /new code/);
+  // the receiver's failed receipt named WRONG_KEY (PROTOCOL.md §12.2)
+  assert.match(describeError(e('PEER_DISCONNECTED', 'x', { peerCode: 'WRONG_KEY' }), 'send').title, /wrong passphrase/);
+  assert.match(describeError(e('UNAUTHORIZED'), 'send').title, /access token.*Options/);
+  assert.match(describeError(e('FORBIDDEN'), 'receive').title, /read token/);
 });

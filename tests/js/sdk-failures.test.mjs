@@ -47,7 +47,7 @@ test('wrong passphrase → WRONG_KEY before any plaintext; a long stream\'s prod
   const r = await sdk.receive({ relay: relay.http, path: p, passphrase: 'wrong' });
   const reader = r.stream.getReader();
   await assert.rejects(reader.read(), isCode('WRONG_KEY'));
-  await assert.rejects(sendP, isCode('PEER_DISCONNECTED'));
+  await assert.rejects(sendP, (e) => isCode('PEER_DISCONNECTED')(e) && e.peerCode === 'WRONG_KEY');
 });
 
 test('wrong passphrase, small payload: consumer WRONG_KEY, and the producer hears it (PEER_DISCONNECTED)', async () => {
@@ -115,7 +115,7 @@ test('consumer AbortSignal → ABORTED, producer PEER_DISCONNECTED', async () =>
   const reader = await readAtLeast(r.stream, 1 << 20);
   ac.abort();
   await assert.rejects((async () => { for (;;) { const { done } = await reader.read(); if (done) return; } })(), isCode('ABORTED'));
-  await assert.rejects(sendP, isCode('PEER_DISCONNECTED'));
+  await assert.rejects(sendP, (e) => isCode('PEER_DISCONNECTED')(e) && e.peerCode === 'WRONG_KEY');
 });
 
 test('AbortSignal while waiting for the peer → ABORTED (both sides, with and without rendezvous)', async () => {

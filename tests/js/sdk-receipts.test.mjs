@@ -137,6 +137,8 @@ test('a receiver that fails (WRONG_KEY) on a small payload: send() rejects PEER_
   const e = await within(sendE, 15_000, 'send');
   assert.equal(e.code, 'PEER_DISCONNECTED', e.message);
   assert.match(e.message, /WRONG_KEY/);
+  // the receiver's code, for a sender that acts on it (PROTOCOL.md §12.2)
+  assert.equal(e.peerCode, 'WRONG_KEY');
 });
 
 test('receipt: false on either side: the relay\'s verdict, no receipt', async () => {

@@ -1,16 +1,22 @@
-// Entry point: loads the SDK, routes between the start view (send / open a link) and the
-// receive view (a link's #fragment), and wires the controls.
-import { parseFragment, parseTyped, buildLink, randomPassphrase } from './link.js';
+// Entry point: loads the SDK, routes between the start view (send; receive by code or link),
+// the sender panel and the receiver panel (a link's #fragment: #code=…, #r=…, #receive), and
+// wires the controls.
+import { parseFragment, parseTyped, buildLink, randomPassphrase, looksLikeCode, normaliseCode } from './link.js';
 import { registerDownloadWorker, hasFsa } from './save.js';
+import { readDrop, walkDrop, fromInput } from './folders.js';
 import { Sender } from './send.js';
 import { Receiver, SAVE_PREF_KEY } from './receive.js';
 import { describeError } from './errors.js';
 import { $, show, setText, copyButton } from './ui.js';
 
+const MODE_KEY = 'httpipe.mode';
+const MODE_WORDS = { code: 'short code', link: 'secret link', passphrase: 'link and passphrase' };
+
 let sdk = null;
 let sender = null;
 let receiver = null;
-let typedPassphrase;   // from the "Receive" form, used once by the receive view
+let authMode = false;
+let autostart = false;        // the next #code= route starts at once (typed on the start view)
 
 async function loadSdk() {
   try {
@@ -25,91 +31,203 @@ async function loadSdk() {
   }
 }
 
+/**
+ * Whether the relay wants access tokens (PROTOCOL.md §6): its /help page says so ("This relay
+ * requires access tokens", relay/src/ops.rs; demo-auth.test.mjs checks both ends). A probe
+ * with a Data or Connect request would tell too, but fails visibly (401, or 408 in open mode)
+ * in the browser's console on every visit.
+ */
+async function probeAuth() {
+  try {
+    const r = await fetch('/help', { cache: 'no-store' });
+    return r.ok && /requires access tokens/.test(await r.text());
+  } catch {
+    return false;
+  }
+}
+
+function storedMode() {
+  try { return localStorage.getItem(MODE_KEY) || 'code'; } catch { return 'code'; }
+}
+
+function currentMode() {
+  const checked = document.querySelector('input[name=mode]:checked');
+  return checked ? checked.value : 'code';
+}
+
+function setMode(mode, remember = false) {
+  const radio = $(`mode-${mode}`);
+  if (!radio || radio.disabled) return;
+  radio.checked = true;
+  show($('passphrase-row'), mode === 'passphrase');
+  if (mode === 'passphrase' && !$('passphrase').value) $('passphrase').value = randomPassphrase();
+  setText($('options-summary'), `· ${MODE_WORDS[mode]}`);
+  if (remember) { try { localStorage.setItem(MODE_KEY, mode); } catch { /* storage disabled */ } }
+}
+
+function setView(view) {
+  document.body.dataset.view = view;
+  show($('hero'), view === 'start');
+  show($('start-view'), view === 'start');
+  show($('send-panel'), view === 'send');
+  show($('recv-panel'), view === 'receive');
+}
+
+/** Whether a transfer runs in this page (waiting for the other side counts). */
+function busy() {
+  const running = (x, states) => x && !x.closed && states.includes(x.machine.state);
+  return running(sender, ['waiting', 'sending']) || running(receiver, ['waiting', 'ready', 'receiving']);
+}
+
+function token() {
+  return $('token').value.trim() || undefined;
+}
+
 function startSending(items) {
   if (!sdk) return;
-  const usePass = $('use-passphrase').checked;
+  const mode = currentMode();
   const passphrase = $('passphrase').value;
-  if (usePass && !passphrase) {
+  if (mode === 'passphrase' && !passphrase) {
+    $('options').open = true;
     $('passphrase').focus();
+    return;
+  }
+  if (authMode && !token()) {
+    setText($('drop-msg'), 'This relay needs an access token: enter it above, then choose what to send.');
+    show($('drop-msg'));
+    $('token').focus();
     return;
   }
   if (sender) sender.close();
   try {
-    sender = new Sender(sdk, items, usePass ? { passphrase } : {});
+    sender = new Sender(sdk, items, { mode, passphrase, token: token() });
   } catch (err) {
     const d = describeError(err, 'send');
     setText($('boot-error'), `${d.title} (${d.detail})`);
     show($('boot-error'));
     return;
   }
-  show($('start-view'), false);
+  show($('drop-msg'), false);
+  setView('send');
   sender.start();
-  document.body.dataset.view = 'send';
 }
 
 function route() {
-  const target = parseFragment(location.hash);
+  const hash = location.hash;
   if (receiver) { receiver.close(); receiver = null; }
+  let target = parseFragment(hash);
+  if (!target && hash === '#receive') target = { code: '' };
   if (target) {
     if (sender) { sender.close(); sender = null; }
-    show($('start-view'), false);
-    show($('send-panel'), false);
-    document.body.dataset.view = 'receive';
+    setView('receive');
     if (!sdk) return;
-    receiver = new Receiver(sdk, target);
-    const pass = typedPassphrase;
-    typedPassphrase = undefined;
-    receiver.open(target.passphrase ? pass : undefined);
-  } else {
-    show($('recv-panel'), false);
-    if (!sender || sender.closed) {
-      show($('send-panel'), false);
-      show($('start-view'));
-      document.body.dataset.view = 'start';
-    }
+    receiver = new Receiver(sdk, target, { token: token(), authMode, autostart });
+    autostart = false;
+    receiver.open();
+  } else if (!sender || sender.closed) {
+    setView('start');
   }
+}
+
+/** Goes to `hash` (routing again when it is the current one). */
+function go(hash) {
+  if (location.hash === hash) route(); else location.hash = hash;
+}
+
+function backToStart() {
+  if (sender) sender.close();
+  sender = null;
+  if (location.hash) history.pushState(null, '', location.pathname);
+  if (receiver) { receiver.close(); receiver = null; }
+  show($('drop-msg'), false);
+  setView('start');
+  $('drop').focus();
+}
+
+async function sendDrop(drop) {
+  const { entries, folders } = await walkDrop(drop);
+  const files = entries.filter((e) => e.file);
+  if (files.length) startSending({ entries });
+  else if (folders) {
+    setText($('drop-msg'), 'That folder is empty: there is nothing to send.');
+    show($('drop-msg'));
+  } else if (drop.text) startSending({ text: drop.text });
 }
 
 function wireStartView() {
   const drop = $('drop');
   const input = $('file-input');
+  const folderInput = $('folder-input');
   drop.addEventListener('click', () => input.click());
   drop.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); input.click(); }
   });
   input.addEventListener('change', () => {
-    if (input.files.length) startSending({ files: [...input.files] });
+    if (input.files.length) startSending({ entries: fromInput(input.files) });
     input.value = '';
   });
+  $('pick-folder').addEventListener('click', () => folderInput.click());
+  folderInput.addEventListener('change', () => {
+    if (folderInput.files.length) startSending({ entries: fromInput(folderInput.files) });
+    else { setText($('drop-msg'), 'That folder is empty: there is nothing to send.'); show($('drop-msg')); }
+    folderInput.value = '';
+  });
+
+  // Files, folders or text dropped anywhere on the start view.
+  const onStart = () => document.body.dataset.view === 'start';
+  // (elsewhere a drop is refused: the browser would open the file in place of this page;
+  // text dragged into a field goes into the field)
+  const intoField = (e) => e.target && (e.target.tagName === 'INPUT' || e.target.tagName === 'TEXTAREA')
+    && !(e.dataTransfer && [...e.dataTransfer.types].includes('Files'));
   for (const type of ['dragenter', 'dragover']) {
-    drop.addEventListener(type, (e) => { e.preventDefault(); drop.classList.add('over'); });
+    document.addEventListener(type, (e) => {
+      if (onStart() && intoField(e)) return;
+      e.preventDefault();
+      if (!onStart()) { if (e.dataTransfer) e.dataTransfer.dropEffect = 'none'; return; }
+      drop.classList.add('over');
+    });
   }
-  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
-  drop.addEventListener('drop', (e) => {
+  document.addEventListener('dragleave', (e) => { if (!e.relatedTarget) drop.classList.remove('over'); });
+  document.addEventListener('drop', (e) => {
+    if (onStart() && intoField(e)) return;
     e.preventDefault();
     drop.classList.remove('over');
+    if (!onStart()) return;
     show($('drop-msg'), false);
-    const dt = e.dataTransfer;
-    if (!dt) return;
-    // Folders arrive as File objects too; tell them apart by their entry (where the browser
-    // offers it) and say what to do instead of sending an empty file.
-    const items = [...(dt.items || [])].filter((i) => i.kind === 'file');
-    const isFolder = items.map((i) => { const en = i.webkitGetAsEntry && i.webkitGetAsEntry(); return !!(en && en.isDirectory); });
-    const files = [...dt.files].filter((f, i) => !isFolder[i]);
-    if (isFolder.some(Boolean)) {
-      setText($('drop-msg'), files.length
-        ? 'Folders were left out (zip a folder to send it); sending the files.'
-        : "Folders can't be sent as such: zip the folder, or drop the files inside it.");
+    if (!e.dataTransfer) return;
+    // read now: the DataTransfer is emptied once this event returns
+    sendDrop(readDrop(e.dataTransfer)).catch((err) => {
+      setText($('drop-msg'), `Could not read what was dropped (${err && err.message ? err.message : err}).`);
       show($('drop-msg'));
-    }
-    if (files.length) startSending({ files });
-    else if (!items.length && dt.getData('text/plain')) startSending({ text: dt.getData('text/plain') });
+    });
   });
-  // Pasting files anywhere on the start view sends them.
+
+  // Pasting onto the page: files are sent, text too, unless it is a code or a receive link
+  // (then it goes into the receive field) or it is pasted into a field.
   document.addEventListener('paste', (e) => {
-    if ($('start-view').hidden || !e.clipboardData) return;
+    if (!onStart() || !e.clipboardData) return;
     const files = [...e.clipboardData.files];
-    if (files.length) { e.preventDefault(); startSending({ files }); }
+    if (files.length) { e.preventDefault(); startSending({ files }); return; }
+    const t = e.target;
+    if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) return;
+    const text = e.clipboardData.getData('text/plain');
+    if (!text) return;
+    e.preventDefault();
+    const trimmed = text.trim();
+    if (looksLikeCode(trimmed) || (trimmed.startsWith(`${location.origin}/#`) && parseTyped(trimmed))) {
+      $('open-input').value = trimmed;
+      $('open-input').focus();
+      return;
+    }
+    startSending({ text });
+  });
+
+  const writeText = $('write-text');
+  writeText.addEventListener('click', () => {
+    const open = $('text-box').hidden;
+    show($('text-box'), open);
+    writeText.setAttribute('aria-expanded', String(open));
+    if (open) $('text-input').focus();
   });
   $('send-text').addEventListener('click', () => {
     const text = $('text-input').value;
@@ -117,67 +235,102 @@ function wireStartView() {
     else $('text-input').focus();
   });
 
-  const usePass = $('use-passphrase');
-  usePass.addEventListener('change', () => {
-    show($('passphrase-row'), usePass.checked);
-    if (usePass.checked && !$('passphrase').value) $('passphrase').value = randomPassphrase();
-    setText($('enc-hint'), usePass.checked
-      ? 'The receiver types this passphrase (age-rt with scrypt; the ZebraStream client reads it too). The link carries no key.'
-      : "A fresh key is made for each transfer and travels only in the link's #fragment, which browsers never send to the relay.");
-  });
+  for (const radio of document.querySelectorAll('input[name=mode]')) {
+    radio.addEventListener('change', () => setMode(radio.value, true));
+  }
   $('new-passphrase').addEventListener('click', () => { $('passphrase').value = randomPassphrase(); });
 
   $('open-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    const target = parseTyped($('open-input').value);
-    if (!target) { $('open-input').setCustomValidity('Not a link or stream path'); $('open-input').reportValidity(); return; }
-    $('open-input').setCustomValidity('');
-    typedPassphrase = $('open-passphrase').value;
-    const fragment = new URL(buildLink(location.origin, target)).hash;
-    if (location.hash === fragment) route(); else location.hash = fragment;
+    const field = $('open-input');
+    const target = parseTyped(field.value);
+    if (!target) {
+      field.setCustomValidity('Enter a code like 7-guitarist-revenge, or a receive link');
+      field.reportValidity();
+      return;
+    }
+    if (target.code && authMode) {
+      field.setCustomValidity("Short codes don't work on this relay (it needs access tokens): ask the sender for a link");
+      field.reportValidity();
+      return;
+    }
+    field.setCustomValidity('');
+    if (target.code) {
+      autostart = true;
+      go(`#code=${normaliseCode(target.code)}`);
+      return;
+    }
+    go(new URL(buildLink(location.origin, target)).hash);
   });
   $('open-input').addEventListener('input', () => $('open-input').setCustomValidity(''));
 }
 
 function wirePanels() {
   $('copy-link').addEventListener('click', () => copyButton($('copy-link'), $('link').value, $('link')));
+  $('copy-code').addEventListener('click', () => sender && sender.code && copyButton($('copy-code'), sender.code));
+  $('copy-code-link').addEventListener('click', () => sender && sender.codeUrl && copyButton($('copy-code-link'), sender.codeUrl));
   $('send-cancel').addEventListener('click', () => sender && sender.cancel());
   $('send-retry').addEventListener('click', () => sender && sender.retry());
-  $('send-new').addEventListener('click', () => {
-    if (sender) sender.close();
-    sender = null;
-    show($('send-panel'), false);
-    show($('start-view'));
-    show($('drop-msg'), false);
-    document.body.dataset.view = 'start';
-    $('drop').focus();
-  });
+  $('send-new').addEventListener('click', backToStart);
   $('recv-cancel').addEventListener('click', () => receiver && receiver.cancel());
   $('recv-retry').addEventListener('click', () => receiver && receiver.retry());
-  $('recv-pass-form').addEventListener('submit', (e) => {
+  $('recv-new').addEventListener('click', () => go('#receive'));
+  $('recv-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    if (receiver) receiver.submitPassphrase($('recv-passphrase').value);
+    if (receiver) receiver.submit();
+  });
+  $('recv-code').addEventListener('input', () => $('recv-code').setCustomValidity(''));
+  $('home-link').addEventListener('click', (e) => {
+    // a reload would kill a running transfer: go back without one, and ask first if one runs
+    e.preventDefault();
+    if (busy() && !window.confirm('A transfer is running. Stop it and go back to the start?')) return;
+    backToStart();
+  });
+  // closing or reloading the tab mid-transfer: the browser asks first
+  window.addEventListener('beforeunload', (e) => {
+    if (!busy()) return;
+    e.preventDefault();
+    e.returnValue = '';
   });
   const method = $('save-method');
   if (!hasFsa()) method.querySelector('option[value=fsa]').disabled = true;
   try { method.value = localStorage.getItem(SAVE_PREF_KEY) || 'auto'; } catch { /* storage disabled */ }
+  if (!method.value) method.value = 'auto';
   method.addEventListener('change', () => {
     try { localStorage.setItem(SAVE_PREF_KEY, method.value); } catch { /* storage disabled */ }
+    if (receiver) receiver.methodChanged();
   });
+}
+
+/** Auth mode: the token field comes out of the options, and codes are off (see #code-off). */
+function enterAuthMode() {
+  authMode = true;
+  document.body.dataset.auth = 'true';
+  $('token-slot-top').append($('token-row'));
+  $('token-row').classList.add('token-needed');
+  show($('token-when'), false);
+  setText($('hero-text'), 'Pick something to send and share the link with the other person, or let them scan it. It is encrypted in this page; the relay passes the bytes on and keeps nothing.');
+  $('open-input').placeholder = 'A receive link';
+  setText($('token-hint'), 'This relay needs an access token: a write token to send, from its operator. Receivers need a read token.');
+  $('mode-code').disabled = true;
+  show($('code-off'));
+  if (currentMode() === 'code') setMode('link');
 }
 
 async function main() {
   wireStartView();
   wirePanels();
+  setMode(storedMode());
   window.addEventListener('hashchange', route);
   // Leaving the page mid-transfer: fail the download now rather than after the worker's watchdog.
   window.addEventListener('pagehide', () => { if (receiver) receiver.close(); });
-  const [mod, sw] = await Promise.all([loadSdk(), registerDownloadWorker()]);
+  const [mod, sw, auth] = await Promise.all([loadSdk(), registerDownloadWorker(), probeAuth()]);
   sdk = mod;
+  if (auth) enterAuthMode();
   setText($('save-hint'), [
-    hasFsa() ? 'This browser can write straight to a file you choose.' : 'No File System Access API here.',
-    sw ? 'Streaming downloads are available.' : 'No streaming downloads here (needs https or localhost): large files may not fit in memory.',
-  ].join(' '));
+    sw ? 'Downloads stream to disk as they arrive.' : 'No streaming downloads here (they need https or localhost): large files may not fit in memory.',
+    hasFsa() ? 'This browser can also write straight to a file you choose.' : '',
+  ].join(' ').trim());
   route();
   document.body.dataset.ready = 'true';
 }

@@ -30,8 +30,18 @@ const MESSAGES = {
     send: 'Nobody opened the link in time.',
     receive: 'The sender did not show up in time.',
   },
-  UNAUTHORIZED: { send: 'This relay needs an access token.', receive: 'This relay needs an access token.' },
-  FORBIDDEN: { send: 'The access token does not allow this.', receive: 'The access token does not allow this.' },
+  UNAUTHORIZED: {
+    send: 'This relay needs an access token (a write token), and none or an invalid one was given. Enter it under Options, then send again.',
+    receive: 'This relay needs an access token (a read token), and none or an invalid one was given. Enter it below, then try again.',
+  },
+  FORBIDDEN: {
+    send: "The access token doesn't allow sending here: it needs to be a write token for this path (or a parent path).",
+    receive: "The access token doesn't allow receiving here: it needs to be a read token for this path (or a parent path).",
+  },
+  WRONG_CODE: {
+    send: 'Someone entered a wrong code, so this code no longer works. Nothing was sent. Make a new code and read it out again.',
+    receive: "It doesn't match the sender's code. Nothing was received. Check the code with the sender: they need to make a new one.",
+  },
   UNSUPPORTED: {
     send: "This browser can't do this transfer.",
     receive: "This browser can't do this transfer.",
@@ -51,6 +61,12 @@ const MESSAGES = {
 export function describeError(err, side) {
   const code = err && typeof err === 'object' && typeof err.code === 'string' ? err.code : 'UNKNOWN';
   const detail = err && err.message ? String(err.message) : String(err);
+  if (code === 'WRONG_CODE' && side === 'receive' && /no sender is waiting/.test(detail)) {
+    return { code, title: 'Nobody is sending with this code: it was used already, it expired, or it was mistyped. Nothing was received.', detail };
+  }
+  if (code === 'PEER_DISCONNECTED' && side === 'send' && err.peerCode === 'WRONG_KEY') {
+    return { code, title: 'The receiver typed a wrong passphrase. Nothing was sent.', detail };
+  }
   const m = MESSAGES[code];
   if (m) return { code, title: m[side], detail };
   if (err && err.name === 'AbortError') return { code: 'ABORTED', title: 'Cancelled.', detail };
@@ -67,6 +83,10 @@ const HEADLINES = {
   DECRYPT_FAILED: { send: 'The receiver could not decrypt.', receive: 'Damaged data: nothing was saved.' },
   NETWORK: { send: "Can't reach the relay.", receive: "Can't reach the relay." },
   UNCONFIRMED: { send: 'Not confirmed by the receiver.', receive: 'Not confirmed.' },
+  WRONG_CODE: { send: 'Wrong code.', receive: 'Wrong code.' },
+  UNAUTHORIZED: { send: 'An access token is needed.', receive: 'An access token is needed.' },
+  FORBIDDEN: { send: "The access token doesn't fit.", receive: "The access token doesn't fit." },
+  CONNECT_TIMEOUT: { send: 'Nobody came.', receive: 'The sender did not come.' },
 };
 
 /** The short status line for a failure (the panel's heading), by error code and side. */

@@ -7,7 +7,8 @@ export function formatBytes(n) {
   if (!Number.isFinite(n) || n < 0) return '?';
   let i = 0;
   while (n >= 1024 && i < UNITS.length - 1) { n /= 1024; i++; }
-  return i === 0 ? `${n} B` : `${n.toFixed(n < 10 ? 2 : n < 100 ? 1 : 0)} ${UNITS[i]}`;
+  // Bytes are whole (a rate may not be: 81.3 B/s reads "81 B/s").
+  return i === 0 ? `${Math.round(n)} B` : `${n.toFixed(n < 10 ? 2 : n < 100 ? 1 : 0)} ${UNITS[i]}`;
 }
 
 /** Seconds -> "42 s", "3 min 5 s", "1 h 2 min". */
@@ -23,6 +24,9 @@ export function formatDuration(s) {
  * Tracks a transfer's progress. Rate is an exponential moving average over ~2 s windows.
  * `now` is injectable (milliseconds) for tests.
  */
+/** No new byte for this long (ms) and the transfer counts as stalled: no rate, no time left. */
+export const STALL_MS = 3000;
+
 export class ProgressMeter {
   constructor(total, now = () => performance.now()) {
     this.total = Number.isFinite(total) ? total : undefined;
@@ -32,10 +36,12 @@ export class ProgressMeter {
     this.rate = 0;
     this.lastT = this.start;
     this.lastBytes = 0;
+    this.changedAt = this.start;
   }
 
   /** Records the cumulative byte count. */
   update(bytes) {
+    if (bytes !== this.bytes) this.changedAt = this.now();
     this.bytes = bytes;
     const t = this.now();
     const dt = (t - this.lastT) / 1000;
@@ -53,10 +59,20 @@ export class ProgressMeter {
     return s > 0 ? this.bytes / s : 0;
   }
 
-  /** { bytes, total?, percent?, rate, eta? } with rate in bytes/s and eta in seconds. */
+  /** True when no byte moved for {@link STALL_MS} (after the first): the other side holds back. */
+  stalled() {
+    return this.bytes > 0 && this.now() - this.changedAt >= STALL_MS
+      && (this.total === undefined || this.bytes < this.total);
+  }
+
+  /**
+   * { bytes, total?, percent?, rate, eta?, stalled } with rate in bytes/s and eta in seconds;
+   * a stalled transfer has rate 0 and no eta (a frozen "5 s left" would be a lie).
+   */
   snapshot() {
-    const rate = this.rate || this.averageRate();
-    const out = { bytes: this.bytes, rate };
+    const stalled = this.stalled();
+    const rate = stalled ? 0 : this.rate || this.averageRate();
+    const out = { bytes: this.bytes, rate, stalled };
     if (this.total !== undefined) {
       out.total = this.total;
       out.percent = this.total === 0 ? 100 : Math.min(100, (this.bytes / this.total) * 100);
@@ -70,6 +86,7 @@ export class ProgressMeter {
     const s = this.snapshot();
     const parts = [s.total !== undefined ? `${formatBytes(s.bytes)} of ${formatBytes(s.total)}` : formatBytes(s.bytes)];
     if (s.percent !== undefined) parts.push(`${Math.floor(s.percent)}%`);
+    if (s.stalled) parts.push('paused');
     if (s.rate > 0) parts.push(`${formatBytes(s.rate)}/s`);
     if (s.eta !== undefined && s.percent < 100) parts.push(`${formatDuration(s.eta)} left`);
     return parts.join(' · ');

@@ -1,6 +1,12 @@
 // Receive links: everything the receiver needs travels in the URL's #fragment, which browsers
 // never send to a server, so the relay sees neither the key nor the file's name.
 //
+// Short-code links (the QR code of a code, PROTOCOL.md §14) carry just the code:
+//
+//   https://relay.example/#code=7-guitarist-revenge
+//
+// and open the receive screen with the code filled in. Key links:
+//
 //   https://relay.example/#r=/s/k3v9...&k=AGE-SECRET-KEY-1...&n=report.pdf&s=123456&t=application/pdf&m=file
 //
 // r = stream path (PROTOCOL.md §1), k = age X25519 identity (absent in passphrase mode),
@@ -46,13 +52,35 @@ export function buildLink(origin, t) {
   return `${origin}/#${q.toString()}`;
 }
 
+/** A short code's text as people type it: "7-guitarist-revenge", "7 Guitarist Revenge". */
+const CODE_LIKE = /^\s*[1-9]\d{0,2}(?:[\s-]+[a-z]+){2}\s*$/i;
+
+/** True if `text` has the shape of a short code (the SDK checks the words themselves). */
+export function looksLikeCode(text) {
+  return CODE_LIKE.test(String(text || ''));
+}
+
+/** "7 Guitarist  revenge" -> "7-guitarist-revenge" (what the page shows and links carry). */
+export function normaliseCode(text) {
+  return String(text || '').trim().toLowerCase().split(/[\s-]+/).filter(Boolean).join('-');
+}
+
+/** The short link of a code: opens the receive screen with the code filled in. */
+export function codeLink(origin, code) {
+  return `${origin}/#code=${encodeURIComponent(normaliseCode(code))}`;
+}
+
 /**
  * Parses a link's fragment (with or without the leading '#').
- * @returns {null | {path: string, identity?: string, passphrase: boolean, name?: string, size?: number, type?: string, kind?: string}}
- *   null when the fragment is not a receive link.
+ * @returns {null | {code: string} | {path: string, identity?: string, passphrase: boolean, name?: string, size?: number, type?: string, kind?: string}}
+ *   null when the fragment is not a receive link; `{code}` for a short-code link.
  */
 export function parseFragment(fragment) {
   const q = new URLSearchParams(String(fragment || '').replace(/^#/, ''));
+  if (q.has('code')) {
+    const code = q.get('code');
+    return looksLikeCode(code) ? { code: normaliseCode(code) } : null;
+  }
   const path = q.get('r');
   if (!path || !path.startsWith('/')) return null;
   const size = q.has('s') ? Number(q.get('s')) : undefined;
@@ -70,13 +98,14 @@ export function parseFragment(fragment) {
 }
 
 /**
- * What a person typed into "link or stream path": a whole link (its fragment is used), a
- * fragment, or a bare stream path ("/s/abc" or "s/abc").
+ * What a person typed into "code or link": a short code, a whole link (its fragment is used),
+ * a fragment, or a bare stream path ("/s/abc" or "s/abc").
  * @returns {null | ReturnType<typeof parseFragment>}
  */
 export function parseTyped(text) {
   const s = String(text || '').trim();
   if (!s) return null;
+  if (looksLikeCode(s)) return { code: normaliseCode(s) };
   const hash = s.indexOf('#');
   if (hash >= 0) return parseFragment(s.slice(hash));
   if (/^[a-z]+:\/\//i.test(s)) {

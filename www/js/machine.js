@@ -29,10 +29,12 @@ export class StateMachine {
 
 // Terminal states may go back to 'idle' ("send something else") or, for the sender, start
 // waiting again on the same link ("send again": another receiver, or a retry).
+// A sender goes back to waiting (on the same link) when the receiver typed a wrong passphrase
+// and may try again.
 export const SENDER = {
   idle: ['waiting', 'error'],
-  waiting: ['sending', 'done', 'error', 'cancelled'],
-  sending: ['done', 'error', 'cancelled'],
+  waiting: ['waiting', 'sending', 'done', 'error', 'cancelled'],
+  sending: ['waiting', 'done', 'error', 'cancelled'],
   done: ['idle', 'waiting'],
   error: ['idle', 'waiting'],
   cancelled: ['idle', 'waiting'],

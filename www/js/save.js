@@ -1,9 +1,11 @@
 // Where received bytes go, without holding the file in memory where the browser allows it.
 // Strategies, in the order 'auto' tries them:
-//   'fsa'  File System Access API (showSaveFilePicker): streams to the chosen file; on failure
-//          the writable is aborted, so the browser discards its temporary file.
 //   'sw'   Service Worker streaming download (sw.js): the browser's download manager pulls
-//          chunks from this page; on failure the download is marked failed.
+//          chunks from this page; on failure the download is marked failed. First: it needs
+//          no click, so the sender never waits for the receiver to choose a place.
+//   'fsa'  File System Access API (showSaveFilePicker): streams to the chosen file; on failure
+//          the writable is aborted, so the browser discards its temporary file. Needs a click
+//          ("Ask me where to save"), meanwhile the sender waits.
 //   'blob' in memory, then an <a download>: only for small payloads (BLOB_LIMIT).
 // A sink is { write(chunk): Promise, close(): Promise, abort(reason): Promise, kind }.
 
@@ -36,8 +38,8 @@ export function hasFsa() {
 
 /** The strategy 'auto' picks, given what this browser offers. */
 export function autoStrategy(size) {
-  if (hasFsa()) return 'fsa';
   if (swRegistration && swRegistration.active) return 'sw';
+  if (hasFsa()) return 'fsa';
   if (size === undefined || size <= BLOB_LIMIT) return 'blob';
   return 'none';
 }

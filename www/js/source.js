@@ -1,29 +1,42 @@
-// What the sender sends: one file as is, several files as one streaming ZIP (client-zip,
-// sizes predicted exactly so the receiver sees a percentage), or text as UTF-8.
+// What the sender sends: one file as is, several files or a folder as one streaming ZIP
+// (client-zip, with the paths inside the folder; sizes predicted exactly so the receiver sees
+// a percentage), or text as UTF-8.
 import { makeZip, predictLength } from '/assets/vendor/client-zip.js';
+import { zipName } from './folders.js';
+
+export const TEXT_TYPE = 'text/plain;charset=utf-8';
 
 /**
- * @param {{files?: File[], text?: string}} items
- * @returns {{kind: 'file'|'zip'|'text', name: string, size: number, type: string, open: () => ReadableStream<Uint8Array>}}
+ * @param {{entries?: {file?: File, path: string}[], files?: File[], text?: string}} items
+ *   `entries`: files with their relative paths ("photos/a.jpg"; "photos/empty/" for an empty
+ *   folder); `files`: plain files (their names)
+ * @returns {{kind: 'file'|'zip'|'text', name: string, size: number, type: string, count: number,
+ *   open: () => ReadableStream<Uint8Array>}}
  */
 export function describeItems(items) {
   if (items.text !== undefined) {
     const bytes = new TextEncoder().encode(items.text);
-    return { kind: 'text', name: 'text.txt', size: bytes.length, type: 'text/plain;charset=utf-8',
+    return { kind: 'text', name: 'text.txt', size: bytes.length, type: TEXT_TYPE, count: 1,
       open: () => new Blob([bytes]).stream() };
   }
-  const files = items.files || [];
-  if (files.length === 1) {
-    const f = files[0];
-    return { kind: 'file', name: f.name || 'file', size: f.size, type: f.type || 'application/octet-stream', open: () => f.stream() };
+  const entries = items.entries || (items.files || []).map((file) => ({ file, path: file.name }));
+  const files = entries.filter((e) => e.file);
+  if (entries.length === 1 && files.length === 1 && !entries[0].path.includes('/')) {
+    const f = files[0].file;
+    return { kind: 'file', name: f.name || 'file', size: f.size, type: f.type || 'application/octet-stream', count: 1,
+      open: () => f.stream() };
   }
-  const entries = files.map((f) => ({ name: f.name, size: f.size }));
+  // client-zip: an entry with a name but neither input nor size is an empty folder
+  const meta = entries.map((e) => (e.file ? { name: e.path, size: e.file.size } : { name: e.path }));
   return {
     kind: 'zip',
-    name: `httpipe-${files.length}-files.zip`,
-    size: Number(predictLength(entries)),
+    name: zipName(entries),
+    size: Number(predictLength(meta)),
     type: 'application/zip',
-    open: () => makeZip(files.map((f) => ({ input: f, name: f.name, lastModified: f.lastModified, size: f.size }))),
+    count: files.length,
+    open: () => makeZip(entries.map((e) => (e.file
+      ? { input: e.file, name: e.path, lastModified: e.file.lastModified, size: e.file.size }
+      : { name: e.path }))),
   };
 }
 

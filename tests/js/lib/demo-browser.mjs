@@ -92,6 +92,23 @@ export async function dropFiles(page, files) {
   });
 }
 
+/**
+ * Drops files or folders from disk on the drop zone as the operating system would (DevTools
+ * protocol drag events: the page gets real entries, so a folder arrives as a directory).
+ * Chromium only.
+ */
+export async function dropPaths(page, paths) {
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    const box = await page.locator('#drop').boundingBox();
+    const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+    const data = { items: [], files: paths, dragOperationsMask: 1 };
+    for (const type of ['dragEnter', 'dragOver', 'drop']) await cdp.send('Input.dispatchDragEvent', { type, ...at, data });
+  } finally {
+    await cdp.detach().catch(() => {});
+  }
+}
+
 export async function waitState(page, panel, states, timeout = 120000) {
   const list = Array.isArray(states) ? states : [states];
   await page.waitForFunction(([id, l]) => l.includes(document.getElementById(id).dataset.state),
@@ -107,9 +124,54 @@ export async function textOf(page, id) {
   return page.evaluate((i) => document.getElementById(i).textContent, id);
 }
 
-export async function screenshot(page, name) {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
+/** Saves a screenshot as test-artifacts/<name> (a name may have folders); the full page by default. */
+export async function screenshot(page, name, { fullPage = true } = {}) {
   const file = path.join(ARTIFACTS, name);
-  await page.screenshot({ path: file, fullPage: true });
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  await page.screenshot({ path: file, fullPage });
   return file;
+}
+
+/** Visible form controls without an accessible name (label, aria-label(ledby), or text). */
+export async function unlabelledControls(page) {
+  return page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, [role=button]')]
+    .filter((el) => el.offsetParent !== null && el.type !== 'hidden')
+    .filter((el) => !((el.labels && el.labels.length) || el.getAttribute('aria-label')
+      || el.getAttribute('aria-labelledby') || el.textContent.trim()))
+    .map((el) => el.id || el.outerHTML.slice(0, 60)));
+}
+
+/** True when the page needs no sideways scrolling. */
+export async function fitsWidth(page) {
+  return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+}
+
+/** Sends `files` from a new demo page in `browser` by short code: { page, code }. */
+export async function sendByCode(browser, origin, files) {
+  const page = await browser.context.newPage();
+  await openDemo(page, `${origin}/`);
+  await dropFiles(page, files);
+  await page.waitForFunction(() => document.getElementById('send-code').textContent, null, { timeout: 30000 });
+  return { page, code: await textOf(page, 'send-code') };
+}
+
+/**
+ * Receives by `code` typed into the start page's receive field of a new page in `browser`
+ * (as a person would): `{ page, download }` once its panel is busy or ended; `download`
+ * settles with the page's download (rejects after `timeout` ms without one).
+ */
+export async function receiveByCode(browser, origin, code, { timeout = 120000 } = {}) {
+  const page = await browser.context.newPage();
+  await openDemo(page, `${origin}/`);
+  const download = page.waitForEvent('download', { timeout });
+  download.catch(() => {});
+  await page.fill('#open-input', code);
+  await page.press('#open-input', 'Enter');
+  await waitState(page, 'recv-panel', ['waiting', 'ready', 'receiving', 'done', 'error']);
+  return { page, download };
+}
+
+/** Makes new pages of `browser` send by link ('link') or passphrase, not by code (the default). */
+export async function preferLinks(browser, mode = 'link') {
+  await browser.context.addInitScript((m) => localStorage.setItem('httpipe.mode', m), mode);
 }
