@@ -6,7 +6,12 @@
 // Checksums equal.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startRelay } from './lib/relay.mjs';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startRelay, RELEASE_DIR } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, uniquePath, hashStream, within } from './lib/sdk.mjs';
 
@@ -213,4 +218,55 @@ test('Chromium: the payload cipher is the wasm one (no node:crypto; WebCrypto\'s
   try {
     assert.equal(await page.evaluate(() => window.httpipe.cryptoBackend()), 'wasm');
   } finally { await page.close(); }
+});
+
+const HTTPIPE = process.env.HTTPIPE_CLI_BIN || path.join(RELEASE_DIR, 'httpipe');
+
+/** The CLI; resolves { code, stderr }; `onStderr(text so far)` sees its progress. */
+function cli(args, { cwd, onStderr } = {}) {
+  const proc = spawn(HTTPIPE, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  proc.stderr.setEncoding('utf8');
+  proc.stderr.on('data', (d) => { stderr += d; onStderr?.(stderr); });
+  return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stderr })));
+}
+
+test('Chromium ↔ CLI by short code (PROTOCOL §14): a page sends to `httpipe receive CODE`, `httpipe send FILE` to a page', { timeout: 120_000 }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-chromium-cli-'));
+  const page = await openPage(relay.http);
+  try {
+    const size = 3 * MiB + 5;
+    const expected = createHash('sha256').update(Buffer.from(await new Response(gen(size, 5)).arrayBuffer())).digest('hex');
+    // page → CLI
+    const code = await page.evaluate(async ({ relayUrl, size, GEN_SRC }) => {
+      const gen = (0, eval)(GEN_SRC);
+      const blob = await new Response(gen(size, 5)).blob();
+      const { code, done } = await window.httpipe.sendWithCode(new File([blob], 'from-page.bin'), { relay: relayUrl });
+      window.sent = done;
+      return code;
+    }, { relayUrl: relay.http, size, GEN_SRC });
+    const got = await cli(['receive', '--relay', relay.http, '-o', dir, code]);
+    assert.equal(got.code, 0, got.stderr);
+    assert.equal(createHash('sha256').update(fs.readFileSync(path.join(dir, 'from-page.bin'))).digest('hex'), expected);
+    assert.equal(await page.evaluate(async () => (await window.sent).receipt.authenticated), true);
+    // CLI → page
+    fs.writeFileSync(path.join(dir, 'from-cli.bin'), Buffer.from(await new Response(gen(size, 5)).arrayBuffer()));
+    let shown;
+    const printed = new Promise((resolve) => { shown = resolve; });
+    const sender = cli(['send', '--relay', relay.http, 'from-cli.bin'], {
+      cwd: dir, onStderr: (t) => { const m = /^Code: (\S+)$/m.exec(t); if (m) shown(m[1]); },
+    });
+    const code2 = await within(printed, 20_000, 'the CLI\'s code');
+    const r = await page.evaluate(async ({ code, SUM_SRC }) => {
+      const sum = (0, eval)(SUM_SRC);
+      const r = await window.httpipe.receiveWithCode(code, { relay: location.origin });
+      return { name: r.filename, ...(await sum(r.stream)) };
+    }, { code: code2, SUM_SRC });
+    assert.deepEqual(r, { name: 'from-cli.bin', ...(await sum(gen(size, 5))) });
+    const s = await sender;
+    assert.equal(s.code, 0, s.stderr);
+  } finally {
+    await page.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
