@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, RELAY_BIN, RELEASE_DIR, startRelay } from './lib/relay.mjs';
+import { ROOT, RELAY_BIN, HTTPIPE_CLI, startRelay } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, randomSource, hashStream, sha256, sleep, within } from './lib/sdk.mjs';
 import { skipUnless } from './lib/tools.mjs';
@@ -30,7 +30,6 @@ import {
 const skip = skipUnless(REDIS_SERVER, 'redis-server') || skipUnless(NGINX, 'nginx');
 const ZEBRASTREAM = path.join(ROOT, '.venv/bin/zebrastream');
 const CHROMIUM = '/usr/bin/chromium';
-const HTTPIPE_CLI = process.env.HTTPIPE_CLI_BIN || path.join(RELEASE_DIR, 'httpipe');
 const sdk = await import(PKG);
 
 const KiB = 1024;

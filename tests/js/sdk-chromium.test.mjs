@@ -6,12 +6,11 @@
 // Checksums equal.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startRelay, RELEASE_DIR } from './lib/relay.mjs';
+import { startRelay, runCli } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, uniquePath, hashStream, within } from './lib/sdk.mjs';
 
@@ -220,16 +219,6 @@ test('Chromium: the payload cipher is the wasm one (no node:crypto; WebCrypto\'s
   } finally { await page.close(); }
 });
 
-const HTTPIPE = process.env.HTTPIPE_CLI_BIN || path.join(RELEASE_DIR, 'httpipe');
-
-/** The CLI; resolves { code, stderr }; `onStderr(text so far)` sees its progress. */
-function cli(args, { cwd, onStderr } = {}) {
-  const proc = spawn(HTTPIPE, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  proc.stderr.setEncoding('utf8');
-  proc.stderr.on('data', (d) => { stderr += d; onStderr?.(stderr); });
-  return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stderr })));
-}
 
 test('Chromium ↔ CLI by short code (PROTOCOL §14): a page sends to `httpipe receive CODE`, `httpipe send FILE` to a page', { timeout: 120_000 }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-chromium-cli-'));
@@ -245,7 +234,7 @@ test('Chromium ↔ CLI by short code (PROTOCOL §14): a page sends to `httpipe r
       window.sent = done;
       return code;
     }, { relayUrl: relay.http, size, GEN_SRC });
-    const got = await cli(['receive', '--relay', relay.http, '-o', dir, code]);
+    const got = await runCli(['receive', '--relay', relay.http, '-o', dir, code]);
     assert.equal(got.code, 0, got.stderr);
     assert.equal(createHash('sha256').update(fs.readFileSync(path.join(dir, 'from-page.bin'))).digest('hex'), expected);
     assert.equal(await page.evaluate(async () => (await window.sent).receipt.authenticated), true);
@@ -253,7 +242,7 @@ test('Chromium ↔ CLI by short code (PROTOCOL §14): a page sends to `httpipe r
     fs.writeFileSync(path.join(dir, 'from-cli.bin'), Buffer.from(await new Response(gen(size, 5)).arrayBuffer()));
     let shown;
     const printed = new Promise((resolve) => { shown = resolve; });
-    const sender = cli(['send', '--relay', relay.http, 'from-cli.bin'], {
+    const sender = runCli(['send', '--relay', relay.http, 'from-cli.bin'], {
       cwd: dir, onStderr: (t) => { const m = /^Code: (\S+)$/m.exec(t); if (m) shown(m[1]); },
     });
     const code2 = await within(printed, 20_000, 'the CLI\'s code');

@@ -8,13 +8,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { startRelay, ROOT, RELEASE_DIR } from './lib/relay.mjs';
+import { startRelay, ROOT, runCli } from './lib/relay.mjs';
 import { PKG, hashStream, randomBytes, rejection, within } from './lib/sdk.mjs';
 
 const sdk = await import(PKG);
 const DENO = path.join(ROOT, 'node_modules/.bin/deno');
 const CODE = /^([1-9]\d{0,2})-([a-z]+)-([a-z]+)$/;
-const HTTPIPE = process.env.HTTPIPE_CLI_BIN || path.join(RELEASE_DIR, 'httpipe');
 let relay;
 let dir;
 before(async () => {
@@ -158,15 +157,6 @@ test('Deno → Node by code, 2 MiB', { timeout: 60_000 }, async () => {
   } finally { proc.kill('SIGKILL'); }
 });
 
-/** Runs the CLI; resolves { code, stderr } at its exit. `onStderr(text so far)` sees its progress. */
-function cli(args, { cwd, onStderr } = {}) {
-  const proc = spawn(HTTPIPE, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  proc.stderr.setEncoding('utf8');
-  proc.stderr.on('data', (d) => { stderr += d; onStderr?.(stderr); });
-  return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stderr })));
-}
-
 test('CLI ↔ SDK by code: `httpipe send FILE` → receiveWithCode, sendWithCode → `httpipe receive CODE`', { timeout: 60_000 }, async () => {
   const { bytes, sha256: want } = randomBytes((2 << 20) + 3);
   const sendDir = fs.mkdtempSync(path.join(dir, 'cli-send-'));
@@ -174,7 +164,7 @@ test('CLI ↔ SDK by code: `httpipe send FILE` → receiveWithCode, sendWithCode
   // the CLI sends; the SDK receives by the printed code
   let shown;
   const printed = new Promise((resolve) => { shown = resolve; });
-  const sender = cli(['send', '--relay', relay.http, 'inventory.csv'], {
+  const sender = runCli(['send', '--relay', relay.http, 'inventory.csv'], {
     cwd: sendDir,
     onStderr: (t) => { const m = /^Code: (\S+)$/m.exec(t); if (m) shown(m[1]); },
   });
@@ -192,7 +182,7 @@ test('CLI ↔ SDK by code: `httpipe send FILE` → receiveWithCode, sendWithCode
   const recvDir = fs.mkdtempSync(path.join(dir, 'cli-recv-'));
   const file = new File([bytes], 'orders.bin');
   const { code: code2, done } = await sdk.sendWithCode(file, { relay: relay.http });
-  const got = await cli(['receive', '--relay', relay.http, '-o', recvDir, code2]);
+  const got = await runCli(['receive', '--relay', relay.http, '-o', recvDir, code2]);
   assert.equal(got.code, 0, got.stderr);
   const saved = fs.readFileSync(path.join(recvDir, 'orders.bin'));
   assert.equal(saved.length, bytes.byteLength);

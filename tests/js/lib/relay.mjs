@@ -22,6 +22,18 @@ export const RELAY_BIN = process.env.HTTPIPE_RELAY_BIN || path.join(RELEASE_DIR,
  *   `port`: the HTTP port (default 0, a free one), e.g. to restart a relay on the same port
  * @returns {Promise<{ http: string, https: string|undefined, proc: import('node:child_process').ChildProcess, output: () => string, stop: () => Promise<void> }>}
  */
+/** The httpipe CLI as `npm start` builds it (HTTPIPE_CLI_BIN overrides). */
+export const HTTPIPE_CLI = process.env.HTTPIPE_CLI_BIN || path.join(RELEASE_DIR, 'httpipe');
+
+/** Runs the CLI; resolves { code, stderr } at its exit. `onStderr(text so far)` sees its progress. */
+export function runCli(args, { cwd, onStderr } = {}) {
+  const proc = spawn(HTTPIPE_CLI, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  proc.stderr.setEncoding('utf8');
+  proc.stderr.on('data', (d) => { stderr += d; onStderr?.(stderr); });
+  return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stderr })));
+}
+
 export async function startRelay(opts = {}) {
   if (!fs.existsSync(RELAY_BIN)) {
     throw new Error(`relay binary not found at ${RELAY_BIN}: run cargo build --release -p httpipe-relay`);
