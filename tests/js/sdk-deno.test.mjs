@@ -107,6 +107,7 @@ console.log(JSON.stringify({ detected, same: pt.length === bytes.length && pt.ev
   const res = await deno([script]).done;
   assert.equal(res.code, 0, res.err);
   assert.deepEqual(JSON.parse(res.out.trim().split('\n').at(-1)), { detected: 'node:crypto', same: true });
+});
 
 test('Deno: a post-quantum key made in Deno; what Deno encrypts to it (age-rt) Node decrypts (PROTOCOL.md §7.1)', { timeout: 60_000 }, async () => {
   const script = path.join(dir, 'pq.mjs');
