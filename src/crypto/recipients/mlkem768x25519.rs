@@ -146,6 +146,7 @@ fn labeled_expand<const L: usize>(prk: &[u8], label: &[u8], info: &[u8]) -> Zero
     let mut out = Zeroizing::new([0u8; L]);
     // ok: prk is an HKDF-SHA-256 PRK (32 bytes), L ≤ 32 is far below the 255 * 32 limit
     let hk = Hkdf::<Sha256>::from_prk(prk).expect("32-byte prk");
+    // ok: L ≤ 32 bytes, far below HKDF-SHA-256's 255 * 32 output limit
     hk.expand(&full, out.as_mut()).expect("short output");
     out
 }
