@@ -128,10 +128,10 @@ export interface SendOptions extends CommonOptions {
   /** Seconds to wait for the receipt after the relay delivered every byte, then UNCONFIRMED. Default 120. */
   receiptTimeout?: number;
   /**
-   * Bytes of the replay window (PROTOCOL.md §12.3): the last bytes sent are kept (references to
-   * the chunks, no copy) so that a break resumes; a break that lost more than this fails with
+   * Bytes of the replay window (PROTOCOL.md §12.3): the last bytes sent are kept (copied into the
+   * window's own 1 MiB blocks, so memory stays bounded) so that a break resumes; a break that lost more than this fails with
    * PEER_DISCONNECTED (TRUNCATED on the receiver), the message giving both offsets. Default
-   * 64 MiB (67108864), at most 1 GiB; 0 keeps nothing. A `Blob`/`File` or bytes source keeps no
+   * 32 MiB (33554432), at most 1 GiB; 0 keeps nothing. A `Blob`/`File` or bytes source keeps no
    * window: a resume reads it again from the receiver's offset (encrypted: sealed again from
    * the chunk there, each chunk sent only if its tag is the one sent before), so `resumeWindow`
    * doesn't bound its resume.

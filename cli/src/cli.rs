@@ -98,7 +98,7 @@ pub struct StreamArgs {
 /// The producer's side of receipts and resume (`write`, `send`).
 #[derive(Debug, Args, Default, Clone)]
 pub struct ProducerArgs {
-    /// Bytes kept to resend after a break (default 64MiB, at most 1GiB; suffixes KiB MiB GiB)
+    /// Bytes kept to resend after a break (default 32MiB, at most 1GiB; suffixes KiB MiB GiB)
     #[arg(long, value_name = "BYTES")]
     pub resume_window: Option<String>,
 

@@ -46,7 +46,7 @@ pub struct SendSpec {
     /// after the first unflushed write; `None` = when 64 KiB are buffered, or at the end.
     pub auto_flush: Option<Duration>,
     pub after_break: AfterBreak,
-    /// The producer's replay window in bytes (`None`: the SDK's 64 MiB).
+    /// The producer's replay window in bytes (`None`: the SDK's 32 MiB).
     pub resume_window: Option<usize>,
     /// How long to wait for the receipt (`None`: the SDK's 120 s).
     pub receipt_timeout: Option<Duration>,

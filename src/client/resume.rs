@@ -14,7 +14,7 @@ use crate::protocol::hello::{ResumeHello, RESUME_CALL_MAX_S};
 use crate::protocol::query;
 
 /// The replay window's default size in bytes (§12.3, SDK option `resumeWindow`).
-pub const DEFAULT_WINDOW: usize = 64 * 1024 * 1024;
+pub const DEFAULT_WINDOW: usize = 32 * 1024 * 1024;
 /// The largest replay window in bytes (§12.3).
 pub const MAX_WINDOW: usize = 1024 * 1024 * 1024;
 
@@ -111,6 +111,12 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
                 break;
             }
         }
+    }
+
+    /// Whether it keeps the chunks pushed (a stream source's window of `cap > 0` bytes), not
+    /// just the last one or a seekable source's head.
+    pub fn keeps_chunks(&self) -> bool {
+        self.head.is_none() && self.cap > 0
     }
 
     /// The first wire byte it can send again.

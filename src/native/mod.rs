@@ -14,7 +14,7 @@
 //! Encryption (age-rt by default, or age v1) happens here, end to end: give `passphrase` or
 //! `recipients` to send, `passphrase` or `identities` to receive. Memory stays bounded
 //! whatever the size: a few chunks of at most 256 KiB are in flight (backpressure end to end),
-//! plus the producer's replay window when both sides resume (below; 64 MiB by default).
+//! plus the producer's replay window when both sides resume (below; 32 MiB by default).
 //!
 //! Delivery receipts and resume (`PROTOCOL.md` §12) are on by default, as in the SDK: between
 //! two httpipe clients the producer succeeds only on the consumer's receipt
@@ -192,7 +192,7 @@ pub struct SendOptions {
     /// Resume after a break (§12.3) when the consumer resumes too: how long to keep trying to
     /// meet it again (default 60 s); `None`: a break fails the send.
     pub resume: Option<Duration>,
-    /// The replay window in bytes (§12.3; default 64 MiB, at most 1 GiB): the last bytes
+    /// The replay window in bytes (§12.3; default 32 MiB, at most 1 GiB): the last bytes
     /// sent are kept (references to chunks, no copy) to send again after a break.
     pub resume_window: usize,
 }

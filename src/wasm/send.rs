@@ -14,7 +14,7 @@ use web_sys::ReadableStream;
 
 use super::abort::Abort;
 use super::bindings::{now_ms, sleep, Delay};
-use super::chunks::{self, concat, BodyWatch, ByteStream, Shared, View};
+use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, View};
 use super::crypto::{encrypt_stream, encryptor_for, reseal_stream};
 use super::error::{from_js, into_js};
 use super::http::{exchange, fetch, probe, streaming_uploads_supported, text, TEXT_LIMIT};
@@ -114,7 +114,7 @@ async fn send_inner(
     stream = receipt::committed(stream, wire.clone());
     // The replay window (§12.3) keeps what goes to the upload once both sides resume; a source
     // that can be reopened keeps only an encrypted stream's header.
-    let window = Rc::new(RefCell::new(ReplayWindow::<View>::new(0)));
+    let window = Rc::new(RefCell::new(ReplayWindow::<Kept>::new(0)));
     // What the source has not yielded yet, however many uploads read from it: a resumed
     // upload is the window's bytes, then this (never what an earlier replay left unsent).
     let source = Shared::new(chunks::recorded(
@@ -232,7 +232,7 @@ async fn send_inner(
                     Some(Replay::Kept(kept)) => (kept, futures::stream::empty().boxed_local()),
                     None => (Vec::new(), futures::stream::empty().boxed_local()),
                 };
-                stream = futures::stream::iter(kept.into_iter().map(|v| Ok(v.0)))
+                stream = futures::stream::iter(kept.into_iter().map(|k| Ok(k.to_send())))
                     .chain(again)
                     .chain(source.reader())
                     .boxed_local();
@@ -334,7 +334,7 @@ struct Upload<'a> {
     shared: &'a Rc<Shared>,
     abort: &'a Abort,
     /// The replay window (what a stall call offers, §12.4).
-    window: &'a RefCell<ReplayWindow<View>>,
+    window: &'a RefCell<ReplayWindow<Kept>>,
     /// What was sent, for a receipt that answers a stall call (§12.2).
     ours: &'a dyn Fn(&Producer<View>) -> Sent,
 }

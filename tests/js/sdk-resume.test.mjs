@@ -266,6 +266,17 @@ test('a stream source cut inside the replay window resumes; the receipt covers e
   assert.equal(report.receipt?.bytes, size);
 });
 
+// The window copies chunks into its own 1 MiB blocks and writes a block again once it moved
+// past it (src/wasm/chunks.rs `Kept`): a cut after 2.5 windows resends from recycled blocks.
+test('a stream source cut after the replay window moved on (its blocks written again) resumes byte-exact', { timeout: 60_000 }, async () => {
+  const size = 96 * MiB + 5;
+  const { stream, digest } = randomSource(size, 200 * KiB);
+  const { got, report } = await cutTransfer(stream, { cuts: [80 * MiB + 12345] });
+  assert.equal(got.sha256, await digest);
+  assert.equal(report.resumes, 1);
+  assert.equal(report.receipt?.bytes, size);
+});
+
 test('a gap older than the replay window: both sides fail with the numbers, nothing complete', { timeout: 60_000 }, async () => {
   const size = 16 * MiB;
   const { stream } = randomSource(size, 64 * KiB);

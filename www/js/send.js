@@ -151,7 +151,7 @@ export class Sender {
           // resumes by itself after a broken connection (§12.3); the panel says so meanwhile
           onProgress: resumeNotice($('send-status')),
           // Page to page, what a cut loses in flight measured 60-80 MB (browser, kernel and
-          // relay buffers; PROTOCOL.md §12.3), over the SDK's default 64 MiB window.
+          // relay buffers; PROTOCOL.md §12.3), over the SDK's default 32 MiB window.
           resumeWindow: RESUME_WINDOW,
         };
         let report;

@@ -1,7 +1,8 @@
 // A producer or consumer in its own process, for tests that kill one side.
 //   node sdk-child.mjs send <relay> <path> <bytes|-1 for endless> '<json options>'
 //   node sdk-child.mjs receive <relay> <path> '<json options>'
-// Prints one JSON line per event: {"event":"progress","bytes":N}, {"event":"done",...},
+// Prints one JSON line per event: {"event":"progress","bytes":N}, {"event":"done",...} (with
+// the SHA-256 of the bytes sent or received),
 // {"event":"error","code":...}.
 import { randomFillSync, createHash } from 'node:crypto';
 import { PKG } from './sdk.mjs';
@@ -16,17 +17,20 @@ if (mode === 'send') {
   const total = Number(a);
   const opts = JSON.parse(b || '{}');
   let sent = 0;
+  const hash = createHash('sha256');
   const stream = new ReadableStream({
     pull(ctrl) {
       if (total >= 0 && sent >= total) { ctrl.close(); return; }
       const n = total >= 0 ? Math.min(65536, total - sent) : 65536;
       sent += n;
-      ctrl.enqueue(randomFillSync(new Uint8Array(n)));
+      const chunk = randomFillSync(new Uint8Array(n));
+      if (!NO_HASH) hash.update(chunk);
+      ctrl.enqueue(chunk);
     },
   }, { highWaterMark: 0 });
   let last = 0;
   sdk.send(stream, { relay, path, ...opts, onProgress: (p) => { if (p.bytes - last >= 1 << 20) { last = p.bytes; say({ event: 'progress', bytes: p.bytes }); } } })
-    .then((r) => say({ event: 'done', ...r }), (e) => say({ event: 'error', code: e.code, message: e.message }));
+    .then((r) => say({ event: 'done', ...r, sha256: NO_HASH ? undefined : hash.digest('hex') }), (e) => say({ event: 'error', code: e.code, message: e.message }));
 } else {
   const opts = JSON.parse(a || '{}');
   try {
