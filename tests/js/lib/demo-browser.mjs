@@ -21,6 +21,7 @@ export async function launchChromium(extraArgs = []) {
   });
   return {
     context,
+    userDataDir,
     async newContext() {
       // A second, fully separate browser profile: the "other device".
       return launchChromium(extraArgs);

@@ -1,0 +1,167 @@
+// Memory of the SDK in a Chromium page (issue #13): 1 GiB sent by a page (HTTP/2 streaming
+// upload, age-rt passphrase sealed in the page) and 1 GiB received by a page (plain), the
+// other side a Node process. The page's renderer RSS (every renderer of this browser, from
+// /proc; sampled every 100 ms) may grow by at most 100 MB from the first 4 MiB to the end:
+// nothing sent or received is kept beyond the replay window (32 MiB, PROTOCOL.md §12.3).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { startRelay } from './lib/relay.mjs';
+import { launchChromium } from './lib/demo-browser.mjs';
+import { PKG, uniquePath } from './lib/sdk.mjs';
+
+const sdk = await import(PKG);
+const MiB = 1 << 20;
+const SIZE = Number(process.env.HTTPIPE_MEMORY_MIB || 1024) * MiB;
+const MB = 1e6;
+let relay;
+let browser;
+before(async () => {
+  relay = await startRelay();
+  browser = await launchChromium();
+});
+after(async () => {
+  await browser?.close();
+  await relay?.stop();
+});
+
+// Deterministic pseudo-random bytes (xorshift32), the same in the page and in Node.
+const GEN_SRC = `(total, seed) => {
+  let x = seed >>> 0 || 1;
+  let sent = 0;
+  return new ReadableStream({
+    pull(ctrl) {
+      if (sent >= total) { ctrl.close(); return; }
+      const n = Math.min(256 * 1024, total - sent);
+      const words = new Uint32Array(Math.ceil(n / 4));
+      for (let i = 0; i < words.length; i++) { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; words[i] = x; }
+      ctrl.enqueue(new Uint8Array(words.buffer, 0, n));
+      sent += n;
+    },
+  }, { highWaterMark: 0 });
+}`;
+// eslint-disable-next-line no-eval
+const gen = (0, eval)(GEN_SRC);
+
+// A cheap order-sensitive checksum for the page (FNV-1a over every 512th byte by its offset in
+// the stream, so chunk boundaries don't matter, and the length).
+const SAMPLE_SRC = `() => {
+  let h = 0x811c9dc5, n = 0;
+  return {
+    add(v) {
+      for (let i = (512 - (n % 512)) % 512; i < v.length; i += 512) { h ^= v[i]; h = Math.imul(h, 16777619) >>> 0; }
+      n += v.length;
+    },
+    result: () => ({ bytes: n, fnv: h >>> 0 }),
+  };
+}`;
+// eslint-disable-next-line no-eval
+const sampler = (0, eval)(SAMPLE_SRC);
+
+/** The pids of this browser's renderers: descendants of the process started with its profile. */
+function renderers() {
+  const procs = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      // Chromium's children rewrite their command line (one string, spaces): search it whole.
+      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+      const ppid = Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]);
+      procs.push({ pid: Number(d), ppid, cmd });
+    } catch { /* gone */ }
+  }
+  const root = procs.find((p) => p.cmd.includes(`--user-data-dir=${browser.userDataDir}`) && !p.cmd.join(' ').includes('--type='));
+  assert.ok(root, 'the browser process');
+  const ours = new Set([root.pid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of procs) if (!ours.has(p.pid) && ours.has(p.ppid)) { ours.add(p.pid); grew = true; }
+  }
+  return procs.filter((p) => ours.has(p.pid) && p.cmd.join(' ').includes('--type=renderer')).map((p) => p.pid);
+}
+
+function rss(pids) {
+  let sum = 0;
+  for (const pid of pids) {
+    try { sum += Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024; } catch { /* exited */ }
+  }
+  return sum;
+}
+
+/** Samples the renderers' RSS from when `moving()` first says so until `done` settles. */
+async function measured(moving, done) {
+  const pids = renderers();
+  let base = 0;
+  let peak = 0;
+  const timer = setInterval(() => {
+    const now = rss(pids);
+    if (!base && moving()) base = now;
+    if (base) peak = Math.max(peak, now);
+  }, 100);
+  try { await done; } finally { clearInterval(timer); }
+  assert.ok(base, 'sampled during the transfer');
+  return { base, peak, growth: peak - base };
+}
+
+async function openPage() {
+  const page = await browser.context.newPage();
+  page.on('console', (m) => { if (m.type() === 'error') console.log(`# page: ${m.text()}`); });
+  await page.goto(`${relay.https}/version`);
+  await page.evaluate(async () => { window.httpipe = await import('/assets/pkg/index.js'); await window.httpipe.init(); });
+  return page;
+}
+
+test('a page sends 1 GiB (HTTP/2 streaming, age-rt passphrase): checksums equal, renderer RSS growth < 100 MB', { timeout: 600_000 }, async () => {
+  const page = await openPage();
+  try {
+    const path = uniquePath('chromium-mem-send');
+    let got = 0;
+    const hash = createHash('sha256');
+    const recvP = sdk.receive({ relay: relay.http, path, passphrase: 'mem pw' }).then(async (r) => {
+      for await (const c of r.stream) { hash.update(c); got += c.byteLength; }
+    });
+    const t0 = Date.now();
+    const sendP = page.evaluate(async ({ relayUrl, path, size, GEN_SRC }) => {
+      const gen = (0, eval)(GEN_SRC);
+      return window.httpipe.send(gen(size, 9), { relay: relayUrl, path, passphrase: 'mem pw' });
+    }, { relayUrl: relay.https, path, size: SIZE, GEN_SRC });
+    const m = await measured(() => got >= 4 * MiB, Promise.all([sendP, recvP]));
+    const report = await sendP;
+    const secs = (Date.now() - t0) / 1000;
+    assert.equal(report.transport, 'stream');
+    assert.equal(got, SIZE);
+    const expected = createHash('sha256');
+    for await (const c of gen(SIZE, 9)) expected.update(c);
+    assert.equal(hash.digest('hex'), expected.digest('hex'));
+    console.log(`# page sends 1 GiB (age-rt): ${secs.toFixed(1)} s; renderer RSS ${(m.base / MB).toFixed(0)} → ${(m.peak / MB).toFixed(0)} MB (+${(m.growth / MB).toFixed(0)})`);
+    assert.ok(m.growth < 100 * MB, `the sending page's renderer grew by ${(m.growth / MB).toFixed(0)} MB`);
+  } finally { await page.close(); }
+});
+
+test('a page receives 1 GiB (plain, HTTP/2): checksum equal, renderer RSS growth < 100 MB', { timeout: 600_000 }, async () => {
+  const page = await openPage();
+  try {
+    const path = uniquePath('chromium-mem-recv');
+    let sent = 0;
+    const sendP = sdk.send(gen(SIZE, 4), { relay: relay.http, path, onProgress: (p) => { sent = p.bytes; } });
+    const t0 = Date.now();
+    const recvP = page.evaluate(async ({ relayUrl, path, SAMPLE_SRC }) => {
+      const r = await window.httpipe.receive({ relay: relayUrl, path });
+      const sample = (0, eval)(SAMPLE_SRC)();
+      for await (const v of r.stream) sample.add(v);
+      return sample.result();
+    }, { relayUrl: relay.https, path, SAMPLE_SRC });
+    // the page has its first MiBs once the producer is past what the buffers between hold
+    const m = await measured(() => sent >= 48 * MiB, Promise.all([sendP, recvP]));
+    const got = await recvP;
+    const secs = (Date.now() - t0) / 1000;
+    assert.equal(got.bytes, SIZE);
+    const expected = sampler();
+    for await (const v of gen(SIZE, 4)) expected.add(v);
+    assert.deepEqual(got, expected.result());
+    assert.equal((await sendP).bytes, SIZE);
+    console.log(`# page receives 1 GiB: ${secs.toFixed(1)} s; renderer RSS ${(m.base / MB).toFixed(0)} → ${(m.peak / MB).toFixed(0)} MB (+${(m.growth / MB).toFixed(0)})`);
+    assert.ok(m.growth < 100 * MB, `the receiving page's renderer grew by ${(m.growth / MB).toFixed(0)} MB`);
+  } finally { await page.close(); }
+});
