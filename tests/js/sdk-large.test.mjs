@@ -6,8 +6,9 @@
 // blocks, src/wasm/chunks.rs `Kept`), the runtime's fetch and what its garbage collector has
 // not freed yet; it must not grow with the size. For a passphrase the baseline is after scrypt
 // (its 256 MiB are node:crypto's, freed when it returns: src/crypto/runtime.rs).
-// Measured here (2 cores): Node producer +49–78 MB, consumer +42–69; Deno producer +95–100,
-// consumer +74–85 (Deno's own fetch: +59 with no window); segmented +105–113 (each 1 MiB part
+// Measured here (2 cores): Node producer +49–87 MB, consumer +42–69; Deno producer +95–105,
+// consumer +74–85 (Deno's own fetch of a stream body, no SDK: +49–52; the SDK with no window
+// +59); segmented +105–116 (each 1 MiB part
 // is copied by the runtime's fetch, and V8 lets ~64 MB of dropped copies wait for a full
 // collection).
 import { test, before, after } from 'node:test';
