@@ -39,9 +39,9 @@ pub use recipients::{
 };
 pub use reseal::Resealer;
 pub use rng::{FixedRandom, OsRandom, RandomSource};
+pub use runtime::{crypto_backend, RuntimeCrypto, RuntimeKey, ScryptElsewhere};
 #[cfg(target_arch = "wasm32")]
-pub use runtime::set_runtime_crypto;
-pub use runtime::{crypto_backend, RuntimeCrypto, RuntimeKey};
+pub use runtime::{set_runtime_crypto, set_scrypt_elsewhere};
 pub use stream::CHUNK_SIZE;
 
 /// Which encrypted format to write (readers detect it from the first header line).

@@ -57,14 +57,37 @@ pub fn crypto_backend() -> &'static str {
     }
 }
 
-/// The runtime's scrypt, if one is registered and it succeeded.
+/// scrypt somewhere other than this instance's memory: `(passphrase, salt, log2 N)` → key.
+pub type ScryptElsewhere = fn(&[u8], &[u8], u8) -> Option<Zeroizing<[u8; 32]>>;
+
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static SCRYPT_ELSEWHERE: std::cell::Cell<Option<ScryptElsewhere>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Registers where scrypt runs when the runtime has none of its own (wasm32: the SDK's
+/// throwaway instance, `crate::wasm::scrypt`), so its memory is given back.
+#[cfg(target_arch = "wasm32")]
+pub fn set_scrypt_elsewhere(f: Option<ScryptElsewhere>) {
+    SCRYPT_ELSEWHERE.with(|s| s.set(f));
+}
+
+/// The runtime's scrypt, if one is registered and it succeeded; else the one registered
+/// elsewhere ([`set_scrypt_elsewhere`]).
 #[cfg(target_arch = "wasm32")]
 pub(crate) fn scrypt(passphrase: &[u8], salt: &[u8], log2_n: u8) -> Option<Zeroizing<[u8; 32]>> {
-    RUNTIME.with(|r| {
-        r.borrow()
-            .as_ref()
-            .and_then(|a| a.scrypt(passphrase, salt, log2_n))
-    })
+    RUNTIME
+        .with(|r| {
+            r.borrow()
+                .as_ref()
+                .and_then(|a| a.scrypt(passphrase, salt, log2_n))
+        })
+        .or_else(|| {
+            SCRYPT_ELSEWHERE
+                .with(|s| s.get())
+                .and_then(|f| f(passphrase, salt, log2_n))
+        })
 }
 
 /// Natively there is none.

@@ -371,6 +371,10 @@ impl crate::crypto::RuntimeKey for JsKey {
 /// `UNSUPPORTED` if `provider` lacks a member.
 #[wasm_bindgen(js_name = setRuntimeCrypto)]
 pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
+    // A passphrase's scrypt without the runtime's: in a throwaway instance (its memory given
+    // back), never in this one's. Registered here, by the package entry's first call, so the
+    // throwaway instance (which runs no entry) derives by itself.
+    crate::crypto::set_scrypt_elsewhere(Some(super::scrypt::in_throwaway_instance));
     if provider.is_null() || provider.is_undefined() {
         crate::crypto::set_runtime_crypto(None);
         return Ok(());

@@ -16,6 +16,7 @@
 //!   then `send` / `receive` with the derived path and key.
 //! - [`receipt`]: delivery receipts (§12): commitments as bytes pass, the consumer's call.
 //! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
+//! - [`scrypt`]: a passphrase's scrypt in a throwaway instance, its 256 MiB given back.
 //! - [`csv`]: CSV splitting on `csv-core` for `csv.decode` (`js/pipeline/csv.js`; measured against
 //!   a JS decoder in `bench/csv.mjs`).
 
@@ -32,4 +33,5 @@ pub mod options;
 pub mod pagehide;
 pub mod receipt;
 pub mod receive;
+pub mod scrypt;
 pub mod send;

@@ -87,3 +87,29 @@ test('a tampered chunk: DECRYPT_FAILED under both backends, and no plaintext of 
   }
   sdk.cryptoBackend('auto');
 });
+
+// Without the runtime's scrypt (forced here; a browser has none), a passphrase's scrypt runs
+// in a throwaway instance of the wasm module (src/wasm/scrypt.rs): its 256 MiB (log2 N = 18)
+// go with that instance, where they stayed in the package's own wasm memory before (a wasm
+// memory never shrinks: +~270 MB for the page's life). In its own process, with gc exposed.
+test('wasm backend: a passphrase round trip gives scrypt\'s 256 MiB back (RSS after gc < +64 MB)', { timeout: 60_000 }, async () => {
+  const { runChild } = await import('./lib/child.mjs');
+  const script = `
+    const sdk = await import(${JSON.stringify(PKG)});
+    await sdk.init();
+    sdk.cryptoBackend('wasm');
+    const rss = () => process.memoryUsage().rss;
+    gc();
+    const before = rss();
+    const ct = await new Response(new Blob(['hello']).stream().pipeThrough(sdk.encryptStream({ passphrase: 'pw' }))).arrayBuffer();
+    const text = await new Response(new Blob([ct]).stream().pipeThrough(sdk.decryptStream({ passphrase: 'pw' }))).text();
+    const peak = rss();
+    gc(); await new Promise((r) => setTimeout(r, 100)); gc();
+    console.log(JSON.stringify({ text, backend: sdk.cryptoBackend(), before, peak, after: rss() }));`;
+  const child = runChild(['--expose-gc', '--input-type=module', '-e', script]);
+  const r = await child.waitFor((e) => 'text' in e, 50_000);
+  assert.equal(r.text, 'hello');
+  assert.equal(r.backend, 'wasm');
+  console.log(`# scrypt in a throwaway instance: RSS ${(r.before / 1e6).toFixed(0)} → ${(r.peak / 1e6).toFixed(0)} MB, after gc ${(r.after / 1e6).toFixed(0)} MB`);
+  assert.ok(r.after - r.before < 64e6, `RSS after gc is ${((r.after - r.before) / 1e6).toFixed(0)} MB over the start`);
+});
