@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import { startRelay } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
+import { GEN_SRC, gen } from './lib/page-source.mjs';
 
 const sdk = await import(PKG);
 const MiB = 1 << 20;
@@ -27,23 +28,6 @@ after(async () => {
   await relay?.stop();
 });
 
-// Deterministic pseudo-random bytes (xorshift32), the same in the page and in Node.
-const GEN_SRC = `(total, seed) => {
-  let x = seed >>> 0 || 1;
-  let sent = 0;
-  return new ReadableStream({
-    pull(ctrl) {
-      if (sent >= total) { ctrl.close(); return; }
-      const n = Math.min(256 * 1024, total - sent);
-      const words = new Uint32Array(Math.ceil(n / 4));
-      for (let i = 0; i < words.length; i++) { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; words[i] = x; }
-      ctrl.enqueue(new Uint8Array(words.buffer, 0, n));
-      sent += n;
-    },
-  }, { highWaterMark: 0 });
-}`;
-// eslint-disable-next-line no-eval
-const gen = (0, eval)(GEN_SRC);
 
 // A cheap order-sensitive checksum for the page (FNV-1a over every 512th byte by its offset in
 // the stream, so chunk boundaries don't matter, and the length).
