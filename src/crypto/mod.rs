@@ -19,6 +19,8 @@
 
 mod aead;
 mod armor;
+#[cfg(test)]
+mod async_cipher_tests;
 mod base64;
 mod decryptor;
 mod encryptor;
