@@ -16,6 +16,7 @@
 //!   then `send` / `receive` with the derived path and key.
 //! - [`receipt`]: delivery receipts (§12): commitments as bytes pass, the consumer's call.
 //! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
+//! - [`webcrypto`]: the payload cipher in WebCrypto (async), where the page has it.
 //! - [`csv`]: CSV splitting on `csv-core` for `csv.decode` (`js/pipeline/csv.js`; measured against
 //!   a JS decoder in `bench/csv.mjs`).
 
@@ -33,3 +34,4 @@ pub mod pagehide;
 pub mod receipt;
 pub mod receive;
 pub mod send;
+pub mod webcrypto;
