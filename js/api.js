@@ -462,33 +462,45 @@ function cryptoTransform(make) {
   });
 }
 
-// With WebCrypto's cipher (src/wasm/webcrypto.rs): the same with asynchronous calls. The
-// cipher is the one of the moment the stream is made, or, made before init, of its start.
-function webCryptoTransform(makeWasm, makeWeb) {
+// With WebCrypto's cipher (src/wasm/webcrypto.rs): the same with asynchronous calls; up to
+// `depth` encryptor calls in flight (the page frames the next write while WebCrypto seals),
+// each output enqueued in order as soon as it is ready. The cipher is the one of the moment the
+// stream is made, or, made before init, of its start.
+function webCryptoTransform(makeWasm, makeWeb, depth) {
   if (webSetUp && wasm.cryptoBackendName() !== 'webcrypto') return cryptoTransform(makeWasm);
   let c = null;
+  let tail = Promise.resolve();
+  const inFlight = [];
   return new TransformStream({
     async start() {
       await init().catch((e) => { throw wrapError(e); });
-      try { c = wasm.cryptoBackendName() === 'webcrypto' ? makeWeb() : makeWasm(); } catch (e) { throw wrapError(e); }
+      try {
+        if (wasm.cryptoBackendName() === 'webcrypto') { c = makeWeb(); if (c.ready) await c.ready(); } else c = makeWasm();
+      } catch (e) { throw wrapError(e); }
     },
     async transform(chunk, ctrl) {
-      try { const out = await c.update(toBytes(chunk)); if (out.byteLength) ctrl.enqueue(out); } catch (e) { throw wrapError(e); }
+      try {
+        const out = c.update(toBytes(chunk));
+        tail = tail.then(() => out).then((o) => { if (o.byteLength) ctrl.enqueue(o); });
+        tail.catch(() => {});
+        inFlight.push(tail);
+        while (inFlight.length > depth) await inFlight.shift();
+      } catch (e) { throw wrapError(e); }
     },
     async flush(ctrl) {
-      try { const out = await c.finish(); if (out.byteLength) ctrl.enqueue(out); } catch (e) { throw wrapError(e); } finally { c.free(); }
+      try { await tail; const out = await c.finish(); if (out.byteLength) ctrl.enqueue(out); } catch (e) { throw wrapError(e); } finally { c.free(); }
     },
   });
 }
 
 /** Encrypts a byte stream (age-rt by default; every chunk is flushed as one record). */
 export function encryptStream(options) {
-  return webCryptoTransform(() => new wasm.Encryptor(options), () => new wasm.WebEncryptor(options));
+  return webCryptoTransform(() => new wasm.Encryptor(options), () => new wasm.WebEncryptor(options), 4);
 }
 
 /** Decrypts age or age-rt (auto-detected); errors WRONG_KEY before any plaintext. */
 export function decryptStream(options) {
-  return webCryptoTransform(() => new wasm.Decryptor(options), () => new wasm.WebDecryptor(options));
+  return webCryptoTransform(() => new wasm.Decryptor(options), () => new wasm.WebDecryptor(options), 0);
 }
 
 /** A new X25519 identity "AGE-SECRET-KEY-1..." (needs init). */

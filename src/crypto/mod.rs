@@ -44,6 +44,8 @@ pub use rng::{FixedRandom, OsRandom, RandomSource};
 #[cfg(target_arch = "wasm32")]
 pub use runtime::set_runtime_crypto;
 pub use runtime::{crypto_backend, RuntimeCrypto, RuntimeKey};
+#[cfg(target_arch = "wasm32")]
+pub(crate) use stream::SealJob;
 pub use stream::CHUNK_SIZE;
 
 /// Which encrypted format to write (readers detect it from the first header line).

@@ -17,8 +17,11 @@
 //! last-chunk flag, the tag digest and every check stay in the core: the bytes are the same.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::pin::Pin;
 use std::rc::Rc;
 
+use futures::future::{maybe_done, select, Either, MaybeDone};
 use futures::stream::{self, StreamExt};
 use js_sys::{Array, ArrayBuffer, Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -30,7 +33,7 @@ use super::chunks::ByteStream;
 use super::crypto::{decryptor_for, encryptor_for};
 use super::error::into_js;
 use crate::client::error::Error;
-use crate::crypto::{Decryptor, Encryptor};
+use crate::crypto::{Decryptor, Encryptor, SealJob};
 
 /// Chunks per await: enough that the Promise round trip is shared, few enough to bound the
 /// memory held (64 KiB each, twice while opening).
@@ -143,55 +146,106 @@ async fn settle(promises: Array) -> Vec<Option<Uint8Array>> {
         .collect()
 }
 
-/// Seals in `out` the chunks `enc` handed out, [`BATCH`] per await, and gives them back.
-pub(crate) async fn seal(
-    enc: &RefCell<Encryptor>,
-    key: &mut Key,
-    out: &mut [u8],
-) -> Result<(), crate::crypto::Error> {
-    let jobs = enc.borrow().seal_jobs();
-    if jobs.is_empty() {
-        return Ok(());
+/// The sealing side: the encryptor (handing its chunks out), WebCrypto's key, imported once.
+/// Each call's chunks go to WebCrypto at once ([`submit`](Self::submit)); their results are
+/// taken back in call order ([`complete`](Self::complete)), so several calls can be in flight
+/// (the page works on the next one while WebCrypto seals).
+pub(crate) struct Sealing {
+    enc: Rc<RefCell<Encryptor>>,
+    provider: Rc<Provider>,
+    key: RefCell<Option<Option<JsValue>>>,
+}
+
+/// One call's output and its chunks' seals in flight.
+pub(crate) struct InFlight {
+    out: Vec<u8>,
+    jobs: Vec<SealJob>,
+    all: MaybeDone<JsFuture>,
+}
+
+impl Sealing {
+    pub(crate) fn new(enc: Rc<RefCell<Encryptor>>, provider: Rc<Provider>) -> Self {
+        Sealing {
+            enc,
+            provider,
+            key: RefCell::new(None),
+        }
     }
-    let webkey = if jobs.iter().any(|j| j.len >= MIN_LEN) {
-        key.get(|| Some(enc.borrow().payload_key())).await
-    } else {
-        None
-    };
-    for batch in jobs.chunks(BATCH) {
-        let mut sealed = vec![false; batch.len()];
-        if let Some(k) = &webkey {
-            let p = &key.provider;
-            let promises = Array::new();
-            for j in batch {
-                let promise = if j.len >= MIN_LEN {
-                    let nonce = Uint8Array::from(&j.nonce[..]);
-                    // SAFETY: the view lives only for this call, which allocates nothing in
-                    // this module's memory (so it can't grow and detach the view); WebCrypto
-                    // copies the bytes before `seal` returns. `j` is inside `out` (the core
-                    // handed it out of this buffer); `get` checks anyway.
-                    out.get(j.start..j.start + j.len).and_then(|plain| {
-                        let view = unsafe { Uint8Array::view(plain) };
-                        p.seal.call3(&p.this, k, &nonce, &view).ok()
-                    })
-                } else {
-                    None
-                };
-                promises.push(&promise.unwrap_or(JsValue::NULL));
-            }
-            for ((j, done), r) in batch.iter().zip(&mut sealed).zip(settle(promises).await) {
-                let Some(r) = r else { continue };
-                if let Some(dst) = out.get_mut(j.start..j.start + j.len + 16) {
-                    if r.length() as usize == dst.len() {
-                        r.copy_to(dst);
-                        *done = true;
-                    }
+
+    /// Imports the payload key (once; a failed import leaves every chunk to the core).
+    pub(crate) async fn ready(&self) {
+        if self.key.borrow().is_some() {
+            return;
+        }
+        let raw = self.enc.borrow().payload_key();
+        let key = import(&self.provider, &raw).await;
+        *self.key.borrow_mut() = Some(key);
+    }
+
+    /// Runs `step` on the encryptor (update / flush / finish into a new buffer) and hands the
+    /// chunks it made (at least [`MIN_LEN`] bytes) to WebCrypto at once.
+    /// `input` is the plaintext length `step` takes (for the output's capacity).
+    pub(crate) fn submit(
+        &self,
+        input: usize,
+        step: impl FnOnce(&mut Encryptor, &mut Vec<u8>) -> Result<(), crate::crypto::Error>,
+    ) -> Result<InFlight, crate::crypto::Error> {
+        let before = self.enc.borrow().seal_jobs().len();
+        // one allocation: the chunk(s) held back (age: up to 64 KiB), 20 bytes per chunk
+        let mut out = Vec::with_capacity(input + input / 3200 + 65536 + 256);
+        step(&mut self.enc.borrow_mut(), &mut out)?;
+        let jobs = self.enc.borrow().seal_jobs().split_off(before);
+        let promises = Array::new();
+        let key = self.key.borrow();
+        let p = &self.provider;
+        for j in &jobs {
+            let promise = key.as_ref().and_then(Option::as_ref).and_then(|k| {
+                if j.len < MIN_LEN {
+                    return None;
+                }
+                let nonce = Uint8Array::from(&j.nonce[..]);
+                // SAFETY: the view lives only for this call, which allocates nothing in this
+                // module's memory (so it can't grow and detach the view); WebCrypto copies the
+                // bytes before `seal` returns. `get` checks that the chunk is inside `out`.
+                out.get(j.start..j.start + j.len).and_then(|plain| {
+                    let view = unsafe { Uint8Array::view(plain) };
+                    p.seal.call3(&p.this, k, &nonce, &view).ok()
+                })
+            });
+            promises.push(&promise.unwrap_or(JsValue::NULL));
+        }
+        Ok(InFlight {
+            out,
+            jobs,
+            all: maybe_done(JsFuture::from(Promise::all(&promises))),
+        })
+    }
+
+    /// The output of `f` once its seals are back: WebCrypto's ciphertext copied in place, the
+    /// chunks it did not seal sealed by the core, all given back to the encryptor. Call it in
+    /// the order of [`submit`](Self::submit).
+    pub(crate) async fn complete(&self, mut f: InFlight) -> Result<Vec<u8>, crate::crypto::Error> {
+        (&mut f.all).await;
+        let results = match Pin::new(&mut f.all).take_output() {
+            Some(Ok(v)) => Array::from(&v),
+            _ => Array::new(),
+        };
+        let mut sealed = vec![false; f.jobs.len()];
+        for (i, (j, done)) in f.jobs.iter().zip(&mut sealed).enumerate() {
+            let Ok(r) = results.get(i as u32).dyn_into::<ArrayBuffer>() else {
+                continue;
+            };
+            let r = Uint8Array::new(&r);
+            if let Some(dst) = f.out.get_mut(j.start..j.start + j.len + 16) {
+                if r.length() as usize == dst.len() {
+                    r.copy_to(dst);
+                    *done = true;
                 }
             }
         }
-        enc.borrow_mut().complete_seals(out, &sealed)?;
+        self.enc.borrow_mut().complete_seals(&mut f.out, &sealed)?;
+        Ok(f.out)
     }
-    Ok(())
 }
 
 /// Feeds `input` to `dec`, the chunks it opens opened ahead of time by WebCrypto, [`BATCH`]
@@ -257,8 +311,20 @@ fn bytes(out: &[u8]) -> Option<Result<Uint8Array, Error>> {
     (!out.is_empty()).then(|| Ok(Uint8Array::from(out)))
 }
 
+/// Source chunks in flight at most (their seals overlap the next chunk's framing).
+const DEPTH: usize = 4;
+
+struct Encrypting {
+    input: ByteStream,
+    sealing: Sealing,
+    queue: VecDeque<InFlight>,
+    ended: bool,
+    ready: bool,
+}
+
 /// `crypto::encrypt_stream` with WebCrypto: `enc` must hand its chunks out
-/// (`Encryptor::defer_seals`).
+/// (`Encryptor::defer_seals`). Up to [`DEPTH`] source chunks are in flight; each one's output
+/// leaves, in order, as soon as it is sealed (age-rt: a record per write, at once).
 pub(crate) fn encrypt_stream(
     input: ByteStream,
     enc: Rc<RefCell<Encryptor>>,
@@ -267,40 +333,66 @@ pub(crate) fn encrypt_stream(
     let mut header = Vec::new();
     enc.borrow_mut().flush(&mut header)?;
     let head = stream::iter(bytes(&header));
-    let state = (input, Some((enc, Key::new(provider))));
+    let state = Encrypting {
+        input,
+        sealing: Sealing::new(enc, provider),
+        queue: VecDeque::new(),
+        ended: false,
+        ready: false,
+    };
+    let fail = |e: crate::crypto::Error| Some((Err(e.into()), None));
     Ok(head
-        .chain(stream::unfold(state, |(mut input, st)| async move {
-            let (e, mut key) = st?;
-            let mut out = Vec::new();
+        .chain(stream::unfold(Some(state), move |st| async move {
+            let mut st = st?;
+            if !st.ready {
+                st.sealing.ready().await;
+                st.ready = true;
+            }
             loop {
-                let end = match input.next().await {
-                    Some(Ok(chunk)) => {
-                        let r = {
-                            let mut e = e.borrow_mut();
-                            e.update(&chunk.to_vec(), &mut out)
-                                .and_then(|_| e.flush(&mut out))
+                // The oldest chunk's output: when all is read, DEPTH are in flight, or its
+                // seals came back before the next source chunk.
+                let full = st.ended || st.queue.len() >= DEPTH;
+                let oldest_done = match st.queue.front_mut() {
+                    None if st.ended => return None,
+                    None => None,
+                    Some(_) if full => Some(None),
+                    Some(f) => match select(st.input.next(), &mut f.all).await {
+                        // a source chunk first: submitted below
+                        Either::Left((item, _)) => Some(Some(item)),
+                        Either::Right(_) => Some(None),
+                    },
+                };
+                let item = match oldest_done {
+                    Some(None) => {
+                        let Some(f) = st.queue.pop_front() else {
+                            continue;
                         };
-                        if let Err(err) = r {
-                            return Some((Err(err.into()), (input, None)));
+                        match st.sealing.complete(f).await {
+                            Err(e) => return fail(e),
+                            Ok(out) if out.is_empty() => continue,
+                            Ok(out) => return Some((Ok(Uint8Array::from(&out[..])), Some(st))),
                         }
-                        false
                     }
-                    Some(Err(err)) => return Some((Err(err), (input, None))),
+                    Some(Some(item)) => item,
+                    None => st.input.next().await,
+                };
+                let submitted = match item {
+                    Some(Ok(chunk)) => {
+                        let data = chunk.to_vec();
+                        st.sealing.submit(data.len(), |e, o| {
+                            e.update(&data, o)?;
+                            e.flush(o)
+                        })
+                    }
+                    Some(Err(e)) => return Some((Err(e), None)),
                     None => {
-                        if let Err(err) = e.borrow_mut().finish(&mut out) {
-                            return Some((Err(err.into()), (input, None)));
-                        }
-                        true
+                        st.ended = true;
+                        st.sealing.submit(0, |e, o| e.finish(o))
                     }
                 };
-                if let Err(err) = seal(&e, &mut key, &mut out).await {
-                    return Some((Err(err.into()), (input, None)));
-                }
-                if end {
-                    return Some((Ok(Uint8Array::from(&out[..])), (input, None)));
-                }
-                if let Some(item) = bytes(&out) {
-                    return Some((item, (input, Some((e, key)))));
+                match submitted {
+                    Ok(f) => st.queue.push_back(f),
+                    Err(e) => return fail(e),
                 }
             }
         }))
@@ -341,6 +433,13 @@ pub(crate) fn decrypt_stream(
     .boxed_local()
 }
 
+/// A second call while one awaits.
+fn busy() -> JsValue {
+    into_js(Error::usage(
+        "one update() / finish() at a time: await the previous one",
+    ))
+}
+
 fn to_js(e: crate::crypto::Error) -> JsValue {
     into_js(Error::from(e))
 }
@@ -352,19 +451,14 @@ fn parse_options(options: JsValue) -> Result<super::options::Options, JsValue> {
 }
 
 /// The encryptor behind `encryptStream` when WebCrypto is registered: like `Encryptor`, but
-/// `update` / `finish` return Promises (one call at a time: the TransformStream awaits each).
+/// `update` / `finish` return Promises, several of which may be in flight (each call's chunks
+/// go to WebCrypto at once; the Promises settle in call order). Await `ready()` first.
 #[wasm_bindgen(js_name = WebEncryptor)]
 pub struct JsWebEncryptor {
     enc: Rc<RefCell<Encryptor>>,
-    /// WebCrypto's key; taken while a call awaits (`None` then: one call at a time).
-    key: Option<Rc<RefCell<Option<Key>>>>,
-}
-
-/// A second call while one awaits.
-fn busy() -> JsValue {
-    into_js(Error::usage(
-        "one update() / finish() at a time: await the previous one",
-    ))
+    sealing: Option<Rc<Sealing>>,
+    /// The previous call's Promise: the next one takes its seals back only after it.
+    last: RefCell<Option<Promise>>,
 }
 
 #[wasm_bindgen(js_class = WebEncryptor)]
@@ -381,46 +475,60 @@ impl JsWebEncryptor {
         } else {
             e
         };
+        let enc = Rc::new(RefCell::new(e));
         Ok(JsWebEncryptor {
-            enc: Rc::new(RefCell::new(e)),
-            key: provider.map(|p| Rc::new(RefCell::new(Some(Key::new(p))))),
+            sealing: provider.map(|p| Rc::new(Sealing::new(enc.clone(), p))),
+            enc,
+            last: RefCell::new(None),
         })
     }
 
-    fn run(&self, chunk: Option<Vec<u8>>) -> Promise {
-        let enc = self.enc.clone();
-        let key = self.key.clone();
+    /// Imports the payload key into WebCrypto (before it, chunks are sealed in wasm).
+    pub fn ready(&self) -> Promise {
+        let sealing = self.sealing.clone();
         future_to_promise(async move {
-            let mut out = Vec::new();
-            let taken = match &key {
-                Some(k) => Some(k.borrow_mut().take().ok_or_else(busy)?),
-                None => None,
-            };
-            {
-                let mut e = enc.borrow_mut();
-                match &chunk {
-                    Some(c) => e.update(c, &mut out).and_then(|_| e.flush(&mut out)),
-                    None => e.finish(&mut out),
-                }
-                .map_err(to_js)?;
+            if let Some(s) = sealing {
+                s.ready().await;
             }
-            if let (Some(slot), Some(mut k)) = (key, taken) {
-                let r = seal(&enc, &mut k, &mut out).await;
-                *slot.borrow_mut() = Some(k);
-                r.map_err(to_js)?;
-            }
-            Ok(Uint8Array::from(&out[..]).into())
+            Ok(JsValue::UNDEFINED)
         })
+    }
+
+    fn run(
+        &self,
+        input: usize,
+        step: impl FnOnce(&mut Encryptor, &mut Vec<u8>) -> Result<(), crate::crypto::Error>,
+    ) -> Result<Promise, JsValue> {
+        let Some(sealing) = self.sealing.clone() else {
+            let mut out = Vec::new();
+            step(&mut self.enc.borrow_mut(), &mut out).map_err(to_js)?;
+            let out: JsValue = Uint8Array::from(&out[..]).into();
+            return Ok(Promise::resolve(&out));
+        };
+        let f = sealing.submit(input, step).map_err(to_js)?;
+        let prev = self.last.borrow_mut().take();
+        let p = future_to_promise(async move {
+            if let Some(prev) = prev {
+                JsFuture::from(prev).await?;
+            }
+            let out = sealing.complete(f).await.map_err(to_js)?;
+            Ok(Uint8Array::from(&out[..]).into())
+        });
+        *self.last.borrow_mut() = Some(p.clone());
+        Ok(p)
     }
 
     /// Encrypts `chunk` and flushes (age-rt: one record): a Promise of the ciphertext.
-    pub fn update(&self, chunk: Vec<u8>) -> Promise {
-        self.run(Some(chunk))
+    pub fn update(&self, chunk: &[u8]) -> Result<Promise, JsValue> {
+        self.run(chunk.len(), |e, o| {
+            e.update(chunk, o)?;
+            e.flush(o)
+        })
     }
 
     /// The rest and the final record / chunk: a Promise.
-    pub fn finish(&self) -> Promise {
-        self.run(None)
+    pub fn finish(&self) -> Result<Promise, JsValue> {
+        self.run(0, |e, o| e.finish(o))
     }
 }
 
