@@ -5,8 +5,11 @@
 // Firefox ESR's rate (wasm: no ChaCha20-Poly1305 in its WebCrypto). Interleaved run by run,
 // medians (MB = 10^6 bytes); asserts nothing. With BENCH_POOL=1 also a bench-only look at a
 // Worker pool for the wasm-only path: two independent streams, one per Worker, vs one stream
-// in the page (the most a chunk-parallel pool could get on this machine).
+// in the page (the most a chunk-parallel pool could get on this machine). And Deno (which has
+// both node:crypto and WebCrypto's ChaCha20-Poly1305; the package keeps node:crypto there):
+// age-rt encrypt / decrypt with each, and wasm (bench/lib/webcrypto-deno.mjs).
 // BENCH_MB=N sets the size (default 64), BENCH_RUNS=N the runs (default 5).
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +22,8 @@ const RUNS = Number(process.env.BENCH_RUNS || 5);
 const POOL = process.env.BENCH_POOL === '1';
 const FIREFOX = process.env.HTTPIPE_FIREFOX || '/usr/bin/firefox-esr';
 const TOTAL = MB * 1e6;
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const DENO = path.join(ROOT, 'node_modules/.bin/deno');
 
 // Runs in the page: sets up data and the cases; returns nothing (window.bench holds them).
 const SETUP_SRC = `async (TOTAL) => {
@@ -156,6 +161,19 @@ try {
   console.log('| in the page | MB/s |');
   console.log('|---|---:|');
   for (const [name] of cases) console.log(`| ${name} | ${rate(median(times.get(name))).toFixed(0)} |`);
+  if (fs.existsSync(DENO)) {
+    const r = spawnSync(DENO, ['run', '--no-prompt', '-A', path.join(ROOT, 'bench/lib/webcrypto-deno.mjs')], {
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', BENCH_MB: String(MB), BENCH_RUNS: String(RUNS) }, encoding: 'utf8',
+    });
+    const d = r.status === 0 ? JSON.parse(r.stdout.trim().split('\n').at(-1)) : null;
+    if (!d) console.log(`Deno failed: ${r.stderr}`);
+    else {
+      console.log(`\nDeno ${d.deno}, same size and runs, age-rt:`);
+      console.log('| Deno | encrypt MB/s | decrypt MB/s |');
+      console.log('|---|---:|---:|');
+      for (const m of ['node:crypto', 'webcrypto', 'wasm']) console.log(`| ${m}${m === 'node:crypto' ? ' (default)' : ''} | ${d[m][0]} | ${d[m][1]} |`);
+    }
+  }
 } finally {
   await firefox?.close().catch(() => {});
   await chromium.close();
