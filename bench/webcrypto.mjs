@@ -3,9 +3,7 @@
 // and with the wasm cipher (`cryptoBackend('wasm')`), next to the page's raw `crypto.subtle`
 // loop over the same 64 KiB chunks (the ceiling: no framing, 16 chunks per Promise.all); and
 // Firefox ESR's rate (wasm: no ChaCha20-Poly1305 in its WebCrypto). Interleaved run by run,
-// medians (MB = 10^6 bytes); asserts nothing. With BENCH_POOL=1 also a bench-only look at a
-// Worker pool for the wasm-only path: two independent streams, one per Worker, vs one stream
-// in the page (the most a chunk-parallel pool could get on this machine). And Deno (which has
+// medians (MB = 10^6 bytes); asserts nothing. And Deno (which has
 // both node:crypto and WebCrypto's ChaCha20-Poly1305; the package keeps node:crypto there):
 // age-rt encrypt / decrypt with each, and wasm (bench/lib/webcrypto-deno.mjs).
 // BENCH_MB=N sets the size (default 64), BENCH_RUNS=N the runs (default 5).
@@ -19,7 +17,6 @@ import { launchChromium } from '../tests/js/lib/demo-browser.mjs';
 
 const MB = Number(process.env.BENCH_MB || 64);
 const RUNS = Number(process.env.BENCH_RUNS || 5);
-const POOL = process.env.BENCH_POOL === '1';
 const FIREFOX = process.env.HTTPIPE_FIREFOX || '/usr/bin/firefox-esr';
 const TOTAL = MB * 1e6;
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -83,35 +80,6 @@ const SETUP_SRC = `async (TOTAL) => {
   return { detected, ua: navigator.userAgent };
 }`;
 
-// Bench-only: N Workers, each encrypting its own 1/N of the data with the wasm cipher (one
-// stream each: no shared framing), vs the page's one stream. The ceiling of a chunk pool.
-const POOL_SRC = `async ({ TOTAL, N }) => {
-  const code = \`
-    let h, data, recipient;
-    onmessage = async (e) => {
-      if (e.data.init) {
-        h = await import(e.data.url); await h.init(); h.cryptoBackend('wasm');
-        data = new Uint8Array(e.data.size); for (let i = 0; i < data.length; i += 65536) crypto.getRandomValues(data.subarray(i, Math.min(i + 65536, data.length)));
-        recipient = h.identityToRecipient(h.generateIdentity());
-        postMessage('ready'); return;
-      }
-      let off = 0;
-      const src = new ReadableStream({ pull(c) { if (off >= data.length) { c.close(); return; } c.enqueue(data.subarray(off, off + (1 << 20))); off += 1 << 20; } }, { highWaterMark: 0 });
-      const r = src.pipeThrough(h.encryptStream({ recipients: [recipient], format: 'age-rt' })).getReader();
-      for (;;) { const { done } = await r.read(); if (done) break; }
-      postMessage('done');
-    };\`;
-  const url = URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
-  const workers = Array.from({ length: N }, () => new Worker(url, { type: 'module' }));
-  const once = (w) => new Promise((r) => { w.onmessage = (e) => r(e.data); });
-  await Promise.all(workers.map((w) => { const p = once(w); w.postMessage({ init: true, url: new URL('/assets/pkg/index.js', location.href).href, size: Math.ceil(TOTAL / N) }); return p; }));
-  window.pool = async () => {
-    const t0 = performance.now();
-    await Promise.all(workers.map((w) => { const p = once(w); w.postMessage({}); return p; }));
-    return performance.now() - t0;
-  };
-}`;
-
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const rate = (ms) => TOTAL / 1e6 / (ms / 1000);
 
@@ -130,9 +98,7 @@ try {
     fpage = await firefox.newPage();
     await fpage.goto(`${relay.http}/version`);
     f = await fpage.evaluate(async (SETUP_SRC, TOTAL) => (0, eval)(SETUP_SRC)(TOTAL), SETUP_SRC, TOTAL);
-    if (POOL) await fpage.evaluate(async (POOL_SRC, TOTAL) => (0, eval)(POOL_SRC)({ TOTAL, N: 2 }), POOL_SRC, TOTAL);
   }
-  if (POOL) await cpage.evaluate(async ({ POOL_SRC, TOTAL }) => (0, eval)(POOL_SRC)({ TOTAL, N: 2 }), { POOL_SRC, TOTAL });
   const onC = (expr) => () => cpage.evaluate(expr);
   const onF = (expr) => () => fpage.evaluate(expr);
   const cases = [
@@ -148,8 +114,6 @@ try {
       [`Firefox: SDK age encryptStream, ${f.detected}`, onF(`window.bench.encrypt('auto', 'age')`)],
       [`Firefox: SDK age-rt decryptStream, ${f.detected}`, onF(`window.bench.decrypt('auto', 'age-rt')`)],
     ] : []),
-    ...(POOL ? [['Chromium: 2 Workers, age-rt encryptStream each on half, wasm (pool ceiling)', onC('window.pool()')]] : []),
-    ...(POOL && f ? [['Firefox: 2 Workers, age-rt encryptStream each on half, wasm (pool ceiling)', onF('window.pool()')]] : []),
   ];
   const times = new Map(cases.map(([name]) => [name, []]));
   for (let run = 0; run < RUNS; run++) {

@@ -4,9 +4,11 @@
 //! `src/crypto/runtime.rs`; it drives the core's split for an asynchronous cipher instead:
 //!
 //! - sealing: the encryptor hands its chunks out (`Encryptor::defer_seals`: plaintext, room
-//!   for the tag, the nonce decided by the core); they are sealed here in place, [`BATCH`] per
-//!   await (`Promise.all`), and given back (`complete_seals`) before the output goes anywhere;
-//!   a chunk WebCrypto fails on (or a small one, below [`MIN_LEN`]) is sealed by the core.
+//!   for the tag, the nonce decided by the core); each write's chunks go to WebCrypto at once
+//!   (one `Promise.all`), up to [`DEPTH`] writes in flight so the page frames the next write
+//!   while WebCrypto seals; they are given back (`complete_seals`) in order before the output
+//!   goes anywhere; a chunk WebCrypto fails on (or a small one, below [`MIN_LEN`]) is sealed by
+//!   the core.
 //! - opening: the decryptor says which chunks the next input will open (`plan_opens`); they
 //!   are opened here ahead of time, [`BATCH`] per await, and the plaintext of those WebCrypto
 //!   authenticated is handed back (`prefetched`) before the input is fed: the core releases it
@@ -35,8 +37,8 @@ use super::error::into_js;
 use crate::client::error::Error;
 use crate::crypto::{Decryptor, Encryptor, SealJob};
 
-/// Chunks per await: enough that the Promise round trip is shared, few enough to bound the
-/// memory held (64 KiB each, twice while opening).
+/// Chunks opened per await: enough that the Promise round trip is shared, few enough to bound
+/// the memory held (64 KiB each, twice).
 pub(crate) const BATCH: usize = 16;
 /// Smaller chunks (age-rt records of a few log lines) are sealed / opened in wasm: a Promise
 /// round trip costs more than the cipher.
