@@ -287,7 +287,7 @@ pub(crate) async fn open(
                 let promises = Array::new();
                 for j in &jobs {
                     let nonce = Uint8Array::from(&j.nonce[..]);
-                    // SAFETY: as in `seal` (the job's own buffer, not touched meanwhile).
+                    // SAFETY: as in `Sealing::submit` (the job's own buffer, not touched meanwhile).
                     let view = unsafe { Uint8Array::view(&j.chunk) };
                     let promise = p.open.call3(&p.this, &k, &nonce, &view).ok();
                     promises.push(&promise.unwrap_or(JsValue::NULL));
