@@ -108,17 +108,76 @@ function runtimeCrypto() {
   return provider;
 }
 
+// ---- WebCrypto's ChaCha20-Poly1305 (src/wasm/webcrypto.rs) -------------------------------
+// Chromium (150 and later) and Deno have ChaCha20-Poly1305 in crypto.subtle (in a page only
+// in a secure context: https, localhost). It is asynchronous: the wasm core hands the chunks
+// out and takes them back sealed / opened, several per await (src/wasm/webcrypto.rs), with the
+// key imported once per stream, non-extractable. Detected once at init by a known-answer test
+// (RFC 8439 §2.8.2, and a wrong tag must be refused), never by user agent; where node:crypto
+// is there too (Deno) node:crypto stays (it measured faster: bench/webcrypto.mjs).
+let webDetected;
+async function webCrypto() {
+  if (webDetected !== undefined) return webDetected;
+  webDetected = null;
+  const s = globalThis.crypto?.subtle;
+  if (!s || typeof s.importKey !== 'function' || typeof s.encrypt !== 'function') return null;
+  const name = 'ChaCha20-Poly1305';
+  const provider = {
+    name: 'webcrypto',
+    importKey: (bytes) => s.importKey('raw-secret', bytes, { name }, false, ['encrypt', 'decrypt']),
+    // `data` is a view of the wasm memory: WebCrypto copies it before returning the promise
+    seal: (key, iv, data) => s.encrypt({ name, iv }, key, data).catch(() => null),
+    open: (key, iv, data) => s.decrypt({ name, iv }, key, data).catch(() => null),
+  };
+  try {
+    const hex = (h) => Uint8Array.from(h.match(/../g), (b) => parseInt(b, 16));
+    const toHex = (b) => Array.from(new Uint8Array(b), (x) => x.toString(16).padStart(2, '0')).join('');
+    const key = await provider.importKey(hex('808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f'));
+    const iv = hex('070000004041424344454647');
+    const additionalData = hex('50515253c0c1c2c3c4c5c6c7');
+    const text = new TextEncoder().encode("Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.");
+    const sealed = new Uint8Array(await s.encrypt({ name, iv, additionalData }, key, text));
+    if (sealed.length !== text.length + 16 || toHex(sealed.subarray(0, 16)) !== 'd31a8d34648e60db7b86afbc53ef7ec2'
+      || toHex(sealed.subarray(text.length)) !== '1ae10b594f09e26a7e902ecbd0600691') return null;
+    const opened = await s.decrypt({ name, iv, additionalData }, key, sealed);
+    if (toHex(opened) !== toHex(text)) return null;
+    sealed[5] ^= 1;
+    if (await s.decrypt({ name, iv, additionalData }, key, sealed).then(() => true, () => false)) return null;
+  } catch { return null; }
+  webDetected = provider;
+  return provider;
+}
+
+let backendChoice = 'auto';
+let webSetUp = false;
+// The WebCrypto provider to use on 'auto': only where node:crypto is not there.
+const webPreferred = () => (runtimeCrypto() ? null : webDetected ?? null);
+
+async function setUpWebCrypto() {
+  if (!runtimeCrypto()) {
+    await webCrypto();
+    if (backendChoice === 'auto') wasm.setWebCrypto(webPreferred());
+  }
+  webSetUp = true;
+}
+
 /**
- * Which cipher seals and opens the payload of streams opened from now on: `'node:crypto'`
- * (the runtime's own, found at init) or `'wasm'`. `cryptoBackend('wasm')` forces the wasm
- * cipher (benchmarks, tests), `cryptoBackend('auto')` goes back to the detected one. The
- * bytes are the same either way.
+ * Which cipher seals and opens the payload of streams opened from now on: `'webcrypto'`
+ * (WebCrypto's ChaCha20-Poly1305: Chromium 150+), `'node:crypto'` (the runtime's own: Node,
+ * Deno, workerd) or `'wasm'`, as found at init. `cryptoBackend('wasm')` forces the wasm cipher
+ * (benchmarks, tests), `cryptoBackend('auto')` goes back to the detected one. The bytes are the
+ * same either way.
  */
 export function cryptoBackend(choice) {
   requireInit('cryptoBackend');
-  if (choice === 'wasm') wasm.setRuntimeCrypto(null);
-  else if (choice === 'auto') wasm.setRuntimeCrypto(runtimeCrypto());
-  else if (choice !== undefined) throw new HttpipeError(`cryptoBackend: expected 'wasm' or 'auto', got ${String(choice)}`, 'UNSUPPORTED');
+  if (choice === 'wasm') {
+    wasm.setRuntimeCrypto(null);
+    wasm.setWebCrypto(null);
+  } else if (choice === 'auto') {
+    wasm.setRuntimeCrypto(runtimeCrypto());
+    wasm.setWebCrypto(webPreferred());
+  } else if (choice !== undefined) throw new HttpipeError(`cryptoBackend: expected 'wasm' or 'auto', got ${String(choice)}`, 'UNSUPPORTED');
+  if (choice !== undefined) backendChoice = choice;
   return wasm.cryptoBackendName();
 }
 
@@ -194,9 +253,9 @@ export function init(input) {
   if (!ready) {
     if (wasmState.initialised) {
       markReady();
-      ready = Promise.resolve();
+      ready = setUpWebCrypto();
     } else {
-      ready = load(input).then(markReady);
+      ready = load(input).then(markReady).then(setUpWebCrypto);
       ready.catch(() => { ready = null; });
     }
   }
@@ -403,14 +462,45 @@ function cryptoTransform(make) {
   });
 }
 
+// With WebCrypto's cipher (src/wasm/webcrypto.rs): the same with asynchronous calls; up to
+// `depth` encryptor calls in flight (the page frames the next write while WebCrypto seals),
+// each output enqueued in order as soon as it is ready. The cipher is the one of the moment the
+// stream is made, or, made before init, of its start.
+function webCryptoTransform(makeWasm, makeWeb, depth) {
+  if (webSetUp && wasm.cryptoBackendName() !== 'webcrypto') return cryptoTransform(makeWasm);
+  let c = null;
+  let tail = Promise.resolve();
+  const inFlight = [];
+  return new TransformStream({
+    async start() {
+      await init().catch((e) => { throw wrapError(e); });
+      try {
+        if (wasm.cryptoBackendName() === 'webcrypto') { c = makeWeb(); if (c.ready) await c.ready(); } else c = makeWasm();
+      } catch (e) { throw wrapError(e); }
+    },
+    async transform(chunk, ctrl) {
+      try {
+        const out = c.update(toBytes(chunk));
+        tail = tail.then(() => out).then((o) => { if (o.byteLength) ctrl.enqueue(o); });
+        tail.catch(() => {});
+        inFlight.push(tail);
+        while (inFlight.length > depth) await inFlight.shift();
+      } catch (e) { throw wrapError(e); }
+    },
+    async flush(ctrl) {
+      try { await tail; const out = await c.finish(); if (out.byteLength) ctrl.enqueue(out); } catch (e) { throw wrapError(e); } finally { c.free(); }
+    },
+  });
+}
+
 /** Encrypts a byte stream (age-rt by default; every chunk is flushed as one record). */
 export function encryptStream(options) {
-  return cryptoTransform(() => new wasm.Encryptor(options));
+  return webCryptoTransform(() => new wasm.Encryptor(options), () => new wasm.WebEncryptor(options), 4);
 }
 
 /** Decrypts age or age-rt (auto-detected); errors WRONG_KEY before any plaintext. */
 export function decryptStream(options) {
-  return cryptoTransform(() => new wasm.Decryptor(options));
+  return webCryptoTransform(() => new wasm.Decryptor(options), () => new wasm.WebDecryptor(options), 0);
 }
 
 /** A new X25519 identity "AGE-SECRET-KEY-1..." (needs init). */

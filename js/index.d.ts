@@ -308,12 +308,14 @@ export declare function generateHybridIdentity(): string;
 /** The recipient of an identity: "age1..." (X25519) or "age1pq1..." (post-quantum). Needs the module loaded (`await init()` in browsers). */
 export declare function identityToRecipient(identity: string): string;
 /**
- * The cipher that seals and opens the payload of streams opened from now on: the runtime's
- * native ChaCha20-Poly1305 (`'node:crypto'`: Node, Deno, Workers with nodejs_compat) or the wasm
- * one. `'wasm'` forces the wasm cipher, `'auto'` returns to the detected one; same bytes either
- * way. Needs the module loaded. Throws HttpipeError `UNSUPPORTED` for another choice.
+ * The cipher that seals and opens the payload of streams opened from now on: WebCrypto's
+ * ChaCha20-Poly1305 (`'webcrypto'`: Chromium 150+ in a secure context, where there is no
+ * node:crypto; probed at init), the runtime's native one (`'node:crypto'`: Node, Deno, Workers
+ * with nodejs_compat) or the wasm one (`'wasm'`: Firefox, Safari, ...). `'wasm'` forces the wasm
+ * cipher, `'auto'` returns to the detected one; same bytes and errors either way. Needs the
+ * module loaded. Throws HttpipeError `UNSUPPORTED` for another choice.
  */
-export declare function cryptoBackend(choice?: 'wasm' | 'auto'): 'node:crypto' | 'wasm';
+export declare function cryptoBackend(choice?: 'wasm' | 'auto'): 'webcrypto' | 'node:crypto' | 'wasm';
 
 // ---- Pipelines (docs/js-api.md "Pipelines"; js/pipeline/) ----
 declare const stepIn: unique symbol;

@@ -3,7 +3,7 @@
 use super::header::{self, Header, Scan, AGE_RT_MAX_HEADER};
 use super::keys::{payload_aead, FileKey, PAYLOAD_NONCE_LEN};
 use super::recipients::{mlkem768x25519, scrypt, x25519};
-use super::stream::{age_rt, age_v1, Sealer};
+use super::stream::{age_rt, age_v1, OpenJob, Sealer};
 use super::{armor, Error, Format, Identity};
 use zeroize::Zeroizing;
 
@@ -335,6 +335,62 @@ impl Decryptor {
             Err(Error::WrongPassphrase)
         } else {
             Err(Error::NoMatchingIdentity)
+        }
+    }
+}
+
+/// The split for an asynchronous cipher (used by the wasm adapter only).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+impl Decryptor {
+    /// Whether the payload has started, in binary input that an asynchronous cipher may open
+    /// ahead of time ([`plan_opens`](Self::plan_opens)).
+    pub(crate) fn in_payload(&self) -> bool {
+        self.state == Ok(false)
+            && matches!(self.armor, Some(None))
+            && matches!(self.stage, Stage::Age(_) | Stage::AgeRt(_))
+    }
+
+    /// The payload key once the payload started (for an asynchronous cipher to import).
+    pub(crate) fn payload_key(&self) -> Option<Zeroizing<[u8; 32]>> {
+        let key = match &self.stage {
+            Stage::Age(r) => r.sealer().key(),
+            Stage::AgeRt(r) => r.sealer().key(),
+            _ => return None,
+        };
+        Some(Zeroizing::new(*key))
+    }
+
+    /// For an asynchronous cipher (the SDK's WebCrypto path, `src/wasm/webcrypto.rs`): the
+    /// chunks that [`update`](Self::update) with `input` will open, as far as they are known
+    /// without opening any (at most `max`; age-rt records with at least `min_len` bytes of
+    /// plaintext), each as a non-final chunk; and how many bytes of `input` they cover (feed
+    /// those, then plan again). The caller opens them and hands back each one that
+    /// authenticated ([`prefetched`](Self::prefetched)) before it feeds `input`; every other
+    /// chunk (a wrong tag, the final one, a failure) is opened here, which decides the error.
+    pub(crate) fn plan_opens(
+        &self,
+        input: &[u8],
+        max: usize,
+        min_len: usize,
+    ) -> (Vec<OpenJob>, usize) {
+        if !self.in_payload() {
+            return (Vec::new(), input.len());
+        }
+        match &self.stage {
+            Stage::Age(r) => r.plan(input, max.max(1)),
+            Stage::AgeRt(r) => r.plan(input, max.max(1), min_len),
+            _ => (Vec::new(), input.len()),
+        }
+    }
+
+    /// The plaintext of `job` ([`plan_opens`](Self::plan_opens)), authenticated and decrypted
+    /// by the caller's cipher: released by [`update`](Self::update) only when that very chunk
+    /// comes next, as a non-final chunk.
+    pub(crate) fn prefetched(&mut self, job: OpenJob, plain: Vec<u8>) {
+        match &mut self.stage {
+            Stage::Age(r) => r.sealer_mut().prefetch(job, plain),
+            Stage::AgeRt(r) => r.sealer_mut().prefetch(job, plain),
+            _ => {}
         }
     }
 }

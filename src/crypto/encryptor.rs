@@ -4,7 +4,7 @@ use super::header::{self, Stanza};
 use super::keys::{payload_aead, receipt_key, FileKey, PAYLOAD_NONCE_LEN};
 use super::reseal::{self, Resealer, Sealed};
 use super::rng::{draw, OsRandom, RandomSource};
-use super::stream::{age_rt, age_v1, Sealer};
+use super::stream::{age_rt, age_v1, SealJob, Sealer};
 use super::{armor, Error, Format, Recipient};
 use zeroize::Zeroizing;
 
@@ -187,12 +187,13 @@ impl Encryptor {
                 "only a seekable() encryptor can seal again".into(),
             ));
         };
+        // Chunks handed out and not completed yet (`defer_seals`) are not sent yet either.
         let sealed = Sealed {
             format: self.format,
             head: self.head_len,
             tags,
             plain: sealer.sealed(),
-            finished: self.state == Ok(true),
+            finished: self.state == Ok(true) && !sealer.outstanding(),
         };
         reseal::plan(&sealed, sealer, from, to)
     }
@@ -301,5 +302,62 @@ impl Encryptor {
             }
             Ok(true)
         })
+    }
+}
+
+/// The split for an asynchronous cipher (used by the wasm adapter only).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+impl Encryptor {
+    fn sealer(&self) -> &Sealer {
+        match &self.payload {
+            Payload::Age(w) => w.sealer(),
+            Payload::AgeRt(w) => w.sealer(),
+        }
+    }
+
+    fn sealer_mut(&mut self) -> &mut Sealer {
+        match &mut self.payload {
+            Payload::Age(w) => w.sealer_mut(),
+            Payload::AgeRt(w) => w.sealer_mut(),
+        }
+    }
+
+    /// For an asynchronous cipher (the SDK's WebCrypto path, `src/wasm/webcrypto.rs`): from now
+    /// on every chunk is only handed out, in the output, as its plaintext followed by 16 bytes
+    /// for the tag ([`seal_jobs`](Self::seal_jobs)); the caller seals it in place (ciphertext
+    /// || tag, the same bytes as here) and gives it back with
+    /// [`complete_seals`](Self::complete_seals) before the output goes anywhere. The framing,
+    /// nonces, order and the tag digest stay here. Call it before any output and without
+    /// armor; otherwise it poisons the encryptor ([`Error::Usage`]).
+    pub(crate) fn defer_seals(mut self) -> Self {
+        if self.header.is_none() || self.armor.is_some() {
+            self.state = Err(Error::Usage(
+                "defer_seals() must be called before any output, without armor".into(),
+            ));
+        }
+        self.sealer_mut().defer();
+        self
+    }
+
+    /// The chunks handed out and not completed yet, oldest first (offsets into the `out` of
+    /// the call that handed each out).
+    pub(crate) fn seal_jobs(&self) -> Vec<SealJob> {
+        self.sealer().jobs()
+    }
+
+    /// Takes back the oldest `sealed.len()` chunks handed out, all in `out` (the buffer of the
+    /// call that handed them out): `sealed[i]` says the caller sealed chunk i in place; the
+    /// others (the caller's cipher failed) are sealed here.
+    pub(crate) fn complete_seals(&mut self, out: &mut [u8], sealed: &[bool]) -> Result<(), Error> {
+        let r = self.sealer_mut().complete(out, sealed);
+        if let Err(e) = &r {
+            self.state = Err(e.clone());
+        }
+        r
+    }
+
+    /// The payload key, for an asynchronous cipher to import ([`defer_seals`](Self::defer_seals)).
+    pub(crate) fn payload_key(&self) -> Zeroizing<[u8; 32]> {
+        Zeroizing::new(*self.sealer().key())
     }
 }

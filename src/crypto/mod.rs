@@ -19,6 +19,8 @@
 
 mod aead;
 mod armor;
+#[cfg(test)]
+mod async_cipher_tests;
 mod base64;
 mod decryptor;
 mod encryptor;
@@ -42,6 +44,8 @@ pub use rng::{FixedRandom, OsRandom, RandomSource};
 pub use runtime::{crypto_backend, RuntimeCrypto, RuntimeKey, ScryptElsewhere};
 #[cfg(target_arch = "wasm32")]
 pub use runtime::{set_runtime_crypto, set_scrypt_elsewhere};
+#[cfg(target_arch = "wasm32")]
+pub(crate) use stream::SealJob;
 pub use stream::CHUNK_SIZE;
 
 /// Which encrypted format to write (readers detect it from the first header line).

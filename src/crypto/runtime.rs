@@ -7,6 +7,10 @@
 //! Only these primitives move: the age / age-rt framing, nonces, header, stanzas and every check
 //! stay in this crate, and their output is the same bytes. A runtime that fails (`None`) leaves
 //! the work to RustCrypto.
+//!
+//! This seam is synchronous. WebCrypto's ChaCha20-Poly1305 (Chromium 150+) is asynchronous: for
+//! it the encryptor hands its chunks out and the decryptor takes chunks opened ahead of time
+//! (`Encryptor::defer_seals`, `Decryptor::plan_opens`), driven by `src/wasm/webcrypto.rs`.
 
 use zeroize::Zeroizing;
 

@@ -409,9 +409,13 @@ pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
     Ok(())
 }
 
-/// `cryptoBackendName()`: whose primitives the streams opened now use: the runtime's
-/// (`"node:crypto"`) or this module's (`"wasm"`).
+/// `cryptoBackendName()`: whose primitives the streams opened now use: WebCrypto's
+/// (`"webcrypto"`, `super::webcrypto`), the runtime's (`"node:crypto"`) or this module's
+/// (`"wasm"`).
 #[wasm_bindgen(js_name = cryptoBackendName)]
 pub fn crypto_backend_name() -> String {
+    if super::webcrypto::active().is_some() {
+        return "webcrypto".into();
+    }
     crate::crypto::crypto_backend().to_string()
 }

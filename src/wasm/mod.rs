@@ -17,6 +17,7 @@
 //! - [`receipt`]: delivery receipts (§12): commitments as bytes pass, the consumer's call.
 //! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
 //! - [`scrypt`]: a passphrase's scrypt in a throwaway instance, its 256 MiB given back.
+//! - [`webcrypto`]: the payload cipher in WebCrypto (async), where the page has it.
 //! - [`csv`]: CSV splitting on `csv-core` for `csv.decode` (`js/pipeline/csv.js`; measured against
 //!   a JS decoder in `bench/csv.mjs`).
 
@@ -35,3 +36,4 @@ pub mod receipt;
 pub mod receive;
 pub mod scrypt;
 pub mod send;
+pub mod webcrypto;

@@ -94,7 +94,10 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                 });
                 let mut stream = checked(body, Rc::new(abort), check, resume);
                 if let Some(dec) = &decryptor {
-                    stream = decrypt_stream(stream, dec.clone());
+                    stream = match super::webcrypto::active() {
+                        Some(w) => super::webcrypto::decrypt_stream(stream, dec.clone(), w),
+                        None => decrypt_stream(stream, dec.clone()),
+                    };
                 }
                 let manual = p.receipt == ReceiptMode::Manual;
                 let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);

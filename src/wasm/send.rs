@@ -101,15 +101,21 @@ async fn send_inner(
     // A source that can be read again (a `Blob`, bytes) resumes by reading it again (§12.3):
     // a plain one's bytes are the wire bytes; an encrypted one is sealed again from a chunk.
     let reopen = reopen.filter(|_| p.resume_s.is_some());
+    let web = super::webcrypto::active();
     let enc = if p.encrypted() {
         let e = encryptor_for(&p.o)?;
         let e = if reopen.is_some() { e.seekable() } else { e };
+        // WebCrypto's cipher seals the chunks the encryptor hands out (src/wasm/webcrypto.rs)
+        let e = if web.is_some() { e.defer_seals() } else { e };
         Some(Rc::new(RefCell::new(e)))
     } else {
         None
     };
     if let Some(e) = &enc {
-        stream = encrypt_stream(stream, e.clone())?;
+        stream = match web {
+            Some(w) => super::webcrypto::encrypt_stream(stream, e.clone(), w)?,
+            None => encrypt_stream(stream, e.clone())?,
+        };
     }
     stream = receipt::committed(stream, wire.clone());
     // The replay window (§12.3) keeps what goes to the upload once both sides resume; a source

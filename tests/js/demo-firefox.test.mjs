@@ -3,6 +3,7 @@
 // the segmented upload (PROTOCOL.md §4) and the page says so in a small note; a Chromium
 // receiver types the code and gets the exact bytes. And Firefox as the receiver by code,
 // saving through the Service Worker streaming download (no File System Access API in Firefox).
+// And the payload cipher: no ChaCha20-Poly1305 in Firefox's WebCrypto, so the wasm one.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -100,5 +101,39 @@ test('Firefox receives by code through the Service Worker streaming download', {
     await chromium.close();
     await relay.stop();
     for (const d of [profile, downloads, src.dir]) fs.rmSync(d, { recursive: true, force: true });
+  }
+});
+
+// The payload cipher (issue #13): Firefox ESR's WebCrypto has no ChaCha20-Poly1305, so the
+// package's detection (a known-answer test, src/wasm/webcrypto.rs) must leave the wasm cipher
+// in place, and encryption must work as before.
+test('Firefox: the payload cipher is the wasm one; encrypt / decrypt round trip', { timeout: 120000, skip: skipFirefox }, async () => {
+  const relay = await startRelay();
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
+  let firefox;
+  try {
+    firefox = await puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX, headless: true, userDataDir: profile });
+    const page = await firefox.newPage();
+    await page.goto(`${relay.http}/version`);
+    const r = await page.evaluate(async () => {
+      const h = await import('/assets/pkg/index.js');
+      await h.init();
+      const probe = await crypto.subtle.importKey('raw-secret', new Uint8Array(32), { name: 'ChaCha20-Poly1305' }, false, ['encrypt'])
+        .then(() => true, () => false);
+      const id = h.generateIdentity();
+      const bytes = new Uint8Array(3 * 65536 + 5).map((_, i) => (i * 13) & 255);
+      const out = { probe, backend: h.cryptoBackend(), ok: [] };
+      for (const format of ['age', 'age-rt']) {
+        const ct = await new Response(new Blob([bytes]).stream().pipeThrough(h.encryptStream({ recipients: [h.identityToRecipient(id)], format }))).arrayBuffer();
+        const pt = new Uint8Array(await new Response(new Blob([ct]).stream().pipeThrough(h.decryptStream({ identities: [id] }))).arrayBuffer());
+        out.ok.push(pt.length === bytes.length && pt.every((x, i) => x === bytes[i]));
+      }
+      return out;
+    });
+    assert.deepEqual(r, { probe: false, backend: 'wasm', ok: [true, true] });
+  } finally {
+    await firefox?.close().catch(() => {});
+    await relay.stop();
+    fs.rmSync(profile, { recursive: true, force: true });
   }
 });

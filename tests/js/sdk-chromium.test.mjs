@@ -3,7 +3,8 @@
 // streaming upload must be used) and over the plain port (HTTP/1.1: Chromium can't stream a
 // request body there, so the automatic segmented fallback must be used, and remembered), and
 // a stream received from a Node producer (plain, passphrase, a post-quantum key the page made).
-// Checksums equal.
+// Checksums equal. The payload cipher: WebCrypto's where the page has it (the same bytes as
+// wasm, the same errors), encrypted transfers both ways.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -212,13 +213,171 @@ test('Chromium: a receiving page closed mid-stream tells the producer at once', 
   assert.ok(Date.now() - t0 < 10_000, `told after ${Date.now() - t0} ms`);
 });
 
-test('Chromium: the payload cipher is the wasm one (no node:crypto; WebCrypto\'s ChaCha20-Poly1305 is async only)', { timeout: 30_000 }, async () => {
+// The payload cipher (issue #13, src/wasm/webcrypto.rs): WebCrypto's ChaCha20-Poly1305 where
+// the page has it (Chromium 150+, in a secure context: 127.0.0.1 here), else the wasm one.
+// The page's own WebCrypto is probed here, independently of the package's detection.
+const PROBE_SRC = `async () => {
+  try {
+    const s = crypto.subtle;
+    const k = await s.importKey('raw-secret', new Uint8Array(32).fill(7), { name: 'ChaCha20-Poly1305' }, false, ['encrypt']);
+    const ct = new Uint8Array(await s.encrypt({ name: 'ChaCha20-Poly1305', iv: new Uint8Array(12) }, k, new Uint8Array(100)));
+    return ct.length === 116;
+  } catch { return false; }
+}`;
+
+// Deterministic crypto.getRandomValues (the header's randomness) while `fn` runs, so that two
+// encryptions of the same input give the same bytes.
+const FIXED_RANDOM_SRC = `async (fn) => {
+  const real = crypto.getRandomValues;
+  let x = 12345;
+  crypto.getRandomValues = (a) => {
+    const b = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    for (let i = 0; i < b.length; i++) { x = (Math.imul(x, 1103515245) + 12345) >>> 0; b[i] = x >>> 24; }
+    return a;
+  };
+  try { return await fn(); } finally { crypto.getRandomValues = real; }
+}`;
+
+test('Chromium: the payload cipher is WebCrypto\'s exactly when the page\'s WebCrypto has ChaCha20-Poly1305; cryptoBackend(\'wasm\') forces wasm', { timeout: 30_000 }, async () => {
   const page = await openPage(relay.http);
   try {
-    assert.equal(await page.evaluate(() => window.httpipe.cryptoBackend()), 'wasm');
+    const r = await page.evaluate(async (PROBE_SRC) => {
+      const probe = await (0, eval)(PROBE_SRC)();
+      const h = window.httpipe;
+      return { probe, detected: h.cryptoBackend(), forced: h.cryptoBackend('wasm'), back: h.cryptoBackend('auto') };
+    }, PROBE_SRC);
+    const expected = r.probe ? 'webcrypto' : 'wasm';
+    console.log(`# chromium: WebCrypto ChaCha20-Poly1305 ${r.probe ? 'present' : 'absent'}: ${r.detected}`);
+    assert.deepEqual(r, { probe: r.probe, detected: expected, forced: 'wasm', back: expected });
   } finally { await page.close(); }
 });
 
+test('Chromium: WebCrypto and wasm encrypt to the same bytes (age, age-rt; 0 B to 1 MiB, uneven writes), each decrypts the other', { timeout: 120_000 }, async () => {
+  const page = await openPage(relay.http);
+  try {
+    const r = await page.evaluate(async ({ FIXED_RANDOM_SRC }) => {
+      const fixed = (0, eval)(FIXED_RANDOM_SRC);
+      const h = window.httpipe;
+      const detected = h.cryptoBackend();
+      const id = await fixed(async () => h.generateIdentity());
+      const recipient = h.identityToRecipient(id);
+      const collect = async (s) => new Uint8Array(await new Response(s).arrayBuffer());
+      const source = (bytes, write) => new ReadableStream({
+        start(c) { for (let i = 0; i < bytes.length; i += write) c.enqueue(bytes.slice(i, i + write)); c.close(); },
+      });
+      const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+      const out = [];
+      for (const format of ['age', 'age-rt']) {
+        for (const [size, write] of [[0, 1], [1, 1], [65536, 65536], [65537, 1000], [200 * 1024 + 3, 70_000], [1 << 20, 1 << 20], [1 << 20, 65536]]) {
+          const bytes = new Uint8Array(size).map((_, i) => (i * 31 + (i >> 8)) & 255);
+          const ct = {};
+          for (const b of ['auto', 'wasm']) {
+            h.cryptoBackend(b);
+            ct[b] = await fixed(() => collect(source(bytes, write).pipeThrough(h.encryptStream({ recipients: [recipient], format }))));
+          }
+          const pt = {};
+          for (const [b, other] of [['auto', 'wasm'], ['wasm', 'auto']]) {
+            h.cryptoBackend(b);
+            pt[b] = await collect(source(ct[other], 70_001).pipeThrough(h.decryptStream({ identities: [id] })));
+          }
+          out.push({ format, size, write, sameBytes: same(ct.auto, ct.wasm), decrypts: same(pt.auto, bytes) && same(pt.wasm, bytes) });
+        }
+      }
+      h.cryptoBackend('auto');
+      return { detected, out };
+    }, { FIXED_RANDOM_SRC });
+    for (const c of r.out) assert.deepEqual(c, { ...c, sameBytes: true, decrypts: true }, JSON.stringify(c));
+    console.log(`# chromium (${r.detected}): ${r.out.length} cases byte-identical to wasm`);
+  } finally { await page.close(); }
+});
+
+test('Chromium: a tampered chunk fails the same under WebCrypto and wasm (code, message), and no plaintext of it is released', { timeout: 60_000 }, async () => {
+  const page = await openPage(relay.http);
+  try {
+    const r = await page.evaluate(async () => {
+      const h = window.httpipe;
+      const id = h.generateIdentity();
+      const recipient = h.identityToRecipient(id);
+      const out = [];
+      for (const format of ['age', 'age-rt']) {
+        const bytes = new Uint8Array(4 * 65536).map((_, i) => (i * 7 + (i >> 9)) & 255);
+        // 64 KiB writes: age-rt records of 64 KiB, so the tampered byte's chunk is known
+        const src = new ReadableStream({ start(c) { for (let i = 0; i < 4; i++) c.enqueue(bytes.slice(i * 65536, (i + 1) * 65536)); c.close(); } });
+        const ct = new Uint8Array(await new Response(src.pipeThrough(h.encryptStream({ recipients: [recipient], format }))).arrayBuffer());
+        for (const at of [ct.length - 2 * 65536 - 100, ct.length - 5]) {
+          const bad = ct.slice();
+          bad[at] ^= 1;
+          const seen = {};
+          for (const b of ['auto', 'wasm']) {
+            const backend = h.cryptoBackend(b);
+            let released = 0;
+            let prefix = true;
+            let error = null;
+            try {
+              const reader = new Blob([bad]).stream().pipeThrough(h.decryptStream({ identities: [id] })).getReader();
+              for (;;) {
+                const { value, done } = await reader.read();
+                if (done) break;
+                prefix &&= value.every((x, i) => x === bytes[released + i]);
+                released += value.length;
+              }
+            } catch (e) { error = `${e.code}: ${e.message}`; }
+            seen[b] = { backend, released, prefix, error };
+          }
+          // ciphertext per full chunk, and the per-chunk overhead of the chunks (age-rt: prefix)
+          const chunkCt = format === 'age' ? 65552 : 65556;
+          out.push({ format, at, ctLength: ct.length, chunkCt, overhead: format === 'age' ? 4 * 16 : 4 * 20 + 20, ...seen });
+        }
+      }
+      h.cryptoBackend('auto');
+      return out;
+    });
+    for (const c of r) {
+      assert.match(c.auto.error ?? '', /^DECRYPT_FAILED: /, JSON.stringify(c));
+      assert.equal(c.auto.error, c.wasm.error, JSON.stringify(c));
+      // nothing of the tampered chunk: at most the chunks before it (how many of those reach
+      // the reader before the stream errors is the stream's timing, not the cipher's)
+      const before = Math.floor((c.at - (c.ctLength - 4 * 65536 - c.overhead)) / c.chunkCt) * 65536;
+      for (const b of ['auto', 'wasm']) {
+        assert.ok(c[b].released <= before && c[b].prefix, `${b}: ${JSON.stringify(c)}`);
+      }
+    }
+  } finally { await page.close(); }
+});
+
+test('Chromium: encrypted transfers page → Node and Node → page (age-rt, age) with the page\'s cipher', { timeout: 180_000 }, async () => {
+  const page = await openPage(relay.https);
+  try {
+    const backend = await page.evaluate(() => window.httpipe.cryptoBackend());
+    const identity = sdk.generateIdentity();
+    const recipient = sdk.identityToRecipient(identity);
+    for (const format of ['age-rt', 'age']) {
+      const size = 8 * MiB + 5;
+      // page → Node
+      const path = uniquePath('chromium-enc-send');
+      const recvP = sdk.receive({ relay: relay.http, path, identities: [identity] }).then((r) => hashStream(r.stream));
+      const report = await page.evaluate(async ({ relayUrl, path, size, GEN_SRC, recipient, format }) => {
+        const gen = (0, eval)(GEN_SRC);
+        return window.httpipe.send(gen(size, 21), { relay: relayUrl, path, size, recipients: [recipient], format });
+      }, { relayUrl: relay.https, path, size, GEN_SRC, recipient, format });
+      const got = await recvP;
+      assert.equal(got.sha256, (await hashStream(gen(size, 21))).sha256, `${format}: page → Node`);
+      assert.equal(report.receipt.authenticated, true);
+      // Node → page
+      const pageId = await page.evaluate(() => window.httpipe.generateIdentity());
+      const path2 = uniquePath('chromium-enc-recv');
+      const sendP = sdk.send(gen(size, 22), { relay: relay.http, path: path2, recipients: [sdk.identityToRecipient(pageId)], format });
+      const sum2 = await page.evaluate(async ({ relayUrl, path, SUM_SRC, pageId }) => {
+        const sum = (0, eval)(SUM_SRC);
+        const r = await window.httpipe.receive({ relay: relayUrl, path, identities: [pageId] });
+        return sum(r.stream);
+      }, { relayUrl: relay.https, path: path2, SUM_SRC, pageId });
+      assert.deepEqual(sum2, await sum(gen(size, 22)), `${format}: Node → page`);
+      assert.equal((await sendP).receipt.authenticated, true);
+    }
+    console.log(`# chromium encrypted transfers with ${backend}`);
+  } finally { await page.close(); }
+});
 
 test('Chromium ↔ CLI by short code (PROTOCOL §14): a page sends to `httpipe receive CODE`, `httpipe send FILE` to a page', { timeout: 120_000 }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-chromium-cli-'));

@@ -18,6 +18,10 @@ use super::runtime::{RuntimeKey, RUNTIME};
 #[derive(Clone)]
 pub(crate) struct PayloadAead {
     inner: chacha20poly1305::ChaCha20Poly1305,
+    /// The key itself, for a runtime whose cipher is asynchronous (the SDK's WebCrypto path,
+    /// `src/wasm/webcrypto.rs`): it imports the key once, non-extractable.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    key: Zeroizing<[u8; 32]>,
     #[cfg(target_arch = "wasm32")]
     runtime: Option<std::rc::Rc<dyn RuntimeKey>>,
 }
@@ -28,7 +32,14 @@ impl PayloadAead {
             inner: super::keys::aead(&key),
             #[cfg(target_arch = "wasm32")]
             runtime: RUNTIME.with(|r| r.borrow().as_ref().and_then(|a| a.aead_key(&key))),
+            key,
         }
+    }
+
+    /// The payload key (see the field).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    pub(crate) fn key(&self) -> &[u8; 32] {
+        &self.key
     }
 
     /// Encrypts `buf` in place; returns the 16-byte tag.

@@ -1,7 +1,7 @@
 //! age-rt v0.2 records (PROTOCOL.md §8): `u32 BE length L` || L bytes of sealed chunk,
 //! 16 <= L <= 65552. Every flush emits one record; the writer ends with an empty final record.
 
-use super::{Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
+use super::{nonce, planned_upto, span, OpenJob, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
 use crate::crypto::Error;
 
 /// Bytes of a record's length prefix.
@@ -187,4 +187,49 @@ fn open_record(
         return Ok(());
     }
     Err(Error::ChunkAuth { index })
+}
+
+/// The split for an asynchronous cipher (used by the wasm adapter only).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+impl Reader {
+    pub(crate) fn sealer_mut(&mut self) -> &mut Sealer {
+        &mut self.sealer
+    }
+
+    /// The whole records in the held bytes and `input` with at least `min_len` bytes of
+    /// plaintext (at most `max`, not prefetched yet), to open ahead of time as non-final; and
+    /// how much of `input` they cover. Stops at a bad length: `push` reports it.
+    pub(crate) fn plan(&self, input: &[u8], max: usize, min_len: usize) -> (Vec<OpenJob>, usize) {
+        let mut jobs = Vec::new();
+        if self.done {
+            return (jobs, input.len());
+        }
+        let total = self.buf.len() + input.len();
+        let mut at = 0;
+        let mut counter = self.sealer.counter();
+        while at + LEN_PREFIX <= total && jobs.len() < max {
+            let prefix = span(&self.buf, input, at, at + LEN_PREFIX);
+            let Ok(len) = record_len(&prefix, counter) else {
+                break;
+            };
+            let end = at + LEN_PREFIX + len;
+            if end > total {
+                break;
+            }
+            if len >= min_len.max(1) + TAG_LEN && !self.sealer.is_prefetched(counter) {
+                jobs.push(OpenJob {
+                    counter,
+                    nonce: nonce(counter, false),
+                    chunk: span(&self.buf, input, at + LEN_PREFIX, end),
+                });
+            }
+            at = end;
+            let Some(next) = counter.checked_add(1) else {
+                break;
+            };
+            counter = next;
+        }
+        let upto = planned_upto(jobs.len() >= max, at, self.buf.len(), input.len());
+        (jobs, upto)
+    }
 }

@@ -1,7 +1,7 @@
 //! age v1 STREAM (C2SP age §"Payload"): 64 KiB chunks, the last one flagged and never empty
 //! unless the whole plaintext is empty.
 
-use super::{Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
+use super::{nonce, planned_upto, span, OpenJob, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
 use crate::crypto::Error;
 
 /// Encrypting side. Holds back up to one full chunk: a chunk is sealed as non-final only once
@@ -157,4 +157,40 @@ fn open_full_with_more(
         return Err(Error::TrailingData);
     }
     Err(Error::ChunkAuth { index })
+}
+
+/// The split for an asynchronous cipher (used by the wasm adapter only).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+impl Reader {
+    pub(crate) fn sealer_mut(&mut self) -> &mut Sealer {
+        &mut self.sealer
+    }
+
+    /// The full chunks in the held bytes and `input` (at most `max`, not prefetched yet), to
+    /// open ahead of time as non-final; and how much of `input` they cover.
+    pub(crate) fn plan(&self, input: &[u8], max: usize) -> (Vec<OpenJob>, usize) {
+        let mut jobs = Vec::new();
+        if self.done {
+            return (jobs, input.len());
+        }
+        let total = self.buf.len() + input.len();
+        let mut end = 0;
+        let mut counter = self.sealer.counter();
+        while end + CHUNK_CT <= total && jobs.len() < max {
+            if !self.sealer.is_prefetched(counter) {
+                jobs.push(OpenJob {
+                    counter,
+                    nonce: nonce(counter, false),
+                    chunk: span(&self.buf, input, end, end + CHUNK_CT),
+                });
+            }
+            end += CHUNK_CT;
+            let Some(next) = counter.checked_add(1) else {
+                break;
+            };
+            counter = next;
+        }
+        let upto = planned_upto(jobs.len() >= max, end, self.buf.len(), input.len());
+        (jobs, upto)
+    }
 }

@@ -8,6 +8,7 @@ pub(crate) mod age_v1;
 use super::aead::PayloadAead;
 use super::Error;
 use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
 
 /// Plaintext bytes per full chunk / maximum per record.
 pub const CHUNK_SIZE: usize = 64 * 1024;
@@ -23,6 +24,57 @@ fn nonce(counter: u64, last: bool) -> [u8; 12] {
     n
 }
 
+/// A chunk handed out to be sealed by an asynchronous cipher ([`Sealer::defer`]): its
+/// plaintext is `out[start..start + len]` of the call that handed it out, followed by 16 bytes
+/// for the tag; `nonce` is the chunk's (counter || final flag), decided here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SealJob {
+    pub(crate) nonce: [u8; 12],
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+}
+
+/// A chunk an asynchronous cipher may open ahead of time, as a non-final chunk (the reader's
+/// `plan`): chunk `counter`, `chunk` = ciphertext || tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub(crate) struct OpenJob {
+    pub(crate) counter: u64,
+    pub(crate) nonce: [u8; 12],
+    pub(crate) chunk: Vec<u8>,
+}
+
+/// Bytes `from..to` of `held` followed by `input`.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn span(held: &[u8], input: &[u8], from: usize, to: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(to - from);
+    if from < held.len() {
+        v.extend_from_slice(&held[from..to.min(held.len())]);
+    }
+    if to > held.len() {
+        v.extend_from_slice(&input[from.max(held.len()) - held.len()..to - held.len()]);
+    }
+    v
+}
+
+/// Input bytes that cover the planned chunks: where the next plan starts (all of `input`
+/// unless the plan stopped at `max` chunks, its end `end` counted from the held bytes).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn planned_upto(full: bool, end: usize, held: usize, input: usize) -> usize {
+    if full {
+        end.saturating_sub(held).min(input)
+    } else {
+        input
+    }
+}
+
+/// The plaintext of a chunk opened ahead of time ([`Sealer::prefetch`]).
+struct Prefetched {
+    counter: u64,
+    chunk: Vec<u8>,
+    plain: Vec<u8>,
+}
+
 /// The running chunk counter and AEAD, and the SHA-256 of every tag sealed or opened so far
 /// (a delivery receipt's digest of an encrypted transfer, PROTOCOL.md §12.2).
 pub(crate) struct Sealer {
@@ -34,6 +86,10 @@ pub(crate) struct Sealer {
     kept: Option<Vec<[u8; TAG_LEN]>>,
     /// Plaintext bytes sealed.
     sealed: u64,
+    /// With [`defer`](Self::defer): the chunks handed out and not completed yet, in order.
+    deferred: Option<VecDeque<SealJob>>,
+    /// Chunks opened ahead of time by an asynchronous cipher, in order.
+    prefetched: VecDeque<Prefetched>,
 }
 
 impl Sealer {
@@ -49,7 +105,20 @@ impl Sealer {
             tags: Sha256::new(),
             kept: None,
             sealed: 0,
+            deferred: None,
+            prefetched: VecDeque::new(),
         }
+    }
+
+    /// The prefetched plaintext of `chunk` as the next non-final chunk, if any.
+    fn take_prefetched(&mut self, chunk: &[u8]) -> Option<Vec<u8>> {
+        self.prefetched.retain(|p| p.counter >= self.counter);
+        let at = self
+            .prefetched
+            .iter()
+            .position(|p| p.counter == self.counter)?;
+        let p = self.prefetched.remove(at)?;
+        (p.chunk == chunk && p.plain.len() + TAG_LEN == chunk.len()).then_some(p.plain)
     }
 
     /// The same key, its next chunk number `counter` (sealing again, §12.3).
@@ -91,6 +160,15 @@ impl Sealer {
     ) -> Result<(), Error> {
         let start = out.len();
         out.extend_from_slice(plaintext);
+        if let Some(jobs) = &mut self.deferred {
+            out.extend_from_slice(&[0; TAG_LEN]);
+            jobs.push_back(SealJob {
+                nonce: nonce(self.counter, last),
+                start,
+                len: plaintext.len(),
+            });
+            return self.advance();
+        }
         let tag = self
             .aead
             .seal(&nonce(self.counter, last), &mut out[start..]);
@@ -118,6 +196,14 @@ impl Sealer {
         let (ct, tag) = chunk.split_at(split);
         let mut t = [0u8; TAG_LEN];
         t.copy_from_slice(tag);
+        if !self.prefetched.is_empty() && !last {
+            if let Some(plain) = self.take_prefetched(chunk) {
+                out.extend_from_slice(&plain);
+                self.tags.update(t);
+                self.advance()?;
+                return Ok(true);
+            }
+        }
         let start = out.len();
         out.extend_from_slice(ct);
         let ok = self
@@ -138,5 +224,89 @@ impl Sealer {
             .checked_add(1)
             .ok_or_else(|| Error::PayloadMalformed("chunk counter overflow".into()))?;
         Ok(())
+    }
+}
+
+/// The split for an asynchronous cipher (used by the wasm adapter only).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+impl Sealer {
+    /// From now on [`seal`](Self::seal) only hands chunks out ([`jobs`](Self::jobs)), for
+    /// [`complete`](Self::complete) to take them back sealed: the nonce, the order, the tag
+    /// digest and the kept tags stay here.
+    pub(crate) fn defer(&mut self) {
+        self.deferred.get_or_insert_with(VecDeque::new);
+    }
+
+    /// The chunks handed out and not completed yet, oldest first.
+    pub(crate) fn jobs(&self) -> Vec<SealJob> {
+        self.deferred
+            .as_ref()
+            .map(|j| j.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether chunks are handed out and not completed.
+    pub(crate) fn outstanding(&self) -> bool {
+        self.deferred.as_ref().is_some_and(|j| !j.is_empty())
+    }
+
+    /// Takes back the oldest `sealed.len()` chunks handed out, all of them in `out` (the
+    /// buffer of the call that handed them out): `sealed[i]` says the caller sealed chunk i in
+    /// place (ciphertext || tag); the others are sealed here. Then their tags count.
+    pub(crate) fn complete(&mut self, out: &mut [u8], sealed: &[bool]) -> Result<(), Error> {
+        let Some(jobs) = self.deferred.as_mut().filter(|j| sealed.len() <= j.len()) else {
+            return Err(Error::Usage(
+                "completing more chunks than were handed out".into(),
+            ));
+        };
+        for &done in sealed {
+            let Some(job) = jobs.pop_front() else {
+                break;
+            };
+            let Some(buf) = job
+                .len
+                .checked_add(job.start + TAG_LEN)
+                .and_then(|end| out.get_mut(job.start..end))
+            else {
+                return Err(Error::Usage(
+                    "a chunk handed out is not in the buffer given back".into(),
+                ));
+            };
+            let (plain, tag) = buf.split_at_mut(job.len);
+            if !done {
+                tag.copy_from_slice(&self.aead.seal(&job.nonce, plain));
+            }
+            let mut t = [0u8; TAG_LEN];
+            t.copy_from_slice(tag);
+            self.tags.update(t);
+            if let Some(kept) = &mut self.kept {
+                kept.push(t);
+            }
+            self.sealed += job.len as u64;
+        }
+        Ok(())
+    }
+
+    /// The payload key (for an asynchronous cipher to import).
+    pub(crate) fn key(&self) -> &[u8; 32] {
+        self.aead.key()
+    }
+
+    /// Whether chunk `counter` was opened ahead of time.
+    pub(crate) fn is_prefetched(&self, counter: u64) -> bool {
+        self.prefetched.iter().any(|p| p.counter == counter)
+    }
+
+    /// Keeps `plain`, what an asynchronous cipher authenticated and decrypted from `job` as a
+    /// non-final chunk, for [`open`](Self::open) to release when that very chunk comes (the
+    /// same bytes) at that counter with the non-final flag; otherwise it is dropped unused.
+    pub(crate) fn prefetch(&mut self, job: OpenJob, plain: Vec<u8>) {
+        if job.counter >= self.counter && job.nonce == nonce(job.counter, false) {
+            self.prefetched.push_back(Prefetched {
+                counter: job.counter,
+                chunk: job.chunk,
+                plain,
+            });
+        }
     }
 }
