@@ -14,6 +14,7 @@ import path from 'node:path';
 import { startRelay, runCli } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, uniquePath, hashStream, within } from './lib/sdk.mjs';
+import { GEN_SRC, gen } from './lib/page-source.mjs';
 
 const sdk = await import(PKG);
 const MiB = 1 << 20;
@@ -28,23 +29,6 @@ after(async () => {
   await relay?.stop();
 });
 
-// Deterministic pseudo-random bytes (xorshift32), the same in the page and in Node.
-const GEN_SRC = `(total, seed) => {
-  let x = seed >>> 0 || 1;
-  let sent = 0;
-  return new ReadableStream({
-    pull(ctrl) {
-      if (sent >= total) { ctrl.close(); return; }
-      const n = Math.min(256 * 1024, total - sent);
-      const words = new Uint32Array(Math.ceil(n / 4));
-      for (let i = 0; i < words.length; i++) { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; words[i] = x; }
-      ctrl.enqueue(new Uint8Array(words.buffer, 0, n));
-      sent += n;
-    },
-  }, { highWaterMark: 0 });
-}`;
-// eslint-disable-next-line no-eval
-const gen = (0, eval)(GEN_SRC);
 
 // A cheap order-sensitive checksum computable in the page (FNV-1a over 32-bit words + length).
 const SUM_SRC = `async (stream) => {
