@@ -43,6 +43,53 @@ fn det_agert_is_reproduced_byte_for_byte() {
     assert_eq!(out.len(), 173 + 16 + (4 + 22) * 2 + 4 + 16);
 }
 
+/// `intro` sends the version and stanza lines before the scrypt runs; the rest follows with the
+/// first output; the bytes are the same, and a reader fed the intro alone derives its key
+/// early and then opens the rest (with the right passphrase; the wrong one still fails).
+#[test]
+fn intro_then_rest_is_the_same_bytes_and_decrypts() {
+    for format in [Format::AgeRt, Format::Age] {
+        let mut enc = deterministic(format);
+        let mut intro = Vec::new();
+        enc.intro(&mut intro).unwrap();
+        assert_eq!(intro.iter().filter(|&&b| b == b'\n').count(), 2);
+        assert!(intro.starts_with(b"age-") || intro.starts_with(b"github.com/"));
+        enc.intro(&mut intro).unwrap(); // once only
+        assert_eq!(intro.iter().filter(|&&b| b == b'\n').count(), 2);
+        let mut rest = Vec::new();
+        enc.update(b"hello ", &mut rest).unwrap();
+        enc.flush(&mut rest).unwrap();
+        enc.update(b"world\n", &mut rest).unwrap();
+        if format == Format::AgeRt {
+            enc.flush(&mut rest).unwrap();
+        }
+        enc.finish(&mut rest).unwrap();
+        let whole = [intro.clone(), rest.clone()].concat();
+        let name = if format == Format::AgeRt {
+            "det_agert.bin"
+        } else {
+            "det_age.bin"
+        };
+        assert_eq!(hex::encode(&whole), hex::encode(vector(name)));
+        for (pass, ok) in [("secret", true), ("wrong", false)] {
+            let mut dec =
+                Decryptor::new(&[Identity::passphrase(pass)], DecryptOptions::default()).unwrap();
+            let mut out = Vec::new();
+            dec.update(&intro, &mut out).unwrap();
+            let r = dec
+                .update(&rest, &mut out)
+                .and_then(|()| dec.finish(&mut out));
+            if ok {
+                r.unwrap();
+                assert_eq!(out, b"hello world\n");
+            } else {
+                assert!(matches!(r, Err(Error::WrongPassphrase)), "{r:?}");
+                assert!(out.is_empty());
+            }
+        }
+    }
+}
+
 #[test]
 fn det_age_is_reproduced_byte_for_byte() {
     let mut enc = deterministic(Format::Age);

@@ -77,6 +77,9 @@ pub struct Decryptor {
     file_key: Option<FileKey>,
     /// Bytes fed to [`update`](Self::update) (for [`resume_point`](Self::resume_point)).
     fed: u64,
+    /// The passphrases' scrypt, run as soon as the stanza line arrived (the producer may send
+    /// it before running its own: [`Encryptor::intro`](super::Encryptor::intro)); tried once.
+    early: Option<Option<scrypt::Early>>,
 }
 
 impl Decryptor {
@@ -99,6 +102,7 @@ impl Decryptor {
             state: Ok(false),
             file_key: None,
             fed: 0,
+            early: None,
         })
     }
 
@@ -254,12 +258,30 @@ impl Decryptor {
                     let take = input.len().min(cap + 1 - buf.len().min(cap + 1));
                     buf.extend_from_slice(&input[..take]);
                     input = &input[take..];
-                    if let Scan::Complete(len) = header::scan(buf, self.options.max_header_bytes)? {
+                    let scan = header::scan(buf, self.options.max_header_bytes)?;
+                    if matches!(scan, Scan::Incomplete) && self.early.is_none() {
+                        // the first stanza's line: a passphrase's scrypt can run now
+                        let mut lines = buf.split(|&b| b == b'\n');
+                        if let (Some(_), Some(line), Some(_)) =
+                            (lines.next(), lines.next(), lines.next())
+                        {
+                            let passphrases: Vec<&[u8]> = self
+                                .identities
+                                .iter()
+                                .filter_map(Identity::as_passphrase)
+                                .collect();
+                            let max = self.options.max_scrypt_log2_n;
+                            self.early = Some(scrypt::early(line, &passphrases, max));
+                        }
+                    }
+                    if let Scan::Complete(len) = scan {
                         let mut buf = std::mem::take(buf);
                         let rest = buf.split_off(len);
                         let header = header::parse(&buf)?;
                         self.format = Some(header.format);
-                        let file_key = self.unwrap_file_key(&header)?;
+                        let file_key = self.unwrap_file_key(&header);
+                        self.early = Some(None);
+                        let file_key = file_key?;
                         header::verify_mac(&header, &buf, &file_key)?;
                         self.file_key = Some(file_key.clone());
                         self.stage = Stage::Nonce {
@@ -312,9 +334,12 @@ impl Decryptor {
             .collect();
         for stanza in &header.stanzas {
             if stanza.tag == scrypt::TAG && !passphrases.is_empty() {
-                if let Some(k) =
-                    scrypt::unwrap(stanza, &passphrases, self.options.max_scrypt_log2_n)?
-                {
+                if let Some(k) = scrypt::unwrap(
+                    stanza,
+                    &passphrases,
+                    self.options.max_scrypt_log2_n,
+                    self.early.as_ref().and_then(Option::as_ref),
+                )? {
                     return Ok(k);
                 }
             } else if stanza.tag == x25519::TAG {

@@ -85,11 +85,23 @@ fn bytes(out: &[u8]) -> Option<Result<Uint8Array, Error>> {
 /// Encrypts a byte stream: the header leaves at once (so the request starts before the first
 /// write: undici sends nothing until the body has bytes), then each source chunk is flushed as
 /// it comes (age-rt: one record per write, so log lines leave at once), the final record at
-/// the end.
+/// the end. A passphrase's header leaves in two parts: its first lines (with the salt) at once,
+/// the rest after this side's scrypt, which runs once they had a moment to reach the consumer,
+/// so that its scrypt runs at the same time (`Encryptor::intro`).
 pub fn encrypt_stream(input: ByteStream, enc: Rc<RefCell<Encryptor>>) -> Result<ByteStream, Error> {
     let mut header = Vec::new();
-    enc.borrow_mut().flush(&mut header)?;
-    let head = stream::iter(bytes(&header));
+    enc.borrow_mut().intro(&mut header)?;
+    let partial = (header.len() as u64) < enc.borrow().header_len();
+    let head = stream::iter(bytes(&header)).chain(
+        stream::once(async move {
+            if partial {
+                // a macrotask: the HTTP client writes the intro out first
+                super::bindings::sleep(0.0).await;
+            }
+            None
+        })
+        .filter_map(futures::future::ready),
+    );
     let state = (input, Some(enc));
     Ok(head
         .chain(stream::unfold(state, |(mut input, enc)| async move {
@@ -197,7 +209,8 @@ fn parse_options(options: JsValue) -> Result<Options, JsValue> {
 
 #[wasm_bindgen(js_class = Encryptor)]
 impl JsEncryptor {
-    /// `{ passphrase?, recipients?, format? }`; runs scrypt now for a passphrase (~1 s).
+    /// `{ passphrase?, recipients?, format? }`; a passphrase's scrypt (~1 s) runs at the first
+    /// `update`/`finish`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsEncryptor, JsValue> {
         let o = parse_options(options)?;
