@@ -5,7 +5,7 @@ use super::keys::{payload_aead, receipt_key, FileKey, PAYLOAD_NONCE_LEN};
 use super::recipients::scrypt;
 use super::reseal::{self, Resealer, Sealed};
 use super::rng::{draw, OsRandom, RandomSource};
-use super::stream::{age_rt, age_v1, Sealer};
+use super::stream::{age_rt, age_v1, External, Sealer};
 use super::{armor, Error, Format, Recipient};
 use zeroize::Zeroizing;
 
@@ -358,6 +358,35 @@ impl Encryptor {
         }
         self.state = Ok(finished);
         Ok(())
+    }
+
+    /// [`update`](Self::update) (then [`flush`](Self::flush) if `flush`) of plaintext that
+    /// lives outside this crate's memory, the ciphertext appended to `ext`'s output: the same
+    /// bytes, with chunks sealed by the runtime's cipher straight from the input where one is
+    /// registered ([`External`]).
+    pub fn update_external(&mut self, ext: &mut dyn External, flush: bool) -> Result<(), Error> {
+        if self.armor.is_some() || self.seekable {
+            let mut input = Vec::new();
+            ext.read(0..ext.len(), &mut input);
+            let mut out = Vec::new();
+            self.update(&input, &mut out)?;
+            if flush {
+                self.flush(&mut out)?;
+            }
+            ext.put(&out);
+            return Ok(());
+        }
+        let mut head = Vec::new();
+        self.run(&mut head, |_, _| Ok(false))?;
+        ext.put(&head);
+        let r = match &mut self.payload {
+            Payload::Age(w) => w.push_external(ext),
+            Payload::AgeRt(w) => w.push_external(ext, flush),
+        };
+        if let Err(e) = &r {
+            self.state = Err(e.clone());
+        }
+        r
     }
 
     /// Encrypts `input`, appending whatever ciphertext is ready to `out`.

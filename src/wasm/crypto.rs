@@ -82,6 +82,112 @@ fn bytes(out: &[u8]) -> Option<Result<Uint8Array, Error>> {
     (!out.is_empty()).then(|| Ok(Uint8Array::from(out)))
 }
 
+/// A JavaScript chunk of plaintext and the ciphertext made of it (`crate::crypto::External`):
+/// the runtime's cipher (`sealDetached`) reads the chunk where it is and its output goes to
+/// the result as it is; the bytes leave in one `Uint8Array` (one copy), never through wasm
+/// memory.
+pub struct JsChunk<'a> {
+    input: &'a Uint8Array,
+    /// Output so far, in order; `staging` (framing, tags, chunks sealed in wasm) follows it.
+    parts: Vec<Uint8Array>,
+    staging: Vec<u8>,
+    tag: Option<Uint8Array>,
+    /// The runtime's `alloc(n)` (an array not zero-filled first), once a chunk was sealed.
+    alloc: Option<(Object, Function)>,
+}
+
+impl<'a> JsChunk<'a> {
+    pub fn new(input: &'a Uint8Array) -> Self {
+        JsChunk {
+            input,
+            parts: Vec::new(),
+            staging: Vec::new(),
+            tag: None,
+            alloc: None,
+        }
+    }
+
+    fn stage(&mut self) {
+        if !self.staging.is_empty() {
+            self.parts.push(Uint8Array::from(&self.staging[..]));
+            self.staging.clear();
+        }
+    }
+
+    /// The output as one `Uint8Array` (empty if none).
+    pub fn output(mut self) -> Uint8Array {
+        self.stage();
+        if self.parts.len() == 1 {
+            return self.parts.swap_remove(0);
+        }
+        let total: u32 = self.parts.iter().map(Uint8Array::length).sum();
+        let out = self
+            .alloc
+            .as_ref()
+            .and_then(|(this, f)| f.call1(this, &total.into()).ok())
+            .and_then(|a| a.dyn_into::<Uint8Array>().ok())
+            .filter(|a| a.length() == total)
+            .unwrap_or_else(|| Uint8Array::new_with_length(total));
+        let mut at = 0;
+        for p in &self.parts {
+            out.set(p, at);
+            at += p.length();
+        }
+        out
+    }
+}
+
+impl crate::crypto::External for JsChunk<'_> {
+    fn len(&self) -> usize {
+        self.input.length() as usize
+    }
+
+    fn read(&self, range: std::ops::Range<usize>, buf: &mut Vec<u8>) {
+        let start = buf.len();
+        buf.resize(start + range.len(), 0);
+        self.input
+            .subarray(range.start as u32, range.end as u32)
+            .copy_to(&mut buf[start..]);
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.staging.extend_from_slice(bytes);
+    }
+
+    fn seal(
+        &mut self,
+        key: &dyn crate::crypto::RuntimeKey,
+        range: std::ops::Range<usize>,
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        let key = key.as_any().downcast_ref::<JsKey>()?;
+        let seal = key.seal_detached.as_ref()?;
+        let tag = self
+            .tag
+            .get_or_insert_with(|| Uint8Array::new_with_length(16))
+            .clone();
+        let input = self.input.subarray(range.start as u32, range.end as u32);
+        let args = Array::of4(&key.handle, &Uint8Array::from(&nonce[..]), &input, &tag);
+        let ct = seal
+            .apply(&key.this, &args)
+            .ok()?
+            .dyn_into::<Uint8Array>()
+            .ok()?;
+        if ct.length() as usize != range.len() {
+            return None;
+        }
+        let mut t = [0u8; 16];
+        tag.copy_to(&mut t);
+        if self.alloc.is_none() {
+            self.alloc = key.alloc.clone().map(|f| (key.this.clone(), f));
+        }
+        self.stage();
+        self.parts.push(ct);
+        self.staging.extend_from_slice(&t);
+        Some(t)
+    }
+}
+
 /// Encrypts a byte stream: the header leaves at once (so the request starts before the first
 /// write: undici sends nothing until the body has bytes), then each source chunk is flushed as
 /// it comes (age-rt: one record per write, so log lines leave at once), the final record at
@@ -110,16 +216,14 @@ pub fn encrypt_stream(input: ByteStream, enc: Rc<RefCell<Encryptor>>) -> Result<
             loop {
                 match input.next().await {
                     Some(Ok(chunk)) => {
-                        let r = {
-                            let mut e = e.borrow_mut();
-                            e.update(&chunk.to_vec(), &mut out)
-                                .and_then(|_| e.flush(&mut out))
-                        };
+                        let mut ext = JsChunk::new(&chunk);
+                        let r = e.borrow_mut().update_external(&mut ext, true);
                         if let Err(err) = r {
                             return Some((Err(err.into()), (input, None)));
                         }
-                        if let Some(item) = bytes(&out) {
-                            return Some((item, (input, Some(e))));
+                        let out = ext.output();
+                        if out.length() > 0 {
+                            return Some((Ok(out), (input, Some(e))));
                         }
                     }
                     Some(Err(err)) => return Some((Err(err), (input, None))),
@@ -218,13 +322,10 @@ impl JsEncryptor {
     }
 
     /// Encrypts `chunk` and flushes (age-rt: one record); returns the ciphertext ready now.
-    pub fn update(&mut self, chunk: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let mut out = Vec::new();
-        self.0
-            .update(chunk, &mut out)
-            .and_then(|_| self.0.flush(&mut out))
-            .map_err(to_js)?;
-        Ok(out)
+    pub fn update(&mut self, chunk: &Uint8Array) -> Result<Uint8Array, JsValue> {
+        let mut ext = JsChunk::new(chunk);
+        self.0.update_external(&mut ext, true).map_err(to_js)?;
+        Ok(ext.output())
     }
 
     /// The rest and the final record/chunk.
@@ -292,8 +393,12 @@ pub fn identity_to_recipient(identity: &str) -> Result<String, JsValue> {
 
 /// The runtime's own primitives as the package entry found them (`js/api.js`,
 /// `cryptoBackend`): `{ name, key(Uint8Array) → handle, seal(handle, nonce, buf) → tag,
-/// open(handle, nonce, buf, tag), scrypt(passphrase, salt, log2N) → Uint8Array(32) }`. `seal`
+/// open(handle, nonce, buf, tag), scrypt(passphrase, salt, log2N) → Uint8Array(32),
+/// sealDetached?(handle, nonce, input, tag) → ciphertext, alloc?(n) → Uint8Array }`. `seal`
 /// encrypts `buf` (a view of this module's memory) in place and returns the 16-byte tag;
+/// `sealDetached` encrypts a JavaScript chunk into a new array and writes the tag into `tag`
+/// (`JsChunk`: no copies through wasm memory), into an array from `alloc` (one not zero-filled
+/// first: every byte of it is written);
 /// `open` decrypts it in place once the tag verified, and throws otherwise (the chunk is then
 /// opened here, which gives the verdict). Any of them may throw: that piece of work is then
 /// done here (`src/crypto/runtime.rs`).
@@ -304,6 +409,8 @@ struct JsRuntime {
     seal: Function,
     open: Function,
     scrypt: Function,
+    seal_detached: Option<Function>,
+    alloc: Option<Function>,
 }
 
 struct JsKey {
@@ -311,6 +418,8 @@ struct JsKey {
     handle: JsValue,
     seal: Function,
     open: Function,
+    seal_detached: Option<Function>,
+    alloc: Option<Function>,
 }
 
 impl crate::crypto::RuntimeCrypto for JsRuntime {
@@ -323,6 +432,8 @@ impl crate::crypto::RuntimeCrypto for JsRuntime {
             handle: handle?,
             seal: self.seal.clone(),
             open: self.open.clone(),
+            seal_detached: self.seal_detached.clone(),
+            alloc: self.alloc.clone(),
         }))
     }
 
@@ -377,6 +488,10 @@ impl crate::crypto::RuntimeKey for JsKey {
         let args = Array::of4(&self.handle, &nonce, &view, &tag);
         self.open.apply(&self.this, &args).ok().map(|_| true)
     }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// `setRuntimeCrypto(provider | null)`: registers the runtime's primitives (see `JsRuntime`)
@@ -412,6 +527,8 @@ pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
         seal: member("seal")?,
         open: member("open")?,
         scrypt: member("scrypt")?,
+        seal_detached: member("sealDetached").ok(),
+        alloc: member("alloc").ok(),
         this: provider.unchecked_into(),
     };
     crate::crypto::set_runtime_crypto(Some(Rc::new(runtime)));

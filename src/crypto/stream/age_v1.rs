@@ -1,7 +1,7 @@
 //! age v1 STREAM (C2SP age §"Payload"): 64 KiB chunks, the last one flagged and never empty
 //! unless the whole plaintext is empty.
 
-use super::{Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
+use super::{External, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
 use crate::crypto::Error;
 
 /// Encrypting side. Holds back up to one full chunk: a chunk is sealed as non-final only once
@@ -43,6 +43,29 @@ impl Writer {
             let take = input.len().min(CHUNK_SIZE - self.pending.len());
             self.pending.extend_from_slice(&input[..take]);
             input = &input[take..];
+        }
+        Ok(())
+    }
+
+    /// [`push`](Self::push) of `ext`'s input with the output in `ext`: whole chunks straight
+    /// from the input; only the chunk held back is copied here.
+    pub(crate) fn push_external(&mut self, ext: &mut dyn External) -> Result<(), Error> {
+        let len = ext.len();
+        let mut at = 0;
+        while at < len {
+            if self.pending.len() == CHUNK_SIZE {
+                let mut out = Vec::with_capacity(CHUNK_CT);
+                self.sealer.seal(&self.pending, false, &mut out)?;
+                ext.put(&out);
+                self.pending.clear();
+            }
+            while self.pending.is_empty() && len - at > CHUNK_SIZE {
+                self.sealer.seal_external(ext, at..at + CHUNK_SIZE, false)?;
+                at += CHUNK_SIZE;
+            }
+            let take = (len - at).min(CHUNK_SIZE - self.pending.len());
+            ext.read(at..at + take, &mut self.pending);
+            at += take;
         }
         Ok(())
     }

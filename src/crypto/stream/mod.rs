@@ -6,8 +6,36 @@ pub(crate) mod age_rt;
 pub(crate) mod age_v1;
 
 use super::aead::PayloadAead;
-use super::Error;
+use super::{Error, RuntimeKey};
 use sha2::{Digest, Sha256};
+use std::ops::Range;
+
+/// One write's plaintext, and where its ciphertext goes, outside this crate's memory (the
+/// SDK's JavaScript buffers): [`Encryptor::update_external`](super::Encryptor::update_external)
+/// still decides the framing, nonces and header and keeps every tag; this only moves bytes
+/// and, given the runtime's key, seals a range of the input straight into the output (no
+/// copies into and out of wasm memory).
+pub trait External {
+    /// Plaintext bytes of this write.
+    fn len(&self) -> usize;
+    /// Whether this write is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Appends input bytes `range` to `buf`.
+    fn read(&self, range: Range<usize>, buf: &mut Vec<u8>);
+    /// Appends bytes (framing, the header, a chunk sealed here) to the output.
+    fn put(&mut self, bytes: &[u8]);
+    /// Seals input bytes `range` with the runtime's `key` under `nonce`, appending the
+    /// ciphertext and then the returned tag to the output. `None` if it can't (nothing
+    /// appended): the chunk is then sealed from a copy, as [`Sealer::seal`] does.
+    fn seal(
+        &mut self,
+        key: &dyn RuntimeKey,
+        range: Range<usize>,
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]>;
+}
 
 /// Plaintext bytes per full chunk / maximum per record.
 pub const CHUNK_SIZE: usize = 64 * 1024;
@@ -100,6 +128,38 @@ impl Sealer {
             kept.push(tag);
         }
         self.sealed += plaintext.len() as u64;
+        self.advance()
+    }
+
+    /// [`seal`](Self::seal) for input bytes `range` of `ext`, appended to its output.
+    pub(crate) fn seal_external(
+        &mut self,
+        ext: &mut dyn External,
+        range: Range<usize>,
+        last: bool,
+    ) -> Result<(), Error> {
+        let n = nonce(self.counter, last);
+        let len = range.len();
+        let sealed = self
+            .aead
+            .runtime_key()
+            .and_then(|k| ext.seal(k, range.clone(), &n));
+        let tag = match sealed {
+            Some(tag) => tag,
+            None => {
+                let mut buf = Vec::with_capacity(len + TAG_LEN);
+                ext.read(range, &mut buf);
+                let tag = self.aead.seal(&n, &mut buf);
+                buf.extend_from_slice(&tag);
+                ext.put(&buf);
+                tag
+            }
+        };
+        self.tags.update(tag);
+        if let Some(kept) = &mut self.kept {
+            kept.push(tag);
+        }
+        self.sealed += len as u64;
         self.advance()
     }
 
