@@ -86,6 +86,14 @@ function runtimeCrypto() {
       tag.set(e.getAuthTag());
       return out;
     },
+    // a chunk's plaintext in a new array, returned only once the tag verified (throws otherwise)
+    openDetached(key, nonce, ct, tag) {
+      const d = c.createDecipheriv('chacha20-poly1305', key, nonce, { authTagLength: 16 });
+      d.setAuthTag(tag);
+      const out = d.update(ct);
+      d.final(); // throws on a wrong tag: `out` is dropped, the wasm cipher gives the verdict
+      return new Uint8Array(out.buffer, out.byteOffset, out.length); // a plain Uint8Array
+    },
     // the array the sealed chunks are gathered into: not zero-filled first (all of it is
     // written), a plain Uint8Array of its own (never a view of Buffer's shared pool)
     alloc: B ? (n) => (n >= 4096 ? new Uint8Array(B.allocUnsafeSlow(n).buffer, 0, n) : new Uint8Array(n)) : undefined,

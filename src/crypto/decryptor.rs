@@ -3,7 +3,7 @@
 use super::header::{self, Header, Scan, AGE_RT_MAX_HEADER};
 use super::keys::{payload_aead, FileKey, PAYLOAD_NONCE_LEN};
 use super::recipients::{mlkem768x25519, scrypt, x25519};
-use super::stream::{age_rt, age_v1, Sealer};
+use super::stream::{age_rt, age_v1, PlainSink, Sealer};
 use super::{armor, Error, Format, Identity};
 use zeroize::Zeroizing;
 
@@ -187,13 +187,19 @@ impl Decryptor {
 
     /// Decrypts `input`, appending newly authenticated plaintext to `out`.
     pub fn update(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        self.update_to(input, out)
+    }
+
+    /// [`update`](Self::update) into a [`PlainSink`] (the SDK's: chunks opened by the
+    /// runtime's cipher straight into JavaScript arrays).
+    pub fn update_to(&mut self, input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         self.guard()?;
         self.fed += input.len() as u64;
         let r = self.update_inner(input, out);
         self.record(r)
     }
 
-    fn update_inner(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    fn update_inner(&mut self, input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         if self.armor.is_none() {
             // Binary files start with a version line ("age-..." or "github.com/..."); anything
             // else is read as (possibly malformed) armor. Undecided bytes wait in `detect`.
@@ -219,6 +225,11 @@ impl Decryptor {
 
     /// Ends the input: releases the final chunk or fails (`Truncated`, `ChunkAuth`, ...).
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.finish_to(out)
+    }
+
+    /// [`finish`](Self::finish) into a [`PlainSink`].
+    pub fn finish_to(&mut self, out: &mut dyn PlainSink) -> Result<(), Error> {
         self.guard()?;
         let r = self.finish_inner(out);
         let r = self.record(r);
@@ -228,7 +239,7 @@ impl Decryptor {
         r
     }
 
-    fn finish_inner(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+    fn finish_inner(&mut self, out: &mut dyn PlainSink) -> Result<(), Error> {
         if self.armor.is_none() {
             self.armor = Some(None);
             let pending = std::mem::take(&mut self.detect);
@@ -250,7 +261,7 @@ impl Decryptor {
         }
     }
 
-    fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    fn feed(&mut self, mut input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         while !input.is_empty() {
             match &mut self.stage {
                 Stage::Header(buf) => {

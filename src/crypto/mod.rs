@@ -42,7 +42,7 @@ pub use rng::{FixedRandom, OsRandom, RandomSource};
 #[cfg(target_arch = "wasm32")]
 pub use runtime::set_runtime_crypto;
 pub use runtime::{crypto_backend, RuntimeCrypto, RuntimeKey};
-pub use stream::{External, CHUNK_SIZE};
+pub use stream::{External, PlainSink, CHUNK_SIZE};
 
 /// Which encrypted format to write (readers detect it from the first header line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

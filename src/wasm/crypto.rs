@@ -82,6 +82,79 @@ fn bytes(out: &[u8]) -> Option<Result<Uint8Array, Error>> {
     (!out.is_empty()).then(|| Ok(Uint8Array::from(out)))
 }
 
+/// Authenticated plaintext as JavaScript arrays (`crate::crypto::PlainSink`): a chunk the
+/// runtime's cipher opened (`openDetached`, which returns its plaintext only once the tag
+/// verified) is passed on as the array it made, not copied into wasm memory and out again.
+#[derive(Default)]
+pub struct JsPlain {
+    parts: Vec<Uint8Array>,
+    staging: Vec<u8>,
+}
+
+impl JsPlain {
+    fn stage(&mut self) {
+        if !self.staging.is_empty() {
+            self.parts.push(Uint8Array::from(&self.staging[..]));
+            self.staging.clear();
+        }
+    }
+
+    /// The plaintext as one `Uint8Array`, `None` if there is none.
+    pub fn output(mut self) -> Option<Uint8Array> {
+        self.stage();
+        match self.parts.len() {
+            0 => None,
+            1 => self.parts.pop(),
+            _ => Some(concat_arrays(&self.parts)),
+        }
+    }
+}
+
+fn concat_arrays(parts: &[Uint8Array]) -> Uint8Array {
+    let total: u32 = parts.iter().map(Uint8Array::length).sum();
+    let out = Uint8Array::new_with_length(total);
+    let mut at = 0;
+    for p in parts {
+        out.set(p, at);
+        at += p.length();
+    }
+    out
+}
+
+impl crate::crypto::PlainSink for JsPlain {
+    fn put(&mut self, plaintext: &[u8]) {
+        self.staging.extend_from_slice(plaintext);
+    }
+
+    fn open(
+        &mut self,
+        key: &dyn crate::crypto::RuntimeKey,
+        nonce: &[u8; 12],
+        ct: &[u8],
+        tag: &[u8; 16],
+    ) -> Option<()> {
+        let key = key.as_any().downcast_ref::<JsKey>()?;
+        let open = key.open_detached.as_ref()?;
+        let nonce = Uint8Array::from(&nonce[..]);
+        let tag = Uint8Array::from(&tag[..]);
+        // SAFETY: the view is used only during this call, which allocates nothing in this
+        // module's memory (so the memory can't grow and detach it); it is only read.
+        let view = unsafe { Uint8Array::view(ct) };
+        let args = Array::of4(&key.handle, &nonce, &view, &tag);
+        let pt = open
+            .apply(&key.this, &args)
+            .ok()?
+            .dyn_into::<Uint8Array>()
+            .ok()?;
+        if pt.length() as usize != ct.len() {
+            return None;
+        }
+        self.stage();
+        self.parts.push(pt);
+        Some(())
+    }
+}
+
 /// A JavaScript chunk of plaintext and the ciphertext made of it (`crate::crypto::External`):
 /// the runtime's cipher (`sealDetached`) reads the chunk where it is and its output goes to
 /// the result as it is; the bytes leave in one `Uint8Array` (one copy), never through wasm
@@ -276,24 +349,25 @@ pub fn reseal_stream(input: ByteStream, resealer: Resealer) -> ByteStream {
 pub fn decrypt_stream(input: ByteStream, dec: Rc<RefCell<Decryptor>>) -> ByteStream {
     stream::unfold((input, Some(dec)), |(mut input, dec)| async move {
         let d = dec?;
-        let mut out = Vec::new();
         loop {
             match input.next().await {
                 Some(Ok(chunk)) => {
-                    let r = d.borrow_mut().update(&chunk.to_vec(), &mut out);
+                    let mut out = JsPlain::default();
+                    let r = d.borrow_mut().update_to(&chunk.to_vec(), &mut out);
                     if let Err(err) = r {
                         return Some((Err(err.into()), (input, None)));
                     }
-                    if let Some(item) = bytes(&out) {
-                        return Some((item, (input, Some(d))));
+                    if let Some(item) = out.output() {
+                        return Some((Ok(item), (input, Some(d))));
                     }
                 }
                 Some(Err(err)) => return Some((Err(err), (input, None))),
                 None => {
-                    let r = d.borrow_mut().finish(&mut out);
+                    let mut out = JsPlain::default();
+                    let r = d.borrow_mut().finish_to(&mut out);
                     return match r {
                         Err(err) => Some((Err(err.into()), (input, None))),
-                        Ok(()) => bytes(&out).map(|item| (item, (input, None))),
+                        Ok(()) => out.output().map(|item| (Ok(item), (input, None))),
                     };
                 }
             }
@@ -350,17 +424,21 @@ impl JsDecryptor {
     }
 
     /// Authenticated plaintext ready after `chunk`.
-    pub fn update(&mut self, chunk: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let mut out = Vec::new();
-        self.0.update(chunk, &mut out).map_err(to_js)?;
-        Ok(out)
+    pub fn update(&mut self, chunk: &[u8]) -> Result<Uint8Array, JsValue> {
+        let mut out = JsPlain::default();
+        self.0.update_to(chunk, &mut out).map_err(to_js)?;
+        Ok(out
+            .output()
+            .unwrap_or_else(|| Uint8Array::new_with_length(0)))
     }
 
     /// The end of input: the last plaintext, or `TRUNCATED` / `DECRYPT_FAILED`.
-    pub fn finish(&mut self) -> Result<Vec<u8>, JsValue> {
-        let mut out = Vec::new();
-        self.0.finish(&mut out).map_err(to_js)?;
-        Ok(out)
+    pub fn finish(&mut self) -> Result<Uint8Array, JsValue> {
+        let mut out = JsPlain::default();
+        self.0.finish_to(&mut out).map_err(to_js)?;
+        Ok(out
+            .output()
+            .unwrap_or_else(|| Uint8Array::new_with_length(0)))
     }
 }
 
@@ -394,11 +472,13 @@ pub fn identity_to_recipient(identity: &str) -> Result<String, JsValue> {
 /// The runtime's own primitives as the package entry found them (`js/api.js`,
 /// `cryptoBackend`): `{ name, key(Uint8Array) → handle, seal(handle, nonce, buf) → tag,
 /// open(handle, nonce, buf, tag), scrypt(passphrase, salt, log2N) → Uint8Array(32),
-/// sealDetached?(handle, nonce, input, tag) → ciphertext, alloc?(n) → Uint8Array }`. `seal`
+/// sealDetached?(handle, nonce, input, tag) → ciphertext, openDetached?(handle, nonce, ct, tag)
+/// → plaintext, alloc?(n) → Uint8Array }`. `seal`
 /// encrypts `buf` (a view of this module's memory) in place and returns the 16-byte tag;
 /// `sealDetached` encrypts a JavaScript chunk into a new array and writes the tag into `tag`
 /// (`JsChunk`: no copies through wasm memory), into an array from `alloc` (one not zero-filled
-/// first: every byte of it is written);
+/// first: every byte of it is written); `openDetached` returns a chunk's plaintext in a new
+/// array once its tag verified (throws otherwise) (`JsPlain`);
 /// `open` decrypts it in place once the tag verified, and throws otherwise (the chunk is then
 /// opened here, which gives the verdict). Any of them may throw: that piece of work is then
 /// done here (`src/crypto/runtime.rs`).
@@ -410,6 +490,7 @@ struct JsRuntime {
     open: Function,
     scrypt: Function,
     seal_detached: Option<Function>,
+    open_detached: Option<Function>,
     alloc: Option<Function>,
 }
 
@@ -419,6 +500,7 @@ struct JsKey {
     seal: Function,
     open: Function,
     seal_detached: Option<Function>,
+    open_detached: Option<Function>,
     alloc: Option<Function>,
 }
 
@@ -433,6 +515,7 @@ impl crate::crypto::RuntimeCrypto for JsRuntime {
             seal: self.seal.clone(),
             open: self.open.clone(),
             seal_detached: self.seal_detached.clone(),
+            open_detached: self.open_detached.clone(),
             alloc: self.alloc.clone(),
         }))
     }
@@ -528,6 +611,7 @@ pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
         open: member("open")?,
         scrypt: member("scrypt")?,
         seal_detached: member("sealDetached").ok(),
+        open_detached: member("openDetached").ok(),
         alloc: member("alloc").ok(),
         this: provider.unchecked_into(),
     };

@@ -1,7 +1,7 @@
 //! age-rt v0.2 records (PROTOCOL.md §8): `u32 BE length L` || L bytes of sealed chunk,
 //! 16 <= L <= 65552. Every flush emits one record; the writer ends with an empty final record.
 
-use super::{External, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
+use super::{External, PlainSink, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
 use crate::crypto::Error;
 
 /// Bytes of a record's length prefix.
@@ -144,7 +144,7 @@ impl Reader {
         std::mem::take(&mut self.buf).len()
     }
 
-    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         while !input.is_empty() {
             if self.done {
                 return Err(Error::TrailingData);
@@ -206,7 +206,7 @@ fn open_record(
     sealer: &mut Sealer,
     done: &mut bool,
     record: &[u8],
-    out: &mut Vec<u8>,
+    out: &mut dyn PlainSink,
 ) -> Result<(), Error> {
     let index = sealer.counter();
     if sealer.open(record, false, out)? {

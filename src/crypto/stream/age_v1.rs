@@ -1,7 +1,7 @@
 //! age v1 STREAM (C2SP age §"Payload"): 64 KiB chunks, the last one flagged and never empty
 //! unless the whole plaintext is empty.
 
-use super::{External, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
+use super::{External, PlainSink, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
 use crate::crypto::Error;
 
 /// Encrypting side. Holds back up to one full chunk: a chunk is sealed as non-final only once
@@ -110,7 +110,7 @@ impl Reader {
         std::mem::take(&mut self.buf).len()
     }
 
-    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         while !input.is_empty() {
             if self.done {
                 return Err(Error::TrailingData);
@@ -132,7 +132,7 @@ impl Reader {
         Ok(())
     }
 
-    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+    pub(crate) fn finish(&mut self, out: &mut dyn PlainSink) -> Result<(), Error> {
         if self.done {
             return Ok(());
         }
@@ -150,7 +150,7 @@ impl Reader {
                         .into(),
                 ));
             }
-            out.extend_from_slice(&plain);
+            out.put(&plain);
             self.buf.clear();
             self.done = true;
             return Ok(());
@@ -168,7 +168,7 @@ fn open_full_with_more(
     sealer: &mut Sealer,
     done: &mut bool,
     chunk: &[u8],
-    out: &mut Vec<u8>,
+    out: &mut dyn PlainSink,
 ) -> Result<(), Error> {
     let index = sealer.counter();
     if sealer.open(chunk, false, out)? {

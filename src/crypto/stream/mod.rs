@@ -51,6 +51,57 @@ fn nonce(counter: u64, last: bool) -> [u8; 12] {
     n
 }
 
+/// Where opened (authenticated) plaintext goes: a `Vec`, or the SDK's JavaScript arrays,
+/// into which the runtime's cipher opens a chunk without copies through wasm memory.
+pub trait PlainSink {
+    /// Appends authenticated plaintext.
+    fn put(&mut self, plaintext: &[u8]);
+    /// Opens `ct` with the runtime's `key` under `nonce` and, **only if `tag` verified**,
+    /// appends its plaintext; `Some(())` then. `None` (nothing appended) if the tag is wrong
+    /// or the runtime can't: the chunk is then opened here, which gives the verdict.
+    fn open(
+        &mut self,
+        key: &dyn RuntimeKey,
+        nonce: &[u8; 12],
+        ct: &[u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Option<()>;
+    /// Decrypts a copy of `ct` with `open_in_place` and appends it if that returned true;
+    /// returns what it returned.
+    fn open_here(&mut self, ct: &[u8], open_in_place: &mut dyn FnMut(&mut [u8]) -> bool) -> bool {
+        let mut buf = ct.to_vec();
+        let ok = open_in_place(&mut buf);
+        if ok {
+            self.put(&buf);
+        }
+        ok
+    }
+}
+
+impl PlainSink for Vec<u8> {
+    fn put(&mut self, plaintext: &[u8]) {
+        self.extend_from_slice(plaintext);
+    }
+    fn open(
+        &mut self,
+        _: &dyn RuntimeKey,
+        _: &[u8; 12],
+        _: &[u8],
+        _: &[u8; TAG_LEN],
+    ) -> Option<()> {
+        None
+    }
+    fn open_here(&mut self, ct: &[u8], open_in_place: &mut dyn FnMut(&mut [u8]) -> bool) -> bool {
+        let start = self.len();
+        self.extend_from_slice(ct);
+        let ok = open_in_place(&mut self[start..]);
+        if !ok {
+            self.truncate(start);
+        }
+        ok
+    }
+}
+
 /// The running chunk counter and AEAD, and the SHA-256 of every tag sealed or opened so far
 /// (a delivery receipt's digest of an encrypted transfer, PROTOCOL.md §12.2).
 pub(crate) struct Sealer {
@@ -170,7 +221,7 @@ impl Sealer {
         &mut self,
         chunk: &[u8],
         last: bool,
-        out: &mut Vec<u8>,
+        out: &mut dyn PlainSink,
     ) -> Result<bool, Error> {
         let Some(split) = chunk.len().checked_sub(TAG_LEN) else {
             return Ok(false);
@@ -178,13 +229,13 @@ impl Sealer {
         let (ct, tag) = chunk.split_at(split);
         let mut t = [0u8; TAG_LEN];
         t.copy_from_slice(tag);
-        let start = out.len();
-        out.extend_from_slice(ct);
-        let ok = self
+        let n = nonce(self.counter, last);
+        let opened = self
             .aead
-            .open(&nonce(self.counter, last), &mut out[start..], &t);
-        if !ok {
-            out.truncate(start);
+            .runtime_key()
+            .and_then(|k| out.open(k, &n, ct, &t))
+            .is_some();
+        if !opened && !out.open_here(ct, &mut |buf| self.aead.open(&n, buf, &t)) {
             return Ok(false);
         }
         self.tags.update(t);
