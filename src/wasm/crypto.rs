@@ -99,7 +99,8 @@ impl JsPlain {
         }
     }
 
-    /// The plaintext as one `Uint8Array`, `None` if there is none.
+    /// The plaintext as one `Uint8Array`, `None` if there is none (an empty chunk opened
+    /// adds nothing).
     pub fn output(mut self) -> Option<Uint8Array> {
         self.stage();
         match self.parts.len() {
@@ -149,8 +150,10 @@ impl crate::crypto::PlainSink for JsPlain {
         if pt.length() as usize != ct.len() {
             return None;
         }
-        self.stage();
-        self.parts.push(pt);
+        if pt.length() > 0 {
+            self.stage();
+            self.parts.push(pt);
+        }
         Some(())
     }
 }
