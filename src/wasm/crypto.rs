@@ -213,6 +213,41 @@ impl<'a> JsChunk<'a> {
     }
 }
 
+impl JsChunk<'_> {
+    /// Seals `input` with the runtime's `sealDetached` into the output; its tag.
+    fn seal_js(
+        &mut self,
+        key: &dyn crate::crypto::RuntimeKey,
+        input: &Uint8Array,
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        let key = key.as_any().downcast_ref::<JsKey>()?;
+        let seal = key.seal_detached.as_ref()?;
+        let tag = self
+            .tag
+            .get_or_insert_with(|| Uint8Array::new_with_length(16))
+            .clone();
+        let args = Array::of4(&key.handle, &Uint8Array::from(&nonce[..]), input, &tag);
+        let ct = seal
+            .apply(&key.this, &args)
+            .ok()?
+            .dyn_into::<Uint8Array>()
+            .ok()?;
+        if ct.length() != input.length() {
+            return None;
+        }
+        let mut t = [0u8; 16];
+        tag.copy_to(&mut t);
+        if self.alloc.is_none() {
+            self.alloc = key.alloc.clone().map(|f| (key.this.clone(), f));
+        }
+        self.stage();
+        self.parts.push(ct);
+        self.staging.extend_from_slice(&t);
+        Some(t)
+    }
+}
+
 impl crate::crypto::External for JsChunk<'_> {
     fn len(&self) -> usize {
         self.input.length() as usize
@@ -236,31 +271,21 @@ impl crate::crypto::External for JsChunk<'_> {
         range: std::ops::Range<usize>,
         nonce: &[u8; 12],
     ) -> Option<[u8; 16]> {
-        let key = key.as_any().downcast_ref::<JsKey>()?;
-        let seal = key.seal_detached.as_ref()?;
-        let tag = self
-            .tag
-            .get_or_insert_with(|| Uint8Array::new_with_length(16))
-            .clone();
         let input = self.input.subarray(range.start as u32, range.end as u32);
-        let args = Array::of4(&key.handle, &Uint8Array::from(&nonce[..]), &input, &tag);
-        let ct = seal
-            .apply(&key.this, &args)
-            .ok()?
-            .dyn_into::<Uint8Array>()
-            .ok()?;
-        if ct.length() as usize != range.len() {
-            return None;
-        }
-        let mut t = [0u8; 16];
-        tag.copy_to(&mut t);
-        if self.alloc.is_none() {
-            self.alloc = key.alloc.clone().map(|f| (key.this.clone(), f));
-        }
-        self.stage();
-        self.parts.push(ct);
-        self.staging.extend_from_slice(&t);
-        Some(t)
+        self.seal_js(key, &input, nonce)
+    }
+
+    fn seal_held(
+        &mut self,
+        key: &dyn crate::crypto::RuntimeKey,
+        plaintext: &[u8],
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        // SAFETY: the view is read only during `seal_js`'s call into the runtime, before
+        // which nothing is allocated in this module's memory (so it can't grow and detach
+        // the view); `seal_js` allocates there (staging) only after that call.
+        let view = unsafe { Uint8Array::view(plaintext) };
+        self.seal_js(key, &view, nonce)
     }
 }
 

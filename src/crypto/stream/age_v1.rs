@@ -54,9 +54,7 @@ impl Writer {
         let mut at = 0;
         while at < len {
             if self.pending.len() == CHUNK_SIZE {
-                let mut out = Vec::with_capacity(CHUNK_CT);
-                self.sealer.seal(&self.pending, false, &mut out)?;
-                ext.put(&out);
+                self.sealer.seal_held(ext, &self.pending, false)?;
                 self.pending.clear();
             }
             while self.pending.is_empty() && len - at > CHUNK_SIZE {

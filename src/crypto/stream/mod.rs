@@ -35,6 +35,17 @@ pub trait External {
         range: Range<usize>,
         nonce: &[u8; 12],
     ) -> Option<[u8; 16]>;
+    /// [`seal`](Self::seal) of `plaintext` held here (a chunk held back from an earlier
+    /// write). Default: `None` (it is then sealed here and [`put`](Self::put)).
+    fn seal_held(
+        &mut self,
+        key: &dyn RuntimeKey,
+        plaintext: &[u8],
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        let _ = (key, plaintext, nonce);
+        None
+    }
 }
 
 /// Plaintext bytes per full chunk / maximum per record.
@@ -211,6 +222,32 @@ impl Sealer {
             kept.push(tag);
         }
         self.sealed += len as u64;
+        self.advance()
+    }
+
+    /// [`seal`](Self::seal) of `plaintext` held here, appended to `ext`'s output.
+    pub(crate) fn seal_held(
+        &mut self,
+        ext: &mut dyn External,
+        plaintext: &[u8],
+        last: bool,
+    ) -> Result<(), Error> {
+        let n = nonce(self.counter, last);
+        let sealed = self
+            .aead
+            .runtime_key()
+            .and_then(|k| ext.seal_held(k, plaintext, &n));
+        let Some(tag) = sealed else {
+            let mut out = Vec::with_capacity(plaintext.len() + TAG_LEN);
+            self.seal(plaintext, last, &mut out)?;
+            ext.put(&out);
+            return Ok(());
+        };
+        self.tags.update(tag);
+        if let Some(kept) = &mut self.kept {
+            kept.push(tag);
+        }
+        self.sealed += plaintext.len() as u64;
         self.advance()
     }
 
