@@ -5,8 +5,11 @@
 //     ceiling: no framing, no header, no stream plumbing);
 //   - Debian's `age` CLI (Go) encrypting the same bytes from a file to /dev/null;
 //   - the `age-encryption` npm package (the age authors' TypeScript implementation), if installed.
-// Prints medians (MB = 10^6 bytes) and ratios against the raw loop; asserts nothing.
-// BENCH_MB=N sets the size (default 256), BENCH_RUNS=N the runs (default 5).
+// Prints medians (MB = 10^6 bytes) and ratios against the raw loop, by wall time and by this
+// process's CPU time (user + system: what a shared, loaded machine inflates least; the age CLI
+// runs in a child, so it has none); asserts nothing.
+// BENCH_MB=N sets the size (default 256), BENCH_RUNS=N the runs (default 5). BASE_PKG=dir adds
+// rows for another build of the package (before/after comparisons), interleaved.
 import crypto from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,6 +20,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sdk = await import(path.join(ROOT, 'pkg/index.js'));
 await sdk.init();
+const base = process.env.BASE_PKG ? await import(path.resolve(process.env.BASE_PKG, 'index.js')) : null;
+if (base) await base.init();
 const MB = Number(process.env.BENCH_MB || 256);
 const RUNS = Number(process.env.BENCH_RUNS || 5);
 const TOTAL = MB * 1e6;
@@ -25,8 +30,8 @@ const data = crypto.randomBytes(TOTAL);
 const identity = sdk.generateIdentity();
 const recipient = sdk.identityToRecipient(identity);
 
-async function sdkEncrypt(backend, format) {
-  sdk.cryptoBackend(backend);
+async function sdkEncrypt(backend, format, pkg = sdk) {
+  pkg.cryptoBackend(backend);
   let off = 0;
   const src = new ReadableStream({
     pull(c) {
@@ -37,9 +42,9 @@ async function sdkEncrypt(backend, format) {
   }, { highWaterMark: 0 });
   let n = 0;
   const t0 = performance.now();
-  for await (const c of src.pipeThrough(sdk.encryptStream({ recipients: [recipient], format }))) n += c.length;
+  for await (const c of src.pipeThrough(pkg.encryptStream({ recipients: [recipient], format }))) n += c.length;
   const ms = performance.now() - t0;
-  sdk.cryptoBackend('auto');
+  pkg.cryptoBackend('auto');
   if (n < TOTAL) throw new Error('short ciphertext');
   return ms;
 }
@@ -84,23 +89,36 @@ const cases = [
   ['raw createCipheriv loop (Node, 64 KiB chunks)', rawLoop],
   ['SDK age-rt encrypt, node:crypto', () => sdkEncrypt('auto', 'age-rt')],
   ['SDK age encrypt, node:crypto', () => sdkEncrypt('auto', 'age')],
+  ...(base ? [
+    [`SDK age-rt encrypt, node:crypto, ${process.env.BASE_PKG}`, () => sdkEncrypt('auto', 'age-rt', base)],
+    [`SDK age encrypt, node:crypto, ${process.env.BASE_PKG}`, () => sdkEncrypt('auto', 'age', base)],
+  ] : []),
   ['SDK age-rt encrypt, wasm cipher', () => sdkEncrypt('wasm', 'age-rt')],
   ['SDK age encrypt, wasm cipher', () => sdkEncrypt('wasm', 'age')],
   ...(ageCli ? [[`Debian age CLI (${spawnSync(ageCli, ['--version']).stdout.toString().trim()}), file → /dev/null`, ageCliRun]] : []),
   ...(ageNpm ? [['age-encryption (npm), whole buffer', ageNpmRun]] : []),
 ];
 const times = new Map(cases.map(([name]) => [name, []]));
+const cpu = new Map(cases.map(([name]) => [name, []]));
 for (let run = 0; run < RUNS; run++) {
-  for (const [name, fn] of cases) times.get(name).push(await fn());
+  for (const [name, fn] of cases) {
+    const c0 = process.cpuUsage();
+    times.get(name).push(await fn());
+    const c = process.cpuUsage(c0);
+    cpu.get(name).push((c.user + c.system) / 1000);
+  }
 }
 fs.rmSync(tmp, { recursive: true, force: true });
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const rate = (ms) => TOTAL / 1e6 / (ms / 1000);
 const raw = rate(median(times.get(cases[0][0])));
+const rawCpu = rate(median(cpu.get(cases[0][0])));
 console.log(`${MB} MB, median of ${RUNS}, Node ${process.version}, ${os.cpus()[0].model} (${os.cpus().length} cores, shared)`);
-console.log('| encrypt | MB/s | vs raw loop |');
-console.log('|---|---:|---:|');
+console.log('| encrypt | MB/s | vs raw loop | MB per CPU-second | vs raw loop (CPU) |');
+console.log('|---|---:|---:|---:|---:|');
 for (const [name] of cases) {
   const r = rate(median(times.get(name)));
-  console.log(`| ${name} | ${r.toFixed(0)} | ${(r / raw).toFixed(2)} |`);
+  const rc = rate(median(cpu.get(name)));
+  const child = name.includes('CLI');
+  console.log(`| ${name} | ${r.toFixed(0)} | ${(r / raw).toFixed(2)} | ${child ? '—' : rc.toFixed(0)} | ${child ? '—' : (rc / rawCpu).toFixed(2)} |`);
 }

@@ -7,7 +7,8 @@
 //   ZebraStream `zebrastream write` → relay → `zebrastream read` (zebrastream-io, .venv).
 // Both sides run scrypt once (the same passphrase work factor). Also records each process's
 // peak RSS. Medians of RUNS (default 3), SIZE_MIB (default 512). MB = 10^6 bytes. Asserts
-// nothing; prints a Markdown table and the ratios.
+// nothing; prints a Markdown table and the ratios. BASE_PKG=/path/to/other/pkg adds a row for
+// that build of the SDK (node:crypto), interleaved with the rest (before/after comparisons).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,9 +24,10 @@ const ZS = path.join(ROOT, '.venv/bin/zebrastream');
 const PKG = path.join(ROOT, 'pkg/index.js');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-bench-zs-'));
 
+const BASE_PKG = process.env.BASE_PKG ? path.resolve(process.env.BASE_PKG, 'index.js') : null;
 const PRODUCER = `
 import { Readable } from 'node:stream';
-import * as sdk from ${JSON.stringify(PKG)};
+const sdk = await import(process.env.BENCH_PKG || ${JSON.stringify(PKG)});
 await sdk.init();
 if (process.env.BENCH_WASM) sdk.cryptoBackend('wasm');
 const [relay, path] = process.argv.slice(2);
@@ -34,7 +36,7 @@ process.stderr.write(JSON.stringify({ rss: process.resourceUsage().maxRSS * 1024
 `;
 const CONSUMER = `
 import { Writable } from 'node:stream';
-import * as sdk from ${JSON.stringify(PKG)};
+const sdk = await import(process.env.BENCH_PKG || ${JSON.stringify(PKG)});
 await sdk.init();
 if (process.env.BENCH_WASM) sdk.cryptoBackend('wasm');
 const [relay, path] = process.argv.slice(2);
@@ -92,7 +94,7 @@ async function pair(consumerCmd, producerCmd, env) {
 
 const { relay, base } = await startRelay();
 const hasZs = fs.existsSync(ZS) && !process.env.SKIP_ZEBRASTREAM;
-const results = { sdk: [], sdkWasm: [], zs: [] };
+const results = { sdk: [], sdkWasm: [], zs: [], base: [] };
 let n = 0;
 try {
   for (let run = 0; run < RUNS; run++) {
@@ -102,6 +104,10 @@ try {
     results.sdk.push(await pair(node('consumer.mjs', q), node('producer.mjs', q), { BENCH_PASS: PASS }));
     q = p();
     results.sdkWasm.push(await pair(node('consumer.mjs', q), node('producer.mjs', q), { BENCH_PASS: PASS, BENCH_WASM: '1' }));
+    if (BASE_PKG) {
+      q = p();
+      results.base.push(await pair(node('consumer.mjs', q), node('producer.mjs', q), { BENCH_PASS: PASS, BENCH_PKG: BASE_PKG }));
+    }
     if (hasZs) {
       q = p();
       const zs = (verb) => `${ZS} ${verb} -s ${q} -U ${base}/connect/v0/ -a x`;
@@ -123,6 +129,7 @@ const row = (name, k) => {
 const rows = [
   row('SDK Node → relay → SDK Node, payload cipher node:crypto (default)', 'sdk'),
   row('SDK Node → relay → SDK Node, payload cipher wasm (`cryptoBackend(\'wasm\')`)', 'sdkWasm'),
+  row(`SDK Node → relay → SDK Node, node:crypto, the build in ${process.env.BASE_PKG}`, 'base'),
   row('zebrastream write → relay → zebrastream read (zebrastream-io, Python)', 'zs'),
 ].filter(Boolean);
 console.log(`\n${SIZE >> 20} MiB age-rt (passphrase) per transfer, medians of ${RUNS}; ${os.cpus()[0].model}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}\n`);
@@ -130,5 +137,6 @@ console.log('| transfer | MB/s | producer peak RSS MB | consumer peak RSS MB |\n
 for (const r of rows) console.log(`| ${r.name} | ${r.rate.toFixed(0)} | ${r.prss} | ${r.crss} |`);
 if (results.zs.length) {
   const zs = median(results.zs.map((r) => r.rate));
-  console.log(`\nSDK (node:crypto) / ZebraStream = ${(median(results.sdk.map((r) => r.rate)) / zs).toFixed(2)}; SDK (wasm) / ZebraStream = ${(median(results.sdkWasm.map((r) => r.rate)) / zs).toFixed(2)}`);
+  console.log(`\nSDK (node:crypto) / ZebraStream = ${(median(results.sdk.map((r) => r.rate)) / zs).toFixed(2)}; SDK (wasm) / ZebraStream = ${(median(results.sdkWasm.map((r) => r.rate)) / zs).toFixed(2)}` +
+    (results.base.length ? `; base build / ZebraStream = ${(median(results.base.map((r) => r.rate)) / zs).toFixed(2)}` : ''));
 }

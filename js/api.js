@@ -65,6 +65,8 @@ function runtimeCrypto() {
   try { c = globalThis.process?.getBuiltinModule?.('node:crypto') ?? null; } catch { c = null; }
   if (!c || typeof c.createCipheriv !== 'function' || typeof c.createSecretKey !== 'function'
     || typeof c.scryptSync !== 'function') return null;
+  let B = null;
+  try { B = globalThis.process.getBuiltinModule('node:buffer').Buffer; } catch { B = null; }
   const provider = {
     name: 'node:crypto',
     key: (bytes) => c.createSecretKey(bytes),
@@ -76,6 +78,25 @@ function runtimeCrypto() {
       buf.set(out); // last: nothing throws after `buf` changed
       return tag;
     },
+    // a JavaScript chunk sealed where it is: the ciphertext, its tag written into `tag`
+    sealDetached(key, nonce, input, tag) {
+      const e = c.createCipheriv('chacha20-poly1305', key, nonce, { authTagLength: 16 });
+      const out = e.update(input);
+      e.final();
+      tag.set(e.getAuthTag());
+      return out;
+    },
+    // a chunk's plaintext in a new array, returned only once the tag verified (throws otherwise)
+    openDetached(key, nonce, ct, tag) {
+      const d = c.createDecipheriv('chacha20-poly1305', key, nonce, { authTagLength: 16 });
+      d.setAuthTag(tag);
+      const out = d.update(ct);
+      d.final(); // throws on a wrong tag: `out` is dropped, the wasm cipher gives the verdict
+      return new Uint8Array(out.buffer, out.byteOffset, out.length); // a plain Uint8Array
+    },
+    // the array the sealed chunks are gathered into: not zero-filled first (all of it is
+    // written), a plain Uint8Array of its own (never a view of Buffer's shared pool)
+    alloc: B ? (n) => (n >= 4096 ? new Uint8Array(B.allocUnsafeSlow(n).buffer, 0, n) : new Uint8Array(n)) : undefined,
     open(key, nonce, buf, tag) {
       const d = c.createDecipheriv('chacha20-poly1305', key, nonce, { authTagLength: 16 });
       d.setAuthTag(tag);

@@ -43,6 +43,53 @@ fn det_agert_is_reproduced_byte_for_byte() {
     assert_eq!(out.len(), 173 + 16 + (4 + 22) * 2 + 4 + 16);
 }
 
+/// `intro` sends the version and stanza lines before the scrypt runs; the rest follows with the
+/// first output; the bytes are the same, and a reader fed the intro alone derives its key
+/// early and then opens the rest (with the right passphrase; the wrong one still fails).
+#[test]
+fn intro_then_rest_is_the_same_bytes_and_decrypts() {
+    for format in [Format::AgeRt, Format::Age] {
+        let mut enc = deterministic(format);
+        let mut intro = Vec::new();
+        enc.intro(&mut intro).unwrap();
+        assert_eq!(intro.iter().filter(|&&b| b == b'\n').count(), 2);
+        assert!(intro.starts_with(b"age-") || intro.starts_with(b"github.com/"));
+        enc.intro(&mut intro).unwrap(); // once only
+        assert_eq!(intro.iter().filter(|&&b| b == b'\n').count(), 2);
+        let mut rest = Vec::new();
+        enc.update(b"hello ", &mut rest).unwrap();
+        enc.flush(&mut rest).unwrap();
+        enc.update(b"world\n", &mut rest).unwrap();
+        if format == Format::AgeRt {
+            enc.flush(&mut rest).unwrap();
+        }
+        enc.finish(&mut rest).unwrap();
+        let whole = [intro.clone(), rest.clone()].concat();
+        let name = if format == Format::AgeRt {
+            "det_agert.bin"
+        } else {
+            "det_age.bin"
+        };
+        assert_eq!(hex::encode(&whole), hex::encode(vector(name)));
+        for (pass, ok) in [("secret", true), ("wrong", false)] {
+            let mut dec =
+                Decryptor::new(&[Identity::passphrase(pass)], DecryptOptions::default()).unwrap();
+            let mut out = Vec::new();
+            dec.update(&intro, &mut out).unwrap();
+            let r = dec
+                .update(&rest, &mut out)
+                .and_then(|()| dec.finish(&mut out));
+            if ok {
+                r.unwrap();
+                assert_eq!(out, b"hello world\n");
+            } else {
+                assert!(matches!(r, Err(Error::WrongPassphrase)), "{r:?}");
+                assert!(out.is_empty());
+            }
+        }
+    }
+}
+
 #[test]
 fn det_age_is_reproduced_byte_for_byte() {
     let mut enc = deterministic(Format::Age);
@@ -114,4 +161,72 @@ fn wrong_passphrase_is_reported_as_such() {
         Err(Error::WrongPassphrase)
     );
     assert!(out.is_empty());
+}
+
+/// Plaintext in a buffer of its own, as the SDK's JavaScript chunks are (`External`).
+struct Outside<'a> {
+    input: &'a [u8],
+    out: Vec<u8>,
+}
+
+impl httpipe::crypto::External for Outside<'_> {
+    fn len(&self) -> usize {
+        self.input.len()
+    }
+    fn read(&self, range: std::ops::Range<usize>, buf: &mut Vec<u8>) {
+        buf.extend_from_slice(&self.input[range]);
+    }
+    fn put(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+    fn seal(
+        &mut self,
+        _: &dyn httpipe::crypto::RuntimeKey,
+        _: std::ops::Range<usize>,
+        _: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        None
+    }
+}
+
+/// `update_external` makes the same bytes as `update` (+ `flush`), whatever the write sizes,
+/// for age and age-rt, flushing or not, after an intro or not.
+#[test]
+fn update_external_is_the_same_bytes_as_update() {
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i * 31 + (i >> 8)) as u8).collect();
+    for format in [Format::AgeRt, Format::Age] {
+        for write in [1usize, 100, 65535, 65536, 65537, 200_000] {
+            for flush in [true, false] {
+                for intro in [true, false] {
+                    let cheap = || {
+                        let mut rng = FixedRandom::new((0u8..0x30).collect::<Vec<_>>());
+                        let r = Recipient::passphrase_with_work_factor("secret", 2);
+                        Encryptor::with_rng(format, &[r], &mut rng).expect("encryptor")
+                    };
+                    let (mut a, mut b) = (cheap(), cheap());
+                    let (mut want, mut got) = (Vec::new(), Vec::new());
+                    if intro {
+                        a.intro(&mut want).unwrap();
+                        b.intro(&mut got).unwrap();
+                    }
+                    for piece in data[..(write * 3 + 7).min(data.len())].chunks(write) {
+                        a.update(piece, &mut want).unwrap();
+                        if flush {
+                            a.flush(&mut want).unwrap();
+                        }
+                        let mut ext = Outside {
+                            input: piece,
+                            out: Vec::new(),
+                        };
+                        b.update_external(&mut ext, flush).unwrap();
+                        got.extend_from_slice(&ext.out);
+                    }
+                    a.finish(&mut want).unwrap();
+                    b.finish(&mut got).unwrap();
+                    assert_eq!(got, want, "{format:?} writes of {write}, flush {flush}");
+                    assert_eq!(a.tag_digest(), b.tag_digest());
+                }
+            }
+        }
+    }
 }

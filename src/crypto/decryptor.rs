@@ -3,7 +3,7 @@
 use super::header::{self, Header, Scan, AGE_RT_MAX_HEADER};
 use super::keys::{payload_aead, FileKey, PAYLOAD_NONCE_LEN};
 use super::recipients::{mlkem768x25519, scrypt, x25519};
-use super::stream::{age_rt, age_v1, OpenJob, Sealer};
+use super::stream::{age_rt, age_v1, OpenJob, PlainSink, Sealer};
 use super::{armor, Error, Format, Identity};
 use zeroize::Zeroizing;
 
@@ -77,6 +77,9 @@ pub struct Decryptor {
     file_key: Option<FileKey>,
     /// Bytes fed to [`update`](Self::update) (for [`resume_point`](Self::resume_point)).
     fed: u64,
+    /// The passphrases' scrypt, run as soon as the stanza line arrived (the producer may send
+    /// it before running its own: [`Encryptor::intro`](super::Encryptor::intro)); tried once.
+    early: Option<Option<scrypt::Early>>,
 }
 
 impl Decryptor {
@@ -99,6 +102,7 @@ impl Decryptor {
             state: Ok(false),
             file_key: None,
             fed: 0,
+            early: None,
         })
     }
 
@@ -183,13 +187,19 @@ impl Decryptor {
 
     /// Decrypts `input`, appending newly authenticated plaintext to `out`.
     pub fn update(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        self.update_to(input, out)
+    }
+
+    /// [`update`](Self::update) into a [`PlainSink`] (the SDK's: chunks opened by the
+    /// runtime's cipher straight into JavaScript arrays).
+    pub fn update_to(&mut self, input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         self.guard()?;
         self.fed += input.len() as u64;
         let r = self.update_inner(input, out);
         self.record(r)
     }
 
-    fn update_inner(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    fn update_inner(&mut self, input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         if self.armor.is_none() {
             // Binary files start with a version line ("age-..." or "github.com/..."); anything
             // else is read as (possibly malformed) armor. Undecided bytes wait in `detect`.
@@ -215,6 +225,11 @@ impl Decryptor {
 
     /// Ends the input: releases the final chunk or fails (`Truncated`, `ChunkAuth`, ...).
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.finish_to(out)
+    }
+
+    /// [`finish`](Self::finish) into a [`PlainSink`].
+    pub fn finish_to(&mut self, out: &mut dyn PlainSink) -> Result<(), Error> {
         self.guard()?;
         let r = self.finish_inner(out);
         let r = self.record(r);
@@ -224,7 +239,7 @@ impl Decryptor {
         r
     }
 
-    fn finish_inner(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+    fn finish_inner(&mut self, out: &mut dyn PlainSink) -> Result<(), Error> {
         if self.armor.is_none() {
             self.armor = Some(None);
             let pending = std::mem::take(&mut self.detect);
@@ -246,7 +261,7 @@ impl Decryptor {
         }
     }
 
-    fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    fn feed(&mut self, mut input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         while !input.is_empty() {
             match &mut self.stage {
                 Stage::Header(buf) => {
@@ -254,12 +269,30 @@ impl Decryptor {
                     let take = input.len().min(cap + 1 - buf.len().min(cap + 1));
                     buf.extend_from_slice(&input[..take]);
                     input = &input[take..];
-                    if let Scan::Complete(len) = header::scan(buf, self.options.max_header_bytes)? {
+                    let scan = header::scan(buf, self.options.max_header_bytes)?;
+                    if matches!(scan, Scan::Incomplete) && self.early.is_none() {
+                        // the first stanza's line: a passphrase's scrypt can run now
+                        let mut lines = buf.split(|&b| b == b'\n');
+                        if let (Some(_), Some(line), Some(_)) =
+                            (lines.next(), lines.next(), lines.next())
+                        {
+                            let passphrases: Vec<&[u8]> = self
+                                .identities
+                                .iter()
+                                .filter_map(Identity::as_passphrase)
+                                .collect();
+                            let max = self.options.max_scrypt_log2_n;
+                            self.early = Some(scrypt::early(line, &passphrases, max));
+                        }
+                    }
+                    if let Scan::Complete(len) = scan {
                         let mut buf = std::mem::take(buf);
                         let rest = buf.split_off(len);
                         let header = header::parse(&buf)?;
                         self.format = Some(header.format);
-                        let file_key = self.unwrap_file_key(&header)?;
+                        let file_key = self.unwrap_file_key(&header);
+                        self.early = Some(None);
+                        let file_key = file_key?;
                         header::verify_mac(&header, &buf, &file_key)?;
                         self.file_key = Some(file_key.clone());
                         self.stage = Stage::Nonce {
@@ -312,9 +345,12 @@ impl Decryptor {
             .collect();
         for stanza in &header.stanzas {
             if stanza.tag == scrypt::TAG && !passphrases.is_empty() {
-                if let Some(k) =
-                    scrypt::unwrap(stanza, &passphrases, self.options.max_scrypt_log2_n)?
-                {
+                if let Some(k) = scrypt::unwrap(
+                    stanza,
+                    &passphrases,
+                    self.options.max_scrypt_log2_n,
+                    self.early.as_ref().and_then(Option::as_ref),
+                )? {
                     return Ok(k);
                 }
             } else if stanza.tag == x25519::TAG {

@@ -2,9 +2,10 @@
 
 use super::header::{self, Stanza};
 use super::keys::{payload_aead, receipt_key, FileKey, PAYLOAD_NONCE_LEN};
+use super::recipients::scrypt;
 use super::reseal::{self, Resealer, Sealed};
 use super::rng::{draw, OsRandom, RandomSource};
-use super::stream::{age_rt, age_v1, SealJob, Sealer};
+use super::stream::{age_rt, age_v1, External, SealJob, Sealer};
 use super::{armor, Error, Format, Recipient};
 use zeroize::Zeroizing;
 
@@ -18,6 +19,8 @@ enum Payload {
 /// [`finish`](Self::finish) exactly once at the end. Each call appends ciphertext to `out`.
 ///
 /// - The header (and the 16-byte payload nonce) is emitted with the first output of any call.
+///   A passphrase's scrypt runs then too, not when the encryptor is built; [`intro`](Self::intro)
+///   emits the header's first lines before it (the salt: a reader can run its scrypt meanwhile).
 /// - Memory is bounded: at most one 64 KiB chunk of plaintext is buffered, whatever the
 ///   stream length (plus whatever the caller lets accumulate in `out`).
 /// - age v1 (PROTOCOL.md §7): output leaves in 64 KiB chunks; one chunk is held back until
@@ -58,14 +61,26 @@ pub struct Encryptor {
     head_len: u64,
     /// [`seekable`](Self::seekable): chunks every 64 KiB of plaintext, tags kept.
     seekable: bool,
+    /// A passphrase's stanza, wrapped at the first output: `header` has a placeholder body.
+    pending: Option<PendingScrypt>,
+    /// Bytes of `header` already emitted by [`intro`](Self::intro).
+    intro_len: usize,
+}
+
+/// The scrypt stanza not wrapped yet (its salt drawn, PROTOCOL.md §7.1).
+struct PendingScrypt {
+    passphrase: Zeroizing<Vec<u8>>,
+    log2_n: u8,
+    salt: [u8; scrypt::SALT_LEN],
+    nonce: [u8; PAYLOAD_NONCE_LEN],
 }
 
 impl Encryptor {
     /// Encrypts to `recipients` (one or more X25519, one or more hybrid post-quantum, or
     /// exactly one passphrase), with OS randomness. Fails with [`Error::Usage`] on an empty
     /// list, a passphrase mixed with other recipients, or post-quantum recipients mixed with
-    /// X25519 ones (PROTOCOL.md §7.1). A passphrase recipient runs scrypt here (about 1 s at
-    /// log2 N = 18).
+    /// X25519 ones (PROTOCOL.md §7.1). A passphrase recipient's scrypt (about 1 s at
+    /// log2 N = 18) runs at the first output.
     pub fn new(format: Format, recipients: &[Recipient]) -> Result<Self, Error> {
         Self::with_rng(format, recipients, &mut OsRandom)
     }
@@ -112,11 +127,28 @@ impl Encryptor {
             ));
         }
         let file_key = FileKey::new(draw(rng)?);
-        let stanzas = recipients
-            .iter()
-            .map(|r| r.wrap(&file_key, rng))
-            .collect::<Result<Vec<Stanza>, Error>>()?;
+        // A passphrase (the only recipient then): its salt is drawn here, its scrypt runs at
+        // the first output; the header has a placeholder body of the same length until then.
+        let mut pending = None;
+        let stanzas = match recipients.iter().find_map(Recipient::scrypt_params) {
+            Some((passphrase, log2_n)) => {
+                scrypt::check_work_factor(log2_n)?;
+                let salt = draw::<{ scrypt::SALT_LEN }>(rng)?;
+                pending = Some((Zeroizing::new(passphrase.to_vec()), log2_n, salt));
+                vec![scrypt::placeholder(log2_n, &salt)]
+            }
+            None => recipients
+                .iter()
+                .map(|r| r.wrap(&file_key, rng))
+                .collect::<Result<Vec<Stanza>, Error>>()?,
+        };
         let nonce: [u8; PAYLOAD_NONCE_LEN] = draw(rng)?;
+        let pending = pending.map(|(passphrase, log2_n, salt)| PendingScrypt {
+            passphrase,
+            log2_n,
+            salt,
+            nonce,
+        });
         let mut head = header::write(format, &stanzas, &file_key);
         if format == Format::AgeRt && head.len() > header::AGE_RT_MAX_HEADER {
             return Err(Error::Usage(format!(
@@ -143,7 +175,65 @@ impl Encryptor {
             file_key,
             head_len,
             seekable: false,
+            pending,
+            intro_len: 0,
         })
+    }
+
+    /// Whether any output left already.
+    fn started(&self) -> bool {
+        self.header.is_none() || self.intro_len > 0
+    }
+
+    /// Emits the header bytes that need no more work: all of it, or, for a passphrase whose
+    /// scrypt has not run yet, its first two lines (the version and the stanza line with the
+    /// salt). A reader given them runs its scrypt while this encryptor runs its own (at the
+    /// next call): the two derivations overlap instead of taking turns. Nothing after the
+    /// first output.
+    pub fn intro(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        if self.pending.is_none() {
+            return self.run(out, |_, _| Ok(false));
+        }
+        if let Err(e) = &self.state {
+            return Err(e.clone());
+        }
+        let Some(h) = self.header.as_ref().filter(|_| self.intro_len == 0) else {
+            return Ok(());
+        };
+        // the version line and the stanza line
+        let n = h
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'\n')
+            .nth(1)
+            .map_or(0, |(i, _)| i + 1);
+        let intro = &h[..n];
+        match &mut self.armor {
+            Some(a) => a.push(intro, out),
+            None => out.extend_from_slice(intro),
+        }
+        self.intro_len = n;
+        Ok(())
+    }
+
+    /// Runs a pending scrypt and puts the real stanza into the header.
+    fn complete_header(&mut self) -> Result<(), Error> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        let stanza = scrypt::wrap(&p.passphrase, p.log2_n, p.salt, &self.file_key)?;
+        let mut head = header::write(self.format, &[stanza], &self.file_key);
+        head.extend_from_slice(&p.nonce);
+        let placeholder = self.header.as_deref().unwrap_or_default();
+        if head.len() != placeholder.len()
+            || head[..self.intro_len] != placeholder[..self.intro_len]
+        {
+            return Err(Error::Usage(
+                "internal error: the scrypt stanza differs from its placeholder".into(),
+            ));
+        }
+        self.header = Some(head);
+        Ok(())
     }
 
     /// For a source that can be read again from any offset (a file, PROTOCOL.md §12.3): a
@@ -153,7 +243,7 @@ impl Encryptor {
     /// Call it before any output and without armor; otherwise it poisons the encryptor
     /// ([`Error::Usage`]).
     pub fn seekable(mut self) -> Self {
-        if self.header.is_none() || self.armor.is_some() {
+        if self.started() || self.armor.is_some() {
             self.state = Err(Error::Usage(
                 "seekable() must be called before any output, without armor".into(),
             ));
@@ -216,7 +306,7 @@ impl Encryptor {
     /// Switches ASCII armor on. Call it before the first `update`/`flush`/`finish`; called
     /// later it poisons the encryptor ([`Error::Usage`]) rather than emit a half-armored file.
     pub fn armored(mut self) -> Self {
-        if self.header.is_none() && self.armor.is_none() {
+        if self.started() && self.armor.is_none() {
             self.state = Err(Error::Usage(
                 "armored() must be called before any output".into(),
             ));
@@ -240,6 +330,10 @@ impl Encryptor {
             Ok(true) => return Err(Error::Usage("encryptor already finished".into())),
             Err(e) => return Err(e.clone()),
         }
+        if let Err(e) = self.complete_header() {
+            self.state = Err(e.clone());
+            return Err(e);
+        }
         let mut raw = Vec::new();
         let target = if self.armor.is_some() {
             &mut raw
@@ -247,7 +341,7 @@ impl Encryptor {
             &mut *out
         };
         if let Some(h) = self.header.take() {
-            target.extend_from_slice(&h);
+            target.extend_from_slice(&h[self.intro_len..]);
         }
         let result = step(&mut self.payload, target);
         let finished = match result {
@@ -265,6 +359,35 @@ impl Encryptor {
         }
         self.state = Ok(finished);
         Ok(())
+    }
+
+    /// [`update`](Self::update) (then [`flush`](Self::flush) if `flush`) of plaintext that
+    /// lives outside this crate's memory, the ciphertext appended to `ext`'s output: the same
+    /// bytes, with chunks sealed by the runtime's cipher straight from the input where one is
+    /// registered ([`External`]).
+    pub fn update_external(&mut self, ext: &mut dyn External, flush: bool) -> Result<(), Error> {
+        if self.armor.is_some() || self.seekable {
+            let mut input = Vec::new();
+            ext.read(0..ext.len(), &mut input);
+            let mut out = Vec::new();
+            self.update(&input, &mut out)?;
+            if flush {
+                self.flush(&mut out)?;
+            }
+            ext.put(&out);
+            return Ok(());
+        }
+        let mut head = Vec::new();
+        self.run(&mut head, |_, _| Ok(false))?;
+        ext.put(&head);
+        let r = match &mut self.payload {
+            Payload::Age(w) => w.push_external(ext),
+            Payload::AgeRt(w) => w.push_external(ext, flush),
+        };
+        if let Err(e) = &r {
+            self.state = Err(e.clone());
+        }
+        r
     }
 
     /// Encrypts `input`, appending whatever ciphertext is ready to `out`.

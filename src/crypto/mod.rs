@@ -46,7 +46,7 @@ pub use runtime::{crypto_backend, RuntimeCrypto, RuntimeKey, ScryptElsewhere};
 pub use runtime::{set_runtime_crypto, set_scrypt_elsewhere};
 #[cfg(target_arch = "wasm32")]
 pub(crate) use stream::SealJob;
-pub use stream::CHUNK_SIZE;
+pub use stream::{External, PlainSink, CHUNK_SIZE};
 
 /// Which encrypted format to write (readers detect it from the first header line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

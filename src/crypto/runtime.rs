@@ -22,6 +22,9 @@ pub trait RuntimeKey {
     /// Verifies `tag` and decrypts `buf` in place: `Some(true)`; `Some(false)` if the tag is
     /// wrong (`buf` unchanged: no unauthenticated plaintext); `None` if the runtime failed.
     fn open(&self, nonce: &[u8; 12], buf: &mut [u8], tag: &[u8; 16]) -> Option<bool>;
+    /// The key as `Any`, for an [`External`](super::External) that seals with it in the
+    /// runtime's own memory.
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// A runtime's primitives, registered by the SDK's adapter ([`set_runtime_crypto`]).

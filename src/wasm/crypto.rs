@@ -82,14 +82,233 @@ fn bytes(out: &[u8]) -> Option<Result<Uint8Array, Error>> {
     (!out.is_empty()).then(|| Ok(Uint8Array::from(out)))
 }
 
+/// Authenticated plaintext as JavaScript arrays (`crate::crypto::PlainSink`): a chunk the
+/// runtime's cipher opened (`openDetached`, which returns its plaintext only once the tag
+/// verified) is passed on as the array it made, not copied into wasm memory and out again.
+#[derive(Default)]
+pub struct JsPlain {
+    parts: Vec<Uint8Array>,
+    staging: Vec<u8>,
+}
+
+impl JsPlain {
+    fn stage(&mut self) {
+        if !self.staging.is_empty() {
+            self.parts.push(Uint8Array::from(&self.staging[..]));
+            self.staging.clear();
+        }
+    }
+
+    /// The plaintext as one `Uint8Array`, `None` if there is none (an empty chunk opened
+    /// adds nothing).
+    pub fn output(mut self) -> Option<Uint8Array> {
+        self.stage();
+        match self.parts.len() {
+            0 => None,
+            1 => self.parts.pop(),
+            _ => Some(concat_arrays(&self.parts)),
+        }
+    }
+}
+
+fn concat_arrays(parts: &[Uint8Array]) -> Uint8Array {
+    let total: u32 = parts.iter().map(Uint8Array::length).sum();
+    let out = Uint8Array::new_with_length(total);
+    let mut at = 0;
+    for p in parts {
+        out.set(p, at);
+        at += p.length();
+    }
+    out
+}
+
+impl crate::crypto::PlainSink for JsPlain {
+    fn put(&mut self, plaintext: &[u8]) {
+        self.staging.extend_from_slice(plaintext);
+    }
+
+    fn open(
+        &mut self,
+        key: &dyn crate::crypto::RuntimeKey,
+        nonce: &[u8; 12],
+        ct: &[u8],
+        tag: &[u8; 16],
+    ) -> Option<()> {
+        let key = key.as_any().downcast_ref::<JsKey>()?;
+        let open = key.open_detached.as_ref()?;
+        let nonce = Uint8Array::from(&nonce[..]);
+        let tag = Uint8Array::from(&tag[..]);
+        // SAFETY: the view is used only during this call, which allocates nothing in this
+        // module's memory (so the memory can't grow and detach it); it is only read.
+        let view = unsafe { Uint8Array::view(ct) };
+        let args = Array::of4(&key.handle, &nonce, &view, &tag);
+        let pt = open
+            .apply(&key.this, &args)
+            .ok()?
+            .dyn_into::<Uint8Array>()
+            .ok()?;
+        if pt.length() as usize != ct.len() {
+            return None;
+        }
+        if pt.length() > 0 {
+            self.stage();
+            self.parts.push(pt);
+        }
+        Some(())
+    }
+}
+
+/// A JavaScript chunk of plaintext and the ciphertext made of it (`crate::crypto::External`):
+/// the runtime's cipher (`sealDetached`) reads the chunk where it is and its output goes to
+/// the result as it is; the bytes leave in one `Uint8Array` (one copy), never through wasm
+/// memory.
+pub struct JsChunk<'a> {
+    input: &'a Uint8Array,
+    /// Output so far, in order; `staging` (framing, tags, chunks sealed in wasm) follows it.
+    parts: Vec<Uint8Array>,
+    staging: Vec<u8>,
+    tag: Option<Uint8Array>,
+    /// The runtime's `alloc(n)` (an array not zero-filled first), once a chunk was sealed.
+    alloc: Option<(Object, Function)>,
+}
+
+impl<'a> JsChunk<'a> {
+    pub fn new(input: &'a Uint8Array) -> Self {
+        JsChunk {
+            input,
+            parts: Vec::new(),
+            staging: Vec::new(),
+            tag: None,
+            alloc: None,
+        }
+    }
+
+    fn stage(&mut self) {
+        if !self.staging.is_empty() {
+            self.parts.push(Uint8Array::from(&self.staging[..]));
+            self.staging.clear();
+        }
+    }
+
+    /// The output as one `Uint8Array` (empty if none).
+    pub fn output(mut self) -> Uint8Array {
+        self.stage();
+        if self.parts.len() == 1 {
+            return self.parts.swap_remove(0);
+        }
+        let total: u32 = self.parts.iter().map(Uint8Array::length).sum();
+        let out = self
+            .alloc
+            .as_ref()
+            .and_then(|(this, f)| f.call1(this, &total.into()).ok())
+            .and_then(|a| a.dyn_into::<Uint8Array>().ok())
+            .filter(|a| a.length() == total)
+            .unwrap_or_else(|| Uint8Array::new_with_length(total));
+        let mut at = 0;
+        for p in &self.parts {
+            out.set(p, at);
+            at += p.length();
+        }
+        out
+    }
+}
+
+impl JsChunk<'_> {
+    /// Seals `input` with the runtime's `sealDetached` into the output; its tag.
+    fn seal_js(
+        &mut self,
+        key: &dyn crate::crypto::RuntimeKey,
+        input: &Uint8Array,
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        let key = key.as_any().downcast_ref::<JsKey>()?;
+        let seal = key.seal_detached.as_ref()?;
+        let tag = self
+            .tag
+            .get_or_insert_with(|| Uint8Array::new_with_length(16))
+            .clone();
+        let args = Array::of4(&key.handle, &Uint8Array::from(&nonce[..]), input, &tag);
+        let ct = seal
+            .apply(&key.this, &args)
+            .ok()?
+            .dyn_into::<Uint8Array>()
+            .ok()?;
+        if ct.length() != input.length() {
+            return None;
+        }
+        let mut t = [0u8; 16];
+        tag.copy_to(&mut t);
+        if self.alloc.is_none() {
+            self.alloc = key.alloc.clone().map(|f| (key.this.clone(), f));
+        }
+        self.stage();
+        self.parts.push(ct);
+        self.staging.extend_from_slice(&t);
+        Some(t)
+    }
+}
+
+impl crate::crypto::External for JsChunk<'_> {
+    fn len(&self) -> usize {
+        self.input.length() as usize
+    }
+
+    fn read(&self, range: std::ops::Range<usize>, buf: &mut Vec<u8>) {
+        let start = buf.len();
+        buf.resize(start + range.len(), 0);
+        self.input
+            .subarray(range.start as u32, range.end as u32)
+            .copy_to(&mut buf[start..]);
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.staging.extend_from_slice(bytes);
+    }
+
+    fn seal(
+        &mut self,
+        key: &dyn crate::crypto::RuntimeKey,
+        range: std::ops::Range<usize>,
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        let input = self.input.subarray(range.start as u32, range.end as u32);
+        self.seal_js(key, &input, nonce)
+    }
+
+    fn seal_held(
+        &mut self,
+        key: &dyn crate::crypto::RuntimeKey,
+        plaintext: &[u8],
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        // SAFETY: the view is read only during `seal_js`'s call into the runtime, before
+        // which nothing is allocated in this module's memory (so it can't grow and detach
+        // the view); `seal_js` allocates there (staging) only after that call.
+        let view = unsafe { Uint8Array::view(plaintext) };
+        self.seal_js(key, &view, nonce)
+    }
+}
+
 /// Encrypts a byte stream: the header leaves at once (so the request starts before the first
 /// write: undici sends nothing until the body has bytes), then each source chunk is flushed as
 /// it comes (age-rt: one record per write, so log lines leave at once), the final record at
-/// the end.
+/// the end. A passphrase's header leaves in two parts: its first lines (with the salt) at once,
+/// the rest after this side's scrypt, which runs once they had a moment to reach the consumer,
+/// so that its scrypt runs at the same time (`Encryptor::intro`).
 pub fn encrypt_stream(input: ByteStream, enc: Rc<RefCell<Encryptor>>) -> Result<ByteStream, Error> {
     let mut header = Vec::new();
-    enc.borrow_mut().flush(&mut header)?;
-    let head = stream::iter(bytes(&header));
+    enc.borrow_mut().intro(&mut header)?;
+    let partial = (header.len() as u64) < enc.borrow().header_len();
+    let head = stream::iter(bytes(&header)).chain(
+        stream::once(async move {
+            if partial {
+                // a macrotask: the HTTP client writes the intro out first
+                super::bindings::sleep(0.0).await;
+            }
+            None
+        })
+        .filter_map(futures::future::ready),
+    );
     let state = (input, Some(enc));
     Ok(head
         .chain(stream::unfold(state, |(mut input, enc)| async move {
@@ -98,16 +317,14 @@ pub fn encrypt_stream(input: ByteStream, enc: Rc<RefCell<Encryptor>>) -> Result<
             loop {
                 match input.next().await {
                     Some(Ok(chunk)) => {
-                        let r = {
-                            let mut e = e.borrow_mut();
-                            e.update(&chunk.to_vec(), &mut out)
-                                .and_then(|_| e.flush(&mut out))
-                        };
+                        let mut ext = JsChunk::new(&chunk);
+                        let r = e.borrow_mut().update_external(&mut ext, true);
                         if let Err(err) = r {
                             return Some((Err(err.into()), (input, None)));
                         }
-                        if let Some(item) = bytes(&out) {
-                            return Some((item, (input, Some(e))));
+                        let out = ext.output();
+                        if out.length() > 0 {
+                            return Some((Ok(out), (input, Some(e))));
                         }
                     }
                     Some(Err(err)) => return Some((Err(err), (input, None))),
@@ -160,24 +377,25 @@ pub fn reseal_stream(input: ByteStream, resealer: Resealer) -> ByteStream {
 pub fn decrypt_stream(input: ByteStream, dec: Rc<RefCell<Decryptor>>) -> ByteStream {
     stream::unfold((input, Some(dec)), |(mut input, dec)| async move {
         let d = dec?;
-        let mut out = Vec::new();
         loop {
             match input.next().await {
                 Some(Ok(chunk)) => {
-                    let r = d.borrow_mut().update(&chunk.to_vec(), &mut out);
+                    let mut out = JsPlain::default();
+                    let r = d.borrow_mut().update_to(&chunk.to_vec(), &mut out);
                     if let Err(err) = r {
                         return Some((Err(err.into()), (input, None)));
                     }
-                    if let Some(item) = bytes(&out) {
-                        return Some((item, (input, Some(d))));
+                    if let Some(item) = out.output() {
+                        return Some((Ok(item), (input, Some(d))));
                     }
                 }
                 Some(Err(err)) => return Some((Err(err), (input, None))),
                 None => {
-                    let r = d.borrow_mut().finish(&mut out);
+                    let mut out = JsPlain::default();
+                    let r = d.borrow_mut().finish_to(&mut out);
                     return match r {
                         Err(err) => Some((Err(err.into()), (input, None))),
-                        Ok(()) => bytes(&out).map(|item| (item, (input, None))),
+                        Ok(()) => out.output().map(|item| (Ok(item), (input, None))),
                     };
                 }
             }
@@ -197,7 +415,8 @@ fn parse_options(options: JsValue) -> Result<Options, JsValue> {
 
 #[wasm_bindgen(js_class = Encryptor)]
 impl JsEncryptor {
-    /// `{ passphrase?, recipients?, format? }`; runs scrypt now for a passphrase (~1 s).
+    /// `{ passphrase?, recipients?, format? }`; a passphrase's scrypt (~1 s) runs at the first
+    /// `update`/`finish`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsEncryptor, JsValue> {
         let o = parse_options(options)?;
@@ -205,13 +424,10 @@ impl JsEncryptor {
     }
 
     /// Encrypts `chunk` and flushes (age-rt: one record); returns the ciphertext ready now.
-    pub fn update(&mut self, chunk: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let mut out = Vec::new();
-        self.0
-            .update(chunk, &mut out)
-            .and_then(|_| self.0.flush(&mut out))
-            .map_err(to_js)?;
-        Ok(out)
+    pub fn update(&mut self, chunk: &Uint8Array) -> Result<Uint8Array, JsValue> {
+        let mut ext = JsChunk::new(chunk);
+        self.0.update_external(&mut ext, true).map_err(to_js)?;
+        Ok(ext.output())
     }
 
     /// The rest and the final record/chunk.
@@ -236,17 +452,21 @@ impl JsDecryptor {
     }
 
     /// Authenticated plaintext ready after `chunk`.
-    pub fn update(&mut self, chunk: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let mut out = Vec::new();
-        self.0.update(chunk, &mut out).map_err(to_js)?;
-        Ok(out)
+    pub fn update(&mut self, chunk: &[u8]) -> Result<Uint8Array, JsValue> {
+        let mut out = JsPlain::default();
+        self.0.update_to(chunk, &mut out).map_err(to_js)?;
+        Ok(out
+            .output()
+            .unwrap_or_else(|| Uint8Array::new_with_length(0)))
     }
 
     /// The end of input: the last plaintext, or `TRUNCATED` / `DECRYPT_FAILED`.
-    pub fn finish(&mut self) -> Result<Vec<u8>, JsValue> {
-        let mut out = Vec::new();
-        self.0.finish(&mut out).map_err(to_js)?;
-        Ok(out)
+    pub fn finish(&mut self) -> Result<Uint8Array, JsValue> {
+        let mut out = JsPlain::default();
+        self.0.finish_to(&mut out).map_err(to_js)?;
+        Ok(out
+            .output()
+            .unwrap_or_else(|| Uint8Array::new_with_length(0)))
     }
 }
 
@@ -279,8 +499,14 @@ pub fn identity_to_recipient(identity: &str) -> Result<String, JsValue> {
 
 /// The runtime's own primitives as the package entry found them (`js/api.js`,
 /// `cryptoBackend`): `{ name, key(Uint8Array) → handle, seal(handle, nonce, buf) → tag,
-/// open(handle, nonce, buf, tag), scrypt(passphrase, salt, log2N) → Uint8Array(32) }`. `seal`
+/// open(handle, nonce, buf, tag), scrypt(passphrase, salt, log2N) → Uint8Array(32),
+/// sealDetached?(handle, nonce, input, tag) → ciphertext, openDetached?(handle, nonce, ct, tag)
+/// → plaintext, alloc?(n) → Uint8Array }`. `seal`
 /// encrypts `buf` (a view of this module's memory) in place and returns the 16-byte tag;
+/// `sealDetached` encrypts a JavaScript chunk into a new array and writes the tag into `tag`
+/// (`JsChunk`: no copies through wasm memory), into an array from `alloc` (one not zero-filled
+/// first: every byte of it is written); `openDetached` returns a chunk's plaintext in a new
+/// array once its tag verified (throws otherwise) (`JsPlain`);
 /// `open` decrypts it in place once the tag verified, and throws otherwise (the chunk is then
 /// opened here, which gives the verdict). Any of them may throw: that piece of work is then
 /// done here (`src/crypto/runtime.rs`).
@@ -291,6 +517,9 @@ struct JsRuntime {
     seal: Function,
     open: Function,
     scrypt: Function,
+    seal_detached: Option<Function>,
+    open_detached: Option<Function>,
+    alloc: Option<Function>,
 }
 
 struct JsKey {
@@ -298,6 +527,9 @@ struct JsKey {
     handle: JsValue,
     seal: Function,
     open: Function,
+    seal_detached: Option<Function>,
+    open_detached: Option<Function>,
+    alloc: Option<Function>,
 }
 
 impl crate::crypto::RuntimeCrypto for JsRuntime {
@@ -310,6 +542,9 @@ impl crate::crypto::RuntimeCrypto for JsRuntime {
             handle: handle?,
             seal: self.seal.clone(),
             open: self.open.clone(),
+            seal_detached: self.seal_detached.clone(),
+            open_detached: self.open_detached.clone(),
+            alloc: self.alloc.clone(),
         }))
     }
 
@@ -364,6 +599,10 @@ impl crate::crypto::RuntimeKey for JsKey {
         let args = Array::of4(&self.handle, &nonce, &view, &tag);
         self.open.apply(&self.this, &args).ok().map(|_| true)
     }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// `setRuntimeCrypto(provider | null)`: registers the runtime's primitives (see `JsRuntime`)
@@ -403,6 +642,9 @@ pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
         seal: member("seal")?,
         open: member("open")?,
         scrypt: member("scrypt")?,
+        seal_detached: member("sealDetached").ok(),
+        open_detached: member("openDetached").ok(),
+        alloc: member("alloc").ok(),
         this: provider.unchecked_into(),
     };
     crate::crypto::set_runtime_crypto(Some(Rc::new(runtime)));

@@ -42,6 +42,15 @@ impl PayloadAead {
         &self.key
     }
 
+    /// The runtime's handle on this key, if one is registered (wasm32).
+    pub(crate) fn runtime_key(&self) -> Option<&dyn super::RuntimeKey> {
+        #[cfg(target_arch = "wasm32")]
+        if let Some(k) = &self.runtime {
+            return Some(k.as_ref());
+        }
+        None
+    }
+
     /// Encrypts `buf` in place; returns the 16-byte tag.
     pub(crate) fn seal(&self, nonce: &[u8; 12], buf: &mut [u8]) -> [u8; 16] {
         use chacha20poly1305::aead::AeadInPlace;

@@ -62,6 +62,14 @@ impl Recipient {
         matches!(self.0, RecipientKind::Scrypt { .. })
     }
 
+    /// A passphrase recipient's passphrase and work factor.
+    pub(crate) fn scrypt_params(&self) -> Option<(&[u8], u8)> {
+        match &self.0 {
+            RecipientKind::Scrypt { passphrase, log2_n } => Some((passphrase, *log2_n)),
+            _ => None,
+        }
+    }
+
     /// True for hybrid post-quantum (`age1pq1...`) recipients.
     pub fn is_post_quantum(&self) -> bool {
         matches!(self.0, RecipientKind::Hybrid(_))

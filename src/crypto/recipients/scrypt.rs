@@ -35,6 +35,26 @@ fn wrap_key(
     Ok(key)
 }
 
+/// [`Error::Usage`] unless 1 <= `log2_n` <= 63.
+pub(crate) fn check_work_factor(log2_n: u8) -> Result<(), Error> {
+    if !(1..=63).contains(&log2_n) {
+        return Err(Error::Usage(format!(
+            "scrypt log2 N must be 1..=63, got {log2_n}"
+        )));
+    }
+    Ok(())
+}
+
+/// The stanza [`wrap`] will make, its body zeros: the same length and the same stanza line,
+/// known before the scrypt runs.
+pub(crate) fn placeholder(log2_n: u8, salt: &[u8; SALT_LEN]) -> Stanza {
+    Stanza {
+        tag: TAG.into(),
+        args: vec![base64::encode(salt), log2_n.to_string()],
+        body: vec![0; FILE_KEY_LEN + 16],
+    }
+}
+
 /// Wraps `file_key` for a passphrase.
 pub(crate) fn wrap(
     passphrase: &[u8],
@@ -42,11 +62,7 @@ pub(crate) fn wrap(
     salt: [u8; SALT_LEN],
     file_key: &FileKey,
 ) -> Result<Stanza, Error> {
-    if !(1..=63).contains(&log2_n) {
-        return Err(Error::Usage(format!(
-            "scrypt log2 N must be 1..=63, got {log2_n}"
-        )));
-    }
+    check_work_factor(log2_n)?;
     let key = wrap_key(passphrase, &salt, log2_n)?;
     let body = aead(&key)
         .encrypt(Nonce::from_slice(&[0; 12]), file_key.as_ref())
@@ -58,9 +74,48 @@ pub(crate) fn wrap(
     })
 }
 
+/// The wrap keys of `passphrases` for a stanza, derived as soon as its line arrived (before
+/// the rest of the header): [`unwrap`] then uses them instead of deriving again.
+pub(crate) struct Early {
+    salt: [u8; SALT_LEN],
+    log2_n: u8,
+    keys: Vec<Zeroizing<[u8; 32]>>,
+}
+
+/// If `line` (without its newline) is a well-formed scrypt stanza line within `max_log2_n`,
+/// derives the wrap key of each passphrase now. `None` otherwise: [`unwrap`] then judges the
+/// whole stanza as usual (errors and their order unchanged).
+pub(crate) fn early(line: &[u8], passphrases: &[&[u8]], max_log2_n: u8) -> Option<Early> {
+    let line = std::str::from_utf8(line).ok()?.strip_prefix("-> ")?;
+    let mut parts = line.split(' ');
+    if parts.next()? != TAG {
+        return None;
+    }
+    let args: Vec<String> = parts.map(str::to_string).collect();
+    let (salt, log2_n) = parse_args(&args).ok()?;
+    if log2_n > max_log2_n || passphrases.is_empty() {
+        return None;
+    }
+    let keys = passphrases
+        .iter()
+        .map(|p| wrap_key(p, &salt, log2_n))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    Some(Early { salt, log2_n, keys })
+}
+
 /// Parses the stanza strictly (header failure on any deviation) and returns (salt, log2 N).
 fn parse(stanza: &Stanza) -> Result<([u8; SALT_LEN], u8), Error> {
-    let [salt, wf] = stanza.args.as_slice() else {
+    let (salt, log2_n) = parse_args(&stanza.args)?;
+    if stanza.body.len() != FILE_KEY_LEN + 16 {
+        return Err(Error::header("scrypt stanza body is not 32 bytes"));
+    }
+    Ok((salt, log2_n))
+}
+
+/// The stanza's arguments, strictly: (salt, log2 N).
+fn parse_args(args: &[String]) -> Result<([u8; SALT_LEN], u8), Error> {
+    let [salt, wf] = args else {
         return Err(Error::header(
             "scrypt stanza needs exactly 2 arguments (salt, log2 N)",
         ));
@@ -80,9 +135,6 @@ fn parse(stanza: &Stanza) -> Result<([u8; SALT_LEN], u8), Error> {
                 "scrypt work factor {wf:?} is not a decimal in 1..=63"
             ))
         })?;
-    if stanza.body.len() != FILE_KEY_LEN + 16 {
-        return Err(Error::header("scrypt stanza body is not 32 bytes"));
-    }
     Ok((salt, log2_n))
 }
 
@@ -91,6 +143,7 @@ pub(crate) fn unwrap(
     stanza: &Stanza,
     passphrases: &[&[u8]],
     max_log2_n: u8,
+    early: Option<&Early>,
 ) -> Result<Option<FileKey>, Error> {
     let (salt, log2_n) = parse(stanza)?;
     if log2_n > max_log2_n {
@@ -99,8 +152,12 @@ pub(crate) fn unwrap(
             max: max_log2_n,
         });
     }
-    for p in passphrases {
-        let key = wrap_key(p, &salt, log2_n)?;
+    let early = early.filter(|e| e.salt == salt && e.log2_n == log2_n);
+    for (i, p) in passphrases.iter().enumerate() {
+        let key = match early.and_then(|e| e.keys.get(i)) {
+            Some(k) => k.clone(),
+            None => wrap_key(p, &salt, log2_n)?,
+        };
         if let Ok(pt) = aead(&key).decrypt(Nonce::from_slice(&[0; 12]), stanza.body.as_slice()) {
             let pt = Zeroizing::new(pt);
             let mut fk = FileKey::default();

@@ -1,7 +1,9 @@
 //! age-rt v0.2 records (PROTOCOL.md §8): `u32 BE length L` || L bytes of sealed chunk,
 //! 16 <= L <= 65552. Every flush emits one record; the writer ends with an empty final record.
 
-use super::{nonce, planned_upto, span, OpenJob, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
+use super::{
+    nonce, planned_upto, span, External, OpenJob, PlainSink, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN,
+};
 use crate::crypto::Error;
 
 /// Bytes of a record's length prefix.
@@ -51,6 +53,36 @@ impl Writer {
                 self.pending.clear();
             }
         }
+        Ok(())
+    }
+
+    /// [`push`](Self::push) of `ext`'s input, then [`flush`](Self::flush) if `flush`, with
+    /// the output in `ext`: records straight from the input when nothing is buffered.
+    pub(crate) fn push_external(
+        &mut self,
+        ext: &mut dyn External,
+        flush: bool,
+    ) -> Result<(), Error> {
+        let len = ext.len();
+        if !self.pending.is_empty() {
+            let mut input = Vec::new();
+            ext.read(0..len, &mut input);
+            let mut out = Vec::new();
+            self.push(&input, &mut out)?;
+            if flush {
+                self.flush(&mut out)?;
+            }
+            ext.put(&out);
+            return Ok(());
+        }
+        let mut at = 0;
+        while len - at >= CHUNK_SIZE || (flush && at < len) {
+            let end = len.min(at + CHUNK_SIZE);
+            ext.put(&((end - at + TAG_LEN) as u32).to_be_bytes());
+            self.sealer.seal_external(ext, at..end, false)?;
+            at = end;
+        }
+        ext.read(at..len, &mut self.pending);
         Ok(())
     }
 
@@ -114,7 +146,7 @@ impl Reader {
         std::mem::take(&mut self.buf).len()
     }
 
-    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         while !input.is_empty() {
             if self.done {
                 return Err(Error::TrailingData);
@@ -176,7 +208,7 @@ fn open_record(
     sealer: &mut Sealer,
     done: &mut bool,
     record: &[u8],
-    out: &mut Vec<u8>,
+    out: &mut dyn PlainSink,
 ) -> Result<(), Error> {
     let index = sealer.counter();
     if sealer.open(record, false, out)? {

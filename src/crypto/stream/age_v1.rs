@@ -1,7 +1,9 @@
 //! age v1 STREAM (C2SP age §"Payload"): 64 KiB chunks, the last one flagged and never empty
 //! unless the whole plaintext is empty.
 
-use super::{nonce, planned_upto, span, OpenJob, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN};
+use super::{
+    nonce, planned_upto, span, External, OpenJob, PlainSink, Sealer, CHUNK_CT, CHUNK_SIZE, TAG_LEN,
+};
 use crate::crypto::Error;
 
 /// Encrypting side. Holds back up to one full chunk: a chunk is sealed as non-final only once
@@ -47,6 +49,27 @@ impl Writer {
         Ok(())
     }
 
+    /// [`push`](Self::push) of `ext`'s input with the output in `ext`: whole chunks straight
+    /// from the input; only the chunk held back is copied here.
+    pub(crate) fn push_external(&mut self, ext: &mut dyn External) -> Result<(), Error> {
+        let len = ext.len();
+        let mut at = 0;
+        while at < len {
+            if self.pending.len() == CHUNK_SIZE {
+                self.sealer.seal_held(ext, &self.pending, false)?;
+                self.pending.clear();
+            }
+            while self.pending.is_empty() && len - at > CHUNK_SIZE {
+                self.sealer.seal_external(ext, at..at + CHUNK_SIZE, false)?;
+                at += CHUNK_SIZE;
+            }
+            let take = (len - at).min(CHUNK_SIZE - self.pending.len());
+            ext.read(at..at + take, &mut self.pending);
+            at += take;
+        }
+        Ok(())
+    }
+
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
         self.sealer.seal(&self.pending, true, out)?;
         self.pending.clear();
@@ -87,7 +110,7 @@ impl Reader {
         std::mem::take(&mut self.buf).len()
     }
 
-    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    pub(crate) fn push(&mut self, mut input: &[u8], out: &mut dyn PlainSink) -> Result<(), Error> {
         while !input.is_empty() {
             if self.done {
                 return Err(Error::TrailingData);
@@ -109,7 +132,7 @@ impl Reader {
         Ok(())
     }
 
-    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+    pub(crate) fn finish(&mut self, out: &mut dyn PlainSink) -> Result<(), Error> {
         if self.done {
             return Ok(());
         }
@@ -127,7 +150,7 @@ impl Reader {
                         .into(),
                 ));
             }
-            out.extend_from_slice(&plain);
+            out.put(&plain);
             self.buf.clear();
             self.done = true;
             return Ok(());
@@ -145,7 +168,7 @@ fn open_full_with_more(
     sealer: &mut Sealer,
     done: &mut bool,
     chunk: &[u8],
-    out: &mut Vec<u8>,
+    out: &mut dyn PlainSink,
 ) -> Result<(), Error> {
     let index = sealer.counter();
     if sealer.open(chunk, false, out)? {

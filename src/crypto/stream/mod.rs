@@ -6,9 +6,48 @@ pub(crate) mod age_rt;
 pub(crate) mod age_v1;
 
 use super::aead::PayloadAead;
-use super::Error;
+use super::{Error, RuntimeKey};
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
+use std::ops::Range;
+
+/// One write's plaintext, and where its ciphertext goes, outside this crate's memory (the
+/// SDK's JavaScript buffers): [`Encryptor::update_external`](super::Encryptor::update_external)
+/// still decides the framing, nonces and header and keeps every tag; this only moves bytes
+/// and, given the runtime's key, seals a range of the input straight into the output (no
+/// copies into and out of wasm memory).
+pub trait External {
+    /// Plaintext bytes of this write.
+    fn len(&self) -> usize;
+    /// Whether this write is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Appends input bytes `range` to `buf`.
+    fn read(&self, range: Range<usize>, buf: &mut Vec<u8>);
+    /// Appends bytes (framing, the header, a chunk sealed here) to the output.
+    fn put(&mut self, bytes: &[u8]);
+    /// Seals input bytes `range` with the runtime's `key` under `nonce`, appending the
+    /// ciphertext and then the returned tag to the output. `None` if it can't (nothing
+    /// appended): the chunk is then sealed from a copy, as [`Sealer::seal`] does.
+    fn seal(
+        &mut self,
+        key: &dyn RuntimeKey,
+        range: Range<usize>,
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]>;
+    /// [`seal`](Self::seal) of `plaintext` held here (a chunk held back from an earlier
+    /// write). Default: `None` (it is then sealed here and [`put`](Self::put)).
+    fn seal_held(
+        &mut self,
+        key: &dyn RuntimeKey,
+        plaintext: &[u8],
+        nonce: &[u8; 12],
+    ) -> Option<[u8; 16]> {
+        let _ = (key, plaintext, nonce);
+        None
+    }
+}
 
 /// Plaintext bytes per full chunk / maximum per record.
 pub const CHUNK_SIZE: usize = 64 * 1024;
@@ -73,6 +112,57 @@ struct Prefetched {
     counter: u64,
     chunk: Vec<u8>,
     plain: Vec<u8>,
+}
+
+/// Where opened (authenticated) plaintext goes: a `Vec`, or the SDK's JavaScript arrays,
+/// into which the runtime's cipher opens a chunk without copies through wasm memory.
+pub trait PlainSink {
+    /// Appends authenticated plaintext.
+    fn put(&mut self, plaintext: &[u8]);
+    /// Opens `ct` with the runtime's `key` under `nonce` and, **only if `tag` verified**,
+    /// appends its plaintext; `Some(())` then. `None` (nothing appended) if the tag is wrong
+    /// or the runtime can't: the chunk is then opened here, which gives the verdict.
+    fn open(
+        &mut self,
+        key: &dyn RuntimeKey,
+        nonce: &[u8; 12],
+        ct: &[u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Option<()>;
+    /// Decrypts a copy of `ct` with `open_in_place` and appends it if that returned true;
+    /// returns what it returned.
+    fn open_here(&mut self, ct: &[u8], open_in_place: &mut dyn FnMut(&mut [u8]) -> bool) -> bool {
+        let mut buf = ct.to_vec();
+        let ok = open_in_place(&mut buf);
+        if ok {
+            self.put(&buf);
+        }
+        ok
+    }
+}
+
+impl PlainSink for Vec<u8> {
+    fn put(&mut self, plaintext: &[u8]) {
+        self.extend_from_slice(plaintext);
+    }
+    fn open(
+        &mut self,
+        _: &dyn RuntimeKey,
+        _: &[u8; 12],
+        _: &[u8],
+        _: &[u8; TAG_LEN],
+    ) -> Option<()> {
+        None
+    }
+    fn open_here(&mut self, ct: &[u8], open_in_place: &mut dyn FnMut(&mut [u8]) -> bool) -> bool {
+        let start = self.len();
+        self.extend_from_slice(ct);
+        let ok = open_in_place(&mut self[start..]);
+        if !ok {
+            self.truncate(start);
+        }
+        ok
+    }
 }
 
 /// The running chunk counter and AEAD, and the SHA-256 of every tag sealed or opened so far
@@ -181,6 +271,64 @@ impl Sealer {
         self.advance()
     }
 
+    /// [`seal`](Self::seal) for input bytes `range` of `ext`, appended to its output.
+    pub(crate) fn seal_external(
+        &mut self,
+        ext: &mut dyn External,
+        range: Range<usize>,
+        last: bool,
+    ) -> Result<(), Error> {
+        let n = nonce(self.counter, last);
+        let len = range.len();
+        let sealed = self
+            .aead
+            .runtime_key()
+            .and_then(|k| ext.seal(k, range.clone(), &n));
+        let tag = match sealed {
+            Some(tag) => tag,
+            None => {
+                let mut buf = Vec::with_capacity(len + TAG_LEN);
+                ext.read(range, &mut buf);
+                let tag = self.aead.seal(&n, &mut buf);
+                buf.extend_from_slice(&tag);
+                ext.put(&buf);
+                tag
+            }
+        };
+        self.tags.update(tag);
+        if let Some(kept) = &mut self.kept {
+            kept.push(tag);
+        }
+        self.sealed += len as u64;
+        self.advance()
+    }
+
+    /// [`seal`](Self::seal) of `plaintext` held here, appended to `ext`'s output.
+    pub(crate) fn seal_held(
+        &mut self,
+        ext: &mut dyn External,
+        plaintext: &[u8],
+        last: bool,
+    ) -> Result<(), Error> {
+        let n = nonce(self.counter, last);
+        let sealed = self
+            .aead
+            .runtime_key()
+            .and_then(|k| ext.seal_held(k, plaintext, &n));
+        let Some(tag) = sealed else {
+            let mut out = Vec::with_capacity(plaintext.len() + TAG_LEN);
+            self.seal(plaintext, last, &mut out)?;
+            ext.put(&out);
+            return Ok(());
+        };
+        self.tags.update(tag);
+        if let Some(kept) = &mut self.kept {
+            kept.push(tag);
+        }
+        self.sealed += plaintext.len() as u64;
+        self.advance()
+    }
+
     /// Tries to open `chunk` (ciphertext || tag) as the next chunk with the given final flag.
     /// On success appends the plaintext to `out`, advances and returns true; on failure
     /// leaves `out` unchanged and returns false.
@@ -188,7 +336,7 @@ impl Sealer {
         &mut self,
         chunk: &[u8],
         last: bool,
-        out: &mut Vec<u8>,
+        out: &mut dyn PlainSink,
     ) -> Result<bool, Error> {
         let Some(split) = chunk.len().checked_sub(TAG_LEN) else {
             return Ok(false);
@@ -198,19 +346,19 @@ impl Sealer {
         t.copy_from_slice(tag);
         if !self.prefetched.is_empty() && !last {
             if let Some(plain) = self.take_prefetched(chunk) {
-                out.extend_from_slice(&plain);
+                out.put(&plain);
                 self.tags.update(t);
                 self.advance()?;
                 return Ok(true);
             }
         }
-        let start = out.len();
-        out.extend_from_slice(ct);
-        let ok = self
+        let n = nonce(self.counter, last);
+        let opened = self
             .aead
-            .open(&nonce(self.counter, last), &mut out[start..], &t);
-        if !ok {
-            out.truncate(start);
+            .runtime_key()
+            .and_then(|k| out.open(k, &n, ct, &t))
+            .is_some();
+        if !opened && !out.open_here(ct, &mut |buf| self.aead.open(&n, buf, &t)) {
             return Ok(false);
         }
         self.tags.update(t);
