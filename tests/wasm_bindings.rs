@@ -56,6 +56,11 @@ fn options(pairs: &[(&str, &str)]) -> JsValue {
     o.into()
 }
 
+/// `b` as a `Uint8Array` (what `JsEncryptor::update` takes).
+fn bytes(b: &[u8]) -> js_sys::Uint8Array {
+    js_sys::Uint8Array::from(b)
+}
+
 #[wasm_bindgen_test]
 fn encryptor_and_decryptor_round_trip_and_wrong_key() {
     let id = httpipe::wasm::crypto::generate_identity().unwrap();
@@ -68,15 +73,15 @@ fn encryptor_and_decryptor_round_trip_and_wrong_key() {
     )
     .unwrap();
     let mut enc = JsEncryptor::new(o.into()).unwrap();
-    let mut wire = enc.update(b"hello ").unwrap();
-    wire.extend(enc.update(b"world").unwrap());
+    let mut wire = enc.update(&bytes(b"hello ")).unwrap().to_vec();
+    wire.extend(enc.update(&bytes(b"world")).unwrap().to_vec());
     wire.extend(enc.finish().unwrap());
 
     let ids = Object::new();
     Reflect::set(&ids, &"identities".into(), &js_sys::Array::of1(&id.into())).unwrap();
     let mut dec = JsDecryptor::new(ids.into()).unwrap();
-    let mut plain = dec.update(&wire).unwrap();
-    plain.extend(dec.finish().unwrap());
+    let mut plain = dec.update(&wire).unwrap().to_vec();
+    plain.extend(dec.finish().unwrap().to_vec());
     assert_eq!(plain, b"hello world");
 
     let mut wrong = JsDecryptor::new(options(&[("passphrase", "nope")])).unwrap();
@@ -100,7 +105,7 @@ fn hybrid_post_quantum_keys_round_trip_in_both_formats() {
         )
         .unwrap();
         let mut enc = JsEncryptor::new(o).unwrap();
-        let mut wire = enc.update(b"post-quantum").unwrap();
+        let mut wire = enc.update(&bytes(b"post-quantum")).unwrap().to_vec();
         wire.extend(enc.finish().unwrap());
         let ids = Object::new();
         Reflect::set(
@@ -110,8 +115,8 @@ fn hybrid_post_quantum_keys_round_trip_in_both_formats() {
         )
         .unwrap();
         let mut dec = JsDecryptor::new(ids.into()).unwrap();
-        let mut plain = dec.update(&wire).unwrap();
-        plain.extend(dec.finish().unwrap());
+        let mut plain = dec.update(&wire).unwrap().to_vec();
+        plain.extend(dec.finish().unwrap().to_vec());
         assert_eq!(plain, b"post-quantum", "{format}");
     }
     // Mixed with an X25519 recipient: refused, UNSUPPORTED.
