@@ -91,7 +91,7 @@ void connect({ relay, path: '/p' });
 // lets any value through where a Module is expected.)
 
 // the payload cipher: a query, or a forced choice
-const backend: 'node:crypto' | 'wasm' = cryptoBackend();
+const backend: 'node:crypto' | 'webcrypto' | 'wasm' = cryptoBackend();
 void cryptoBackend('wasm');
 void cryptoBackend('auto');
 void backend;
