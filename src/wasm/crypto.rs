@@ -618,16 +618,7 @@ pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
         crate::crypto::set_runtime_crypto(None);
         return Ok(());
     }
-    let member = |name: &str| -> Result<Function, JsValue> {
-        Reflect::get(&provider, &name.into())
-            .ok()
-            .and_then(|f| f.dyn_into::<Function>().ok())
-            .ok_or_else(|| {
-                into_js(Error::usage(format!(
-                    "setRuntimeCrypto: the provider has no function `{name}`"
-                )))
-            })
-    };
+    let member = |name: &str| provider_member(&provider, "setRuntimeCrypto", name);
     let name = match Reflect::get(&provider, &"name".into())
         .ok()
         .and_then(|n| n.as_string())
@@ -649,6 +640,22 @@ pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
     };
     crate::crypto::set_runtime_crypto(Some(Rc::new(runtime)));
     Ok(())
+}
+
+/// `provider[name]`, a function, or `UNSUPPORTED` naming the registering call (`setter`).
+pub(crate) fn provider_member(
+    provider: &JsValue,
+    setter: &str,
+    name: &str,
+) -> Result<Function, JsValue> {
+    Reflect::get(provider, &name.into())
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+        .ok_or_else(|| {
+            into_js(Error::usage(format!(
+                "{setter}: the provider has no function `{name}`"
+            )))
+        })
 }
 
 /// `cryptoBackendName()`: whose primitives the streams opened now use: WebCrypto's

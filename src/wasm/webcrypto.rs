@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 use futures::future::{maybe_done, select, Either, MaybeDone};
 use futures::stream::{self, StreamExt};
-use js_sys::{Array, ArrayBuffer, Function, Object, Promise, Reflect, Uint8Array};
+use js_sys::{Array, ArrayBuffer, Function, Object, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
@@ -75,16 +75,7 @@ pub fn set_web_crypto(provider: JsValue) -> Result<(), JsValue> {
         PROVIDER.with(|p| *p.borrow_mut() = None);
         return Ok(());
     }
-    let member = |name: &str| -> Result<Function, JsValue> {
-        Reflect::get(&provider, &name.into())
-            .ok()
-            .and_then(|f| f.dyn_into::<Function>().ok())
-            .ok_or_else(|| {
-                into_js(Error::usage(format!(
-                    "setWebCrypto: the provider has no function `{name}`"
-                )))
-            })
-    };
+    let member = |name: &str| super::crypto::provider_member(&provider, "setWebCrypto", name);
     let p = Provider {
         import_key: member("importKey")?,
         seal: member("seal")?,
