@@ -3,6 +3,8 @@
 //! (`plan_opens` / `prefetched`) give the same bytes, digests and errors as the plain ones.
 //! The "outside" cipher here is RustCrypto's, called as an adapter would call WebCrypto.
 
+#![cfg(test)]
+
 use super::keys::aead;
 use super::{DecryptOptions, Decryptor, Encryptor, Error, FixedRandom, Format, Identity};
 use chacha20poly1305::aead::AeadInPlace;
