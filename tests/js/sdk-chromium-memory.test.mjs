@@ -13,6 +13,7 @@ import { startRelay } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
 import { GEN_SRC, gen } from './lib/page-source.mjs';
+import { rssOf } from './lib/child.mjs';
 
 const sdk = await import(PKG);
 const MiB = 1 << 20;
@@ -68,11 +69,7 @@ function renderers() {
 }
 
 function rss(pids) {
-  let sum = 0;
-  for (const pid of pids) {
-    try { sum += Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024; } catch { /* exited */ }
-  }
-  return sum;
+  return pids.reduce((sum, pid) => sum + rssOf(pid), 0);
 }
 
 /**

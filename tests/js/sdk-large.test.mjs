@@ -13,11 +13,10 @@
 // collection).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
-import { runChild } from './lib/child.mjs';
+import { runChild, rssOf } from './lib/child.mjs';
 
 const sdk = await import(PKG);
 const CHILD = path.join(ROOT, 'tests/js/lib/sdk-child.mjs');
@@ -28,13 +27,6 @@ const MB = 1e6;
 let relay;
 before(async () => { relay = await startRelay(); });
 after(async () => { await relay?.stop(); });
-
-function rssOf(pid) {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch { return 0; } // exited
-}
 
 /** One side in its own process: Node, or Deno running the same script. */
 function side(runtime, args) {

@@ -2,6 +2,7 @@
 // Options: `env`; `command` (another executable than this Node, e.g. Deno, with `args` as its
 // arguments); `stdin: true` to talk to the child with `send(obj)` (one JSON line).
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { ROOT } from './relay.mjs';
 
 export function runChild(args, { env, command = process.execPath, stdin = false, cwd } = {}) {
@@ -75,4 +76,12 @@ export function runCollected(name, cmd, args, { ms = 60_000, env, children } = {
   });
   done.catch(() => {});
   return { proc, done };
+}
+
+/** A process's resident set size in bytes (`/proc/PID/status` VmRSS); 0 once it exited. */
+export function rssOf(pid) {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch { return 0; }
 }
