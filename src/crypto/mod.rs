@@ -36,6 +36,8 @@ mod stream;
 pub use decryptor::{DecryptOptions, Decryptor};
 pub use encryptor::Encryptor;
 pub use error::Error;
+#[cfg(target_arch = "wasm32")]
+pub(crate) use recipients::scrypt::derive_here as scrypt_here;
 pub use recipients::{
     generate_hybrid, generate_x25519, Identity, Recipient, DEFAULT_SCRYPT_LOG2_N,
 };

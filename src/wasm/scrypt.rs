@@ -45,14 +45,10 @@ pub extern "C" fn httpipe_scrypt_run(pass_len: usize, log2_n: u32) -> *const u8 
         let Ok(log2_n) = u8::try_from(log2_n) else {
             return std::ptr::null();
         };
-        let Ok(params) = scrypt::Params::new(log2_n, 8, 1, 32) else {
+        let (pass, salt) = io.split_at(pass_len);
+        let Ok(key) = crate::crypto::scrypt_here(pass, salt, log2_n) else {
             return std::ptr::null();
         };
-        let mut key = Zeroizing::new([0u8; 32]);
-        let (pass, salt) = io.split_at(pass_len);
-        if scrypt::scrypt(pass, salt, &params, key.as_mut()).is_err() {
-            return std::ptr::null();
-        }
         io.clear();
         io.extend_from_slice(key.as_ref());
         io.as_ptr()

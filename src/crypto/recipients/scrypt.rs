@@ -16,23 +16,39 @@ pub(crate) const TAG: &str = "scrypt";
 const LABEL: &[u8] = b"age-encryption.org/v1/scrypt";
 pub(crate) const SALT_LEN: usize = 16;
 
+/// age's scrypt parameters: N = 2^`log2_n`, r = 8, p = 1, 32 bytes.
+fn params(log2_n: u8) -> Result<scrypt::Params, Error> {
+    scrypt::Params::new(log2_n, 8, 1, 32)
+        .map_err(|_| Error::header(format!("invalid scrypt work factor {log2_n}")))
+}
+
+/// age's scrypt of `passphrase` with `full_salt` (label || salt), computed here with
+/// RustCrypto (also by the SDK's throwaway instance, `crate::wasm::scrypt`).
+pub(crate) fn derive_here(
+    passphrase: &[u8],
+    full_salt: &[u8],
+    log2_n: u8,
+) -> Result<Zeroizing<[u8; 32]>, Error> {
+    let params = params(log2_n)?;
+    let mut key = Zeroizing::new([0u8; 32]);
+    scrypt::scrypt(passphrase, full_salt, &params, key.as_mut())
+        .map_err(|_| Error::header("scrypt failed"))?;
+    Ok(key)
+}
+
 fn wrap_key(
     passphrase: &[u8],
     salt: &[u8; SALT_LEN],
     log2_n: u8,
 ) -> Result<Zeroizing<[u8; 32]>, Error> {
-    let params = scrypt::Params::new(log2_n, 8, 1, 32)
-        .map_err(|_| Error::header(format!("invalid scrypt work factor {log2_n}")))?;
+    params(log2_n)?;
     let mut full_salt = LABEL.to_vec();
     full_salt.extend_from_slice(salt);
     // the runtime's own scrypt where the SDK registered one (same key; its memory is freed)
     if let Some(key) = super::super::runtime::scrypt(passphrase, &full_salt, log2_n) {
         return Ok(key);
     }
-    let mut key = Zeroizing::new([0u8; 32]);
-    scrypt::scrypt(passphrase, &full_salt, &params, key.as_mut())
-        .map_err(|_| Error::header("scrypt failed"))?;
-    Ok(key)
+    derive_here(passphrase, &full_salt, log2_n)
 }
 
 /// [`Error::Usage`] unless 1 <= `log2_n` <= 63.
