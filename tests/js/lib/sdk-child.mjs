@@ -4,8 +4,11 @@
 // Prints one JSON line per event: {"event":"progress","bytes":N}, {"event":"done",...} (with
 // the SHA-256 of the bytes sent or received),
 // {"event":"error","code":...}.
+// HTTPIPE_CHILD_SEED=n: the producer sends `gen(bytes, n)` (lib/page-source.mjs, the bytes a
+// page can make too) instead of random bytes.
 import { randomFillSync, createHash } from 'node:crypto';
 import { PKG } from './sdk.mjs';
+import { gen } from './page-source.mjs';
 
 const sdk = await import(PKG);
 const [mode, relay, path, a, b] = process.argv.slice(2);
@@ -18,7 +21,9 @@ if (mode === 'send') {
   const opts = JSON.parse(b || '{}');
   let sent = 0;
   const hash = createHash('sha256');
-  const stream = new ReadableStream({
+  const seed = process.env.HTTPIPE_CHILD_SEED;
+  const hashed = (source) => source.pipeThrough(new TransformStream({ transform(c, ctrl) { hash.update(c); ctrl.enqueue(c); } }));
+  const stream = seed !== undefined ? hashed(gen(total, Number(seed))) : new ReadableStream({
     pull(ctrl) {
       if (total >= 0 && sent >= total) { ctrl.close(); return; }
       const n = total >= 0 ? Math.min(65536, total - sent) : 65536;
