@@ -60,13 +60,16 @@ pub fn rejection(r: &Rejection) -> Resp {
         HeaderValue::from_static(ERROR_CODE),
     );
     if status == StatusCode::METHOD_NOT_ALLOWED {
-        resp.headers_mut().insert(
-            header::ALLOW,
-            HeaderValue::from_static("GET, POST, PUT, OPTIONS"),
-        );
+        resp.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static(ALLOW_METHODS));
     }
     resp
 }
+
+/// The methods of a stream path (§3.5 `Allow`): the Data API's, DELETE a withdrawal (§3.10).
+pub const ALLOW_METHODS: &str = "GET, POST, PUT, DELETE, OPTIONS";
+/// Value of `Access-Control-Allow-Methods` in a preflight answer (§3.7).
+pub const PREFLIGHT_METHODS: &str = "GET, HEAD, POST, PUT, DELETE, OPTIONS";
 
 /// Value of `Access-Control-Allow-Headers` in a preflight answer (§3.7).
 pub const ALLOW_HEADERS: &str =
@@ -82,7 +85,7 @@ pub fn preflight(private_network: bool) -> Resp {
     );
     h.insert(
         header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("GET, HEAD, POST, PUT, OPTIONS"),
+        HeaderValue::from_static(PREFLIGHT_METHODS),
     );
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,

@@ -64,7 +64,7 @@ fn cluster_path(req: &Request<RequestBody>) -> Option<String> {
     if let Some(rest) = path.strip_prefix(paths::CONNECT_PREFIX) {
         return (m == Method::GET && !rest.is_empty()).then(|| format!("/{rest}"));
     }
-    let data = m == Method::GET || m == Method::POST || m == Method::PUT;
+    let data = m == Method::GET || m == Method::POST || m == Method::PUT || m == Method::DELETE;
     (data && !paths::is_reserved(path)).then(|| path.to_string())
 }
 
@@ -287,6 +287,20 @@ fn route(
             )),
         };
         return Handler::Boxed(handler);
+    }
+    if method == Method::DELETE {
+        // §3.10: a producer that withdraws; its request body, if any, is not read
+        if let Some(auth) = &state.auth {
+            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Write, &meet.path) {
+                return Handler::Now(r.response());
+            }
+        }
+        let hangup = Hangup::of(req.extensions());
+        return Handler::Boxed(Box::pin(data::stream::withdraw(
+            state.data.clone(),
+            hangup,
+            meet,
+        )));
     }
     Handler::Now(rejection(&Rejection::UnsupportedMethod(method.to_string())))
 }

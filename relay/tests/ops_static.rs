@@ -62,7 +62,7 @@ async fn cors_preflight() {
         assert_eq!(header(h, "access-control-allow-origin"), Some("*"));
         assert_eq!(
             header(h, "access-control-allow-methods"),
-            Some("GET, HEAD, POST, PUT, OPTIONS")
+            Some("GET, HEAD, POST, PUT, DELETE, OPTIONS")
         );
         assert_eq!(
             header(h, "access-control-allow-headers"),

@@ -7,7 +7,7 @@
 //! ```
 
 use super::disposition;
-use super::error::{classify_response, Error, ErrorCode, Failure, StopReason};
+use super::error::{classify_response, withdrawn, Error, ErrorCode, Failure, StopReason};
 use super::receipt::ReceiptPlan;
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
@@ -242,6 +242,10 @@ impl Consumer {
             return;
         };
         let what = std::mem::take(what);
+        if let Some(e) = withdrawn(headers, &what) {
+            self.state = State::Failed(Some(e));
+            return;
+        }
         if status != 200 {
             self.state = State::Refused { status, what };
             return;
@@ -564,7 +568,9 @@ impl Resumer {
                 ResumeStep::Resumed(check, offset)
             }
             503 => self.meet(error, offset, now_ms, Some(clock)),
-            _ => ResumeStep::Failed(classify_response(status, "", &what)),
+            _ => ResumeStep::Failed(
+                withdrawn(headers, &what).unwrap_or_else(|| classify_response(status, "", &what)),
+            ),
         }
     }
 

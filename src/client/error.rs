@@ -6,7 +6,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::protocol::control::LogLine;
+use crate::protocol::control::{Code, LogLine};
+use crate::protocol::headers::ERROR_CODE;
+
+use super::request::Headers;
 
 /// A stable, machine-readable error code (the `code` of the JavaScript `HttpipeError`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -295,6 +298,18 @@ fn relay_words(body: &str) -> String {
     line.chars().take(300).collect()
 }
 
+/// A consumer's refusal that says its producer withdrew (§3.10, code `producer-withdrew`): the
+/// stream was cut before its first byte, `TRUNCATED` (§11.3).
+pub fn withdrawn(headers: &dyn Headers, what: &str) -> Option<Error> {
+    let code = headers.get(ERROR_CODE).and_then(|c| Code::parse(&c))?;
+    (code == Code::ProducerWithdrew).then(|| {
+        Error::new(
+            ErrorCode::Truncated,
+            format!("{what}: the sender failed before sending anything (it withdrew, PROTOCOL.md §3.10)"),
+        )
+    })
+}
+
 /// Maps a non-success relay answer (status and text body) of a request made for `what`
 /// (e.g. `"POST http://relay/p"`) to an error (§3.5, §5, §6).
 pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
@@ -370,6 +385,21 @@ impl From<crate::crypto::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// §3.10, §11.3: the code `producer-withdrew` is a cut stream; other codes are not.
+    #[test]
+    fn a_withdrawn_producer_is_truncated() {
+        let h = vec![("x-httpipe-error", "producer-withdrew")];
+        let e = withdrawn(&h, "GET /p").expect("withdrawn");
+        assert_eq!(e.code, ErrorCode::Truncated);
+        assert!(
+            e.message.contains("before sending anything"),
+            "{}",
+            e.message
+        );
+        assert!(withdrawn(&vec![("x-httpipe-error", "another-sender")], "GET /p").is_none());
+        assert!(withdrawn(&Vec::<(&str, &str)>::new(), "GET /p").is_none());
+    }
 
     #[test]
     fn statuses_map_to_codes() {

@@ -20,12 +20,12 @@ use super::error::{classify_response, Error, ErrorCode, Failure, Source, StopRea
 use super::parts::{ByteChunk, PartCutter};
 use super::receipt::{self, Commitment, ReceiptReport};
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
-use super::request::{Headers, Request};
+use super::request::{Headers, Method, Request};
 use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
 use super::status::{StatusLog, Verdict};
 use super::transport::{OriginMemory, Plan, Transport, UploadMode};
 use super::urls::{origin, part_url, ConnectMode, RelayBase};
-use crate::protocol::control::Code;
+use crate::protocol::control::{Code, WITHDRAW_WAIT_S};
 use crate::protocol::headers::{
     resume_value, size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE,
     OCTET_STREAM, PEER_HELLO, X_PIPING,
@@ -430,6 +430,12 @@ pub struct Producer<T> {
     /// The relay delivered every byte (its success line came): past the point where a
     /// failure notice helps a resuming consumer (§12.3).
     delivered: bool,
+    /// The rendezvous met a consumer (§5): it now waits for this producer.
+    met: bool,
+    /// The relay reported the transfer's success (§3.2).
+    relay_succeeded: bool,
+    /// The transfer failed because its source did (§11.2 step 5).
+    source_failed: bool,
     /// The data URL of the rendezvous (resumed uploads go to its channel, §12.3).
     stream_url: Option<String>,
     /// The transport of the last upload.
@@ -498,6 +504,9 @@ impl<T: ByteChunk> Producer<T> {
             peer_decrypts: false,
             peer_resumes: false,
             delivered: false,
+            met: false,
+            relay_succeeded: false,
+            source_failed: false,
             stream_url: None,
             transport: Transport::Stream,
             resumes: 0,
@@ -560,6 +569,37 @@ impl<T: ByteChunk> Producer<T> {
             .call(hello, FAILURE_NOTICE_TIMEOUT_S)
             .ok()
             .map(Request::as_last_word)
+    }
+
+    /// When the transfer failed with `e` because of its source or the caller's abort, after
+    /// the rendezvous met a consumer and before the relay reported success: the withdrawal
+    /// (§3.10, §11.2 step 6) that tells that consumer, for the adapter to make (any answer
+    /// will do; it waits for it at most [`WITHDRAW_WAIT_S`] s). The upload may never have
+    /// reached the relay (Node's `fetch` sends no request head before the first body byte),
+    /// and then nothing else ends the consumer's wait. Without a rendezvous no consumer was
+    /// told of this producer: one waiting on the path waits for any producer, as it would have.
+    pub fn withdrawal(&self, e: &Error) -> Option<Request> {
+        let local = self.source_failed || e.code == ErrorCode::Aborted;
+        if !local || !self.met || self.relay_succeeded {
+            return None;
+        }
+        let url = self.data_url.clone()?;
+        let request = Request {
+            method: Method::Delete,
+            timeout_ms: Some(WITHDRAW_WAIT_S * 1000.0),
+            ..Request::get(url, auth_headers(self.cfg.token.as_deref()))
+        };
+        Some(request.as_last_word())
+    }
+
+    /// Every call due when the transfer failed with `e`, for the adapter to make together:
+    /// the failure notice ([`Producer::failure_notice`]) and the withdrawal
+    /// ([`Producer::withdrawal`]).
+    pub fn last_words(&self, e: &Error) -> Vec<Request> {
+        self.failure_notice(e)
+            .into_iter()
+            .chain(self.withdrawal(e))
+            .collect()
     }
 
     /// True once the relay said it delivered every byte: from then on no failure notice is
@@ -805,6 +845,7 @@ impl<T: ByteChunk> Producer<T> {
     }
 
     fn succeed(&mut self, transport: Transport, relay_state: String) {
+        self.relay_succeeded = true;
         let report = SendReport {
             transport,
             relay_state,
@@ -1047,6 +1088,7 @@ impl<T: ByteChunk> Producer<T> {
                     self.peer_sends_receipts = peer.receipt;
                     self.peer_decrypts = peer.decrypts;
                     self.peer_resumes = peer.resume;
+                    self.met = true;
                     self.state = State::Plan(url)
                 }
                 Err(e) => self.fail(e),
@@ -1194,6 +1236,7 @@ impl<T: ByteChunk> Producer<T> {
     /// The source failed: nothing more is sent, the transfer fails with `e` (the consumer
     /// sees truncation, never a clean end).
     pub fn on_source_error(&mut self, e: Error) {
+        self.source_failed = true;
         self.fail_final(e);
     }
 
@@ -1264,6 +1307,7 @@ impl<T: ByteChunk> Producer<T> {
             }
         };
         if let Some(e) = f.source_error {
+            self.source_failed = true;
             return self.fail_final(e);
         }
         let failure = f.failure;
@@ -1361,6 +1405,78 @@ mod tests {
         };
         p.on_stream_log(OK_LOG.as_bytes());
         p.on_stream_end();
+    }
+
+    /// §3.10: a transfer that fails by its source or the caller's abort after the rendezvous
+    /// and before the relay's success withdraws (`DELETE` on the data URL, with the token, as a
+    /// last word bounded by WITHDRAW_WAIT_S); no withdrawal before the rendezvous answered or
+    /// without one, for a failure the relay reported, or after the relay's success.
+    #[test]
+    fn a_source_failure_before_success_withdraws() {
+        let mut mem = OriginMemory::new();
+        let source = Error::new(ErrorCode::Unsupported, "the source failed");
+        // before the rendezvous answered: no consumer waits
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Stream, true, true)).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert!(p
+            .withdrawal(&Error::new(ErrorCode::Aborted, "stop"))
+            .is_none());
+
+        // the source fails before its first byte went out
+        p.on_response(200, &NoHeaders, "http://h:1/p\n");
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_stream_failed(StreamFailure {
+            failure: Failure::stopped(StopReason::None, None),
+            replay: Some(Vec::new()),
+            response_started: false,
+            source_error: Some(source.clone()),
+        });
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let w = p.withdrawal(&e).expect("a withdrawal");
+        assert_eq!(w.method, Method::Delete);
+        assert_eq!(w.url, "http://h:1/p");
+        assert!(w.headers.contains(&("Authorization", "Bearer tok".into())));
+        assert_eq!(w.timeout_ms, Some(WITHDRAW_WAIT_S * 1000.0));
+        assert!(w.last_word);
+        assert_eq!(p.last_words(&e).len(), 1);
+
+        // the caller's abort while streaming withdraws too; the consumer leaving does not
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Stream, true, true)).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(200, &NoHeaders, "http://h:1/p\n");
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert!(p
+            .withdrawal(&Error::new(ErrorCode::Aborted, "stop"))
+            .is_some());
+        let left = Error::new(ErrorCode::PeerDisconnected, "left");
+        assert!(p.withdrawal(&left).is_none());
+
+        // without a rendezvous no consumer was told of this producer
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Stream, true, false)).unwrap();
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert!(p
+            .withdrawal(&Error::new(ErrorCode::Aborted, "stop"))
+            .is_none());
+
+        // after the relay's success (waiting for the receipt), nothing to withdraw
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+        assert!(p
+            .withdrawal(&Error::new(ErrorCode::Aborted, "stop"))
+            .is_none());
     }
 
     /// §12.3: a cut streaming upload meets the consumer on the channel with its window, goes

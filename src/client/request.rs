@@ -6,6 +6,8 @@
 pub enum Method {
     Get,
     Post,
+    /// A producer's withdrawal (§3.10).
+    Delete,
 }
 
 impl Method {
@@ -13,6 +15,7 @@ impl Method {
         match self {
             Method::Get => "GET",
             Method::Post => "POST",
+            Method::Delete => "DELETE",
         }
     }
 }

@@ -123,6 +123,7 @@ pub(crate) fn build(
     let method = match req.method {
         Method::Get => reqwest::Method::GET,
         Method::Post => reqwest::Method::POST,
+        Method::Delete => reqwest::Method::DELETE,
     };
     Ok(http.request(method, &req.url).headers(headers))
 }

@@ -313,6 +313,15 @@ struct Driver {
     ended: bool,
 }
 
+/// Makes the producer's last words (failure notice, withdrawal) together; any answer will do.
+async fn say_all(http: reqwest::Client, calls: Vec<Request>) {
+    let stop = Stop::new();
+    let each = calls
+        .iter()
+        .map(|req| text_request(&http, req, None, &stop, TimeoutAs::Network));
+    futures_util::future::join_all(each).await;
+}
+
 impl Drop for Driver {
     /// Dropped midway (a send future dropped, a task aborted): like a page that goes away
     /// (§12.3), tell a consumer that may be resuming that nothing more comes, in the
@@ -325,14 +334,10 @@ impl Drop for Driver {
             ErrorCode::Aborted,
             "the sender stopped midway (its task was dropped)",
         );
-        if let (Some(notice), Ok(rt)) = (
-            self.producer.failure_notice(&e),
-            tokio::runtime::Handle::try_current(),
-        ) {
+        let calls = self.producer.last_words(&e);
+        if let (false, Ok(rt)) = (calls.is_empty(), tokio::runtime::Handle::try_current()) {
             let http = self.http.clone();
-            rt.spawn(async move {
-                let _ = text_request(&http, &notice, None, &Stop::new(), TimeoutAs::Network).await;
-            });
+            rt.spawn(say_all(http, calls));
         }
     }
 }
@@ -408,16 +413,21 @@ impl Driver {
         }
     }
 
-    /// The transfer failed with `e`: if the consumer may be resuming, tell it (§12.3), waiting
-    /// a moment for it to be taken (the call goes on in the background after that).
-    async fn failure_notice(&self, e: &Error) {
-        let Some(notice) = self.producer.failure_notice(e) else {
+    /// The transfer failed with `e`: if the consumer may be resuming, tell it (§12.3); if it
+    /// may be waiting for an upload that never reached the relay, withdraw (§3.10). Waits a
+    /// moment until one is answered (either way the consumer knows then); they go on in the
+    /// background after that.
+    async fn last_words(&self, e: &Error) {
+        let calls: Vec<_> = self
+            .producer
+            .last_words(e)
+            .into_iter()
+            .map(|req| tokio::spawn(say_all(self.http.clone(), vec![req])))
+            .collect();
+        if calls.is_empty() {
             return;
-        };
-        let http = self.http.clone();
-        let call = tokio::spawn(async move {
-            let _ = text_request(&http, &notice, None, &Stop::new(), TimeoutAs::Network).await;
-        });
+        }
+        let call = futures_util::future::select_all(calls);
         let _ = tokio::time::timeout(http::duration_of_ms(FAILURE_NOTICE_WAIT_MS), call).await;
     }
 
@@ -472,7 +482,7 @@ impl Driver {
                 }
                 Step::Failed(e) => {
                     self.ended = true;
-                    self.failure_notice(&e).await;
+                    self.last_words(&e).await;
                     return Err(e);
                 }
             }

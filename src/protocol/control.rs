@@ -98,6 +98,9 @@ pub enum Rejection {
     TokensNotNeeded,
     /// 400: the token endpoint's form is invalid (the field's rule given) (§6).
     InvalidTokenRequest(&'static str),
+    /// 410: to a consumer, when the producer it met withdrew (§3.10): it failed before sending
+    /// anything.
+    ProducerWithdrew,
 }
 
 impl Rejection {
@@ -109,6 +112,7 @@ impl Rejection {
             Rejection::NotFound | Rejection::UnknownUpload | Rejection::TokensNotNeeded => 404,
             Rejection::PartOutOfOrder { .. } | Rejection::PartLengthMismatch { .. } => 409,
             Rejection::PartTooLarge { .. } => 413,
+            Rejection::ProducerWithdrew => 410,
             Rejection::ShuttingDown
             | Rejection::ClusterUnavailable
             | Rejection::OwnerUnreachable => 503,
@@ -142,6 +146,7 @@ impl Rejection {
             Rejection::OwnerUnreachable => Code::OwnerUnreachable,
             Rejection::TokensNotNeeded => Code::TokensNotNeeded,
             Rejection::InvalidTokenRequest(_) => Code::InvalidTokenRequest,
+            Rejection::ProducerWithdrew => Code::ProducerWithdrew,
         }
     }
 
@@ -204,6 +209,9 @@ impl Rejection {
                     .to_string()
             }
             Rejection::InvalidTokenRequest(rule) => format!("[ERROR] {rule}\n"),
+            Rejection::ProducerWithdrew => {
+                "[ERROR] The sender failed before sending anything (it withdrew).\n".to_string()
+            }
         }
     }
 }
@@ -234,10 +242,11 @@ pub enum Code {
     OwnerUnreachable,
     TokensNotNeeded,
     InvalidTokenRequest,
+    ProducerWithdrew,
 }
 
 /// Each code and its wire spelling (the only place the spellings live).
-const CODES: [(Code, &str); 23] = [
+const CODES: [(Code, &str); 24] = [
     (Code::ReservedPath, "reserved-path"),
     (Code::AnotherSender, "another-sender"),
     (Code::TooManyReceivers, "too-many-receivers"),
@@ -261,6 +270,7 @@ const CODES: [(Code, &str); 23] = [
     (Code::OwnerUnreachable, "owner-unreachable"),
     (Code::TokensNotNeeded, "tokens-not-needed"),
     (Code::InvalidTokenRequest, "invalid-token-request"),
+    (Code::ProducerWithdrew, "producer-withdrew"),
 ];
 
 impl Code {
@@ -279,6 +289,10 @@ impl Code {
         CODES.iter().find(|(_, name)| *name == s).map(|(c, _)| *c)
     }
 }
+
+/// Seconds a client waits for its withdrawal's answer (§3.10, §11.2 step 6): the consumer the
+/// rendezvous paired it with comes within moments.
+pub const WITHDRAW_WAIT_S: f64 = 5.0;
 
 /// `[ERROR]` lines of the producer's status log when a transfer fails (§3.2); the consumer
 /// sees the truncation (§3.3).
@@ -343,6 +357,7 @@ mod tests {
             Rejection::OwnerUnreachable,
             Rejection::TokensNotNeeded,
             Rejection::InvalidTokenRequest("x"),
+            Rejection::ProducerWithdrew,
         ];
         assert_eq!(all.len(), CODES.len());
         for r in &all {

@@ -267,21 +267,30 @@ async fn send_inner(
             Step::Failed(e) => {
                 // its own notice (a last word that outlives the page) replaces the page's
                 page_left.borrow_mut().take();
-                if let Some(notice) = producer.failure_notice(&e) {
-                    // The consumer may be meeting us to resume: tell it nothing more comes.
-                    // `send()` waits a moment for it (work left in the background dies with a
-                    // Worker's request or a script that exits; a resuming consumer is on the
-                    // channel within moments of the break), then the call goes on without it.
-                    let call = wasm_bindgen_futures::JsFuture::from(
-                        wasm_bindgen_futures::future_to_promise(async move {
-                            if let Ok(mut a) = Abort::new(None) {
-                                let _ = exchange(&notice, &mut a, None).await;
-                            }
-                            Ok(JsValue::UNDEFINED)
-                        }),
-                    );
+                // The consumer may be meeting us to resume (§12.3): tell it nothing more comes.
+                // It may be waiting for an upload that never reached the relay: withdraw
+                // (§3.10). `send()` waits a moment until one is answered — either way the
+                // consumer knows then — (work left in the background dies with a Worker's
+                // request or a script that exits; the consumer is there within moments), then
+                // the calls go on without it.
+                let calls: Vec<_> = producer
+                    .last_words(&e)
+                    .into_iter()
+                    .map(|req| {
+                        wasm_bindgen_futures::JsFuture::from(
+                            wasm_bindgen_futures::future_to_promise(async move {
+                                if let Ok(mut a) = Abort::new(None) {
+                                    let _ = exchange(&req, &mut a, None).await;
+                                }
+                                Ok(JsValue::UNDEFINED)
+                            }),
+                        )
+                    })
+                    .collect();
+                if !calls.is_empty() {
+                    let first = futures::future::select_all(calls);
                     let wait = Box::pin(sleep(FAILURE_NOTICE_WAIT_MS));
-                    let _ = futures::future::select(call, wait).await;
+                    let _ = futures::future::select(first, wait).await;
                 }
                 return Err(e);
             }

@@ -392,15 +392,12 @@ test('shared fate: a custom sink (defineSink) that throws → SINK_FAILED naming
   assert.equal(await within(pr.torn, 5000), true, 'the consumer\'s steps were torn down');
 });
 
-// The SDK pulls the first bytes from the source before it sends the request (and Node's fetch
-// sends nothing before the first body byte), so a plain producer that fails before its first
-// byte, after the rendezvous paired it with the consumer, never reaches the relay: the
-// consumer waits on, and its `timeout` does not bound that wait (an encrypted producer sends
-// the age header at once and has no such gap). PROTOCOL.md §11.2.5 says the consumer sees
-// truncation. This test states that and is a todo until the SDK core does it.
+// Node's fetch sends nothing before the first body byte, so a plain producer that fails
+// before its first byte, after the rendezvous paired it with the consumer, never reaches the
+// relay: the consumer waited on without end (this test was a todo). The producer now withdraws
+// (PROTOCOL.md §3.10): the consumer gets `producer-withdrew` → TRUNCATED.
 test('shared fate: a plain producer whose step fails on its first record → the consumer rejects (not a wait without end)', {
   timeout: 30_000,
-  todo: 'SDK core: a plain send whose source fails before its first byte is invisible to the paired consumer',
 }, async () => {
   const p = uniquePath('firstfails');
   const producer = child({ role: 'produce', path: p, n: 1000, failAt: 0 });

@@ -106,6 +106,33 @@ for (const upload of ['stream', 'segmented']) {
   });
 }
 
+// §3.10: Node's fetch sends no request head before the first body byte, so a producer whose
+// source fails before its first byte never reached the relay; the consumer the rendezvous
+// paired it with waited without end. The producer withdraws: that consumer rejects TRUNCATED.
+for (const upload of ['stream', 'segmented']) {
+  for (const consumerRendezvous of [true, false]) {
+    test(`a source that fails before its first byte → the paired consumer rejects TRUNCATED, withdrawn (${upload}, consumer ${consumerRendezvous ? 'with' : 'without'} rendezvous)`, async () => {
+      const p = uniquePath('withdraw');
+      const recvP = sdk.receive({ relay: relay.http, path: p, rendezvous: consumerRendezvous });
+      const received = rejection(recvP.then(async (r) => { for await (const _ of r.stream); }));
+      if (!consumerRendezvous) await sleep(200); // its GET waits on the path
+      const failing = new ReadableStream({ pull(c) { c.error(new Error('the export query failed')); } });
+      const t0 = Date.now();
+      const sendErr = await rejection(sdk.send(failing, { relay: relay.http, path: p, upload }));
+      assert.match(sendErr.message, /the export query failed/);
+      const e = await received;
+      isCode('TRUNCATED')(e);
+      assert.match(e.message, /withdrew/);
+      // at once: the withdrawal's answer ends send()'s wait for its last words (§3.10)
+      assert.ok(Date.now() - t0 < 1500, `send() rejected and the consumer learned it after ${Date.now() - t0} ms`);
+      // the path serves the next transfer
+      const again = sdk.receive({ relay: relay.http, path: p }).then((r) => new Response(r.stream).text());
+      const [, text] = await Promise.all([sdk.send(new Blob(['next']), { relay: relay.http, path: p }), again]);
+      assert.equal(text, 'next');
+    });
+  }
+}
+
 test('consumer AbortSignal → ABORTED, producer PEER_DISCONNECTED', async () => {
   const p = uniquePath('abortc');
   const ac = new AbortController();

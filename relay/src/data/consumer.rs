@@ -38,11 +38,13 @@ pub async fn handle(plane: Arc<Plane>, ack: Ack, hangup: Hangup, meet: Meet) -> 
             _ = hangup.hung_up() => return rejection(&Rejection::ShuttingDown),
         };
         match started {
-            Ok(start) => {
+            Ok(Ok(start)) => {
                 let mut resp = Response::new(start.body.boxed());
                 *resp.headers_mut() = start.headers;
                 return resp;
             }
+            // the producer withdrew (§3.10)
+            Ok(Err(r)) => return rejection(&r),
             // The matched producer vanished before sending anything: wait for the next one.
             Err(_) => continue,
         }

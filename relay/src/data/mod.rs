@@ -30,10 +30,10 @@ use crate::metrics::Metrics;
 use crate::pairing::Hub;
 
 /// What a consumer hands to the pairing table: the producer sends the consumer its response
-/// through `tx` when the transfer starts; `ack` tells, at the end, whether the consumer
-/// received every byte (§3.2).
+/// through `tx` when the transfer starts (or the refusal, when the producer withdrew: §3.10);
+/// `ack` tells, at the end, whether the consumer received every byte (§3.2).
 pub struct Handoff {
-    pub tx: oneshot::Sender<Start>,
+    pub tx: oneshot::Sender<Result<Start, httpipe::protocol::control::Rejection>>,
     pub ack: Ack,
 }
 

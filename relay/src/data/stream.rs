@@ -17,6 +17,7 @@ use crate::hangup::Hangup;
 use crate::metrics::FailReason;
 use crate::pairing::ProducerWait;
 use crate::respond::{plain_text, rejection, Resp};
+use httpipe::protocol::control::Rejection;
 
 /// Registers a producer and answers at once with the status log; a task pumps the upload.
 /// With a Data API channel in `meet`, only consumers with the same channel are met (§5.1).
@@ -50,6 +51,46 @@ pub async fn handle(
         hangup,
     };
     tokio::spawn(run(plane, wait, request, upload, log));
+    let mut resp = plain_text(log_body.boxed());
+    resp.headers_mut()
+        .insert("x-robots-tag", HeaderValue::from_static("none"));
+    resp
+}
+
+/// A producer that withdraws (§3.10, `DELETE`): registered like a `POST`, answered at once
+/// with the status log; its consumers, once present, get `producer-withdrew` and the path is
+/// free.
+pub async fn withdraw(plane: Arc<Plane>, hangup: Hangup, meet: Meet) -> Resp {
+    let mut wait = match meet.producer(&plane.hub) {
+        Ok(w) => w,
+        Err(r) => return rejection(&r),
+    };
+    let (log, log_body) = Log::new();
+    log.line(format!("[INFO] Waiting for {} receiver(s)...", meet.n));
+    let path = meet.path;
+    tokio::spawn(async move {
+        let matched = tokio::select! {
+            m = wait.matched() => m,
+            _ = log.closed() => return,
+            _ = hangup.hung_up() => return,
+            _ = plane.reached(Phase::Draining) => {
+                log.line(failure_line::SHUTTING_DOWN);
+                return;
+            }
+        };
+        drop(wait);
+        let crate::pairing::Match {
+            consumers,
+            transfer,
+        } = matched;
+        for handoff in consumers {
+            let _ = handoff.tx.send(Err(Rejection::ProducerWithdrew));
+            log.line("[INFO] A receiver was connected.");
+        }
+        drop(transfer); // the path is free
+        tracing::info!(path = %plane.log_path(&path), "producer withdrew");
+        log.line(failure_line::UPLOAD_FAILED);
+    });
     let mut resp = plain_text(log_body.boxed());
     resp.headers_mut()
         .insert("x-robots-tag", HeaderValue::from_static("none"));

@@ -94,10 +94,10 @@ impl Transfer {
             let (done_tx, done) = oneshot::channel();
             let body = ConsumerBody::new(rx, done_tx, gone_tx.clone(), i, length);
             // If the consumer left this instant, the body drops inside and reports `gone`.
-            let _ = handoff.tx.send(Start {
+            let _ = handoff.tx.send(Ok(Start {
                 headers: forwarded.clone(),
                 body,
-            });
+            }));
             sinks.push(Some(Sink {
                 tx,
                 done,
