@@ -295,6 +295,31 @@ async fn path_reusable_after_transfer(t: T) {
     r.shutdown().await;
 }
 
+/// Posts `body` to `path` until the relay takes it (the path free), within 1 s of `after`
+/// (what should have freed it); returns the producer's response.
+async fn post_once_free(
+    r: &Relay,
+    t: T,
+    path: &str,
+    body: &'static str,
+    after: &str,
+) -> http::Response<hyper::body::Incoming> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let mut p = r.post(t, path, full(body)).await;
+        let resp = p.response().await;
+        if resp.status() == StatusCode::OK {
+            return resp;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "path still busy 1 s after {after}: {}",
+            text(resp).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Regression (piping-server-rust keeps such a path busy forever): a waiting sender that
 /// cancels frees the path within 1 s.
 async fn waiting_sender_that_cancels_frees_the_path(t: T) {
@@ -310,20 +335,7 @@ async fn waiting_sender_that_cancels_frees_the_path(t: T) {
     let log1 = p1.response().await;
     p1.cancel();
     drop(log1);
-    let deadline = Instant::now() + Duration::from_secs(1);
-    let p2 = loop {
-        let mut p2 = r.post(t, "/cancel-s", full("second")).await;
-        let resp = p2.response().await;
-        if resp.status() == StatusCode::OK {
-            break resp;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "path still busy 1 s after the waiting sender left: {}",
-            text(resp).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let p2 = post_once_free(&r, t, "/cancel-s", "second", "the waiting sender left").await;
     let mut c = r.get(t, "/cancel-s").await;
     assert_eq!(text(c.response().await).await, "second");
     assert_eq!(last_line(&text(p2).await), TRANSFER_SUCCESSFUL);
@@ -588,19 +600,7 @@ async fn withdrawn_producer_truncates_its_consumers(t: T) {
     );
     drop(log);
     d.cancel();
-    let deadline = Instant::now() + Duration::from_secs(1);
-    let p = loop {
-        let mut p = r.post(t, "/wd", full("after")).await;
-        let resp = p.response().await;
-        if resp.status() == StatusCode::OK {
-            break resp;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "path still busy 1 s after the withdrawal left"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let p = post_once_free(&r, t, "/wd", "after", "the withdrawal left").await;
     let mut c = r.get(t, "/wd").await;
     assert_eq!(text(c.response().await).await, "after");
     assert_eq!(last_line(&text(p).await), TRANSFER_SUCCESSFUL);
