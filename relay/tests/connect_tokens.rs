@@ -197,6 +197,18 @@ async fn tokens_scope_mode_expiry_and_tampering() {
             403,
             "not recursive"
         );
+        // a withdrawal (§3.10) is a producer's: write token only
+        assert_eq!(status(&r, t, Method::DELETE, "/a", None).await, 401);
+        assert_eq!(
+            status(&r, t, Method::DELETE, "/a", Some(&read_a)).await,
+            403,
+            "read token can't withdraw"
+        );
+        assert_eq!(
+            status(&r, t, Method::DELETE, "/a", Some(&write_a)).await,
+            200,
+            "write token withdraws"
+        );
         let expired = token("/a", Mode::Read, false, -1);
         assert_eq!(status(&r, t, Method::GET, "/a", Some(&expired)).await, 401);
         let mut tampered = read_a.clone().into_bytes();
