@@ -145,6 +145,29 @@ test('Chromium: errors are HttpipeError with codes (timeout, wrong key)', { time
   } finally { await page.close(); }
 });
 
+// PROTOCOL.md §3.10 from a page: a source that fails before its first byte, after the
+// rendezvous, makes the page withdraw (DELETE); the Node consumer rejects TRUNCATED at once
+// instead of waiting on. Over HTTP/2 (a streaming upload whose head went out) and HTTP/1.1
+// (segmented: nothing reached the relay).
+for (const [name, origin] of [['HTTP/2', () => relay.https], ['HTTP/1.1, segmented', () => relay.http]]) {
+  test(`Chromium: a page whose source fails before its first byte withdraws; the consumer rejects TRUNCATED (${name})`, { timeout: 60_000 }, async () => {
+    const page = await openPage(origin());
+    try {
+      const path = uniquePath('chromium-withdraw');
+      const recvP = sdk.receive({ relay: relay.http, path }).then(async (r) => { for await (const _ of r.stream); }).then(() => null, (e) => e);
+      const t0 = Date.now();
+      const code = await page.evaluate(async ({ relayUrl, path }) => {
+        const failing = new ReadableStream({ pull(c) { c.error(new Error('the export query failed')); } });
+        try { await window.httpipe.send(failing, { relay: relayUrl, path }); return 'resolved'; } catch (e) { return e.message; }
+      }, { relayUrl: origin(), path });
+      assert.match(code, /the export query failed/);
+      const err = await within(recvP, 10_000, 'the consumer told');
+      assert.equal(err?.code, 'TRUNCATED', String(err));
+      assert.ok(Date.now() - t0 < 5_000, `told after ${Date.now() - t0} ms`);
+    } finally { await page.close(); }
+  });
+}
+
 // A page that cancels its download and is closed at once: its `cancelled` receipt is a last
 // word sent with `keepalive` (PROTOCOL.md §12.2, §12.3 "A page that goes away"), so the Node
 // producer, which would otherwise try to resume for 60 s, hears it at once.
