@@ -71,11 +71,8 @@ async fn encryptor_for(o: &SendOptions) -> Result<Option<Encryptor>, Error> {
         (Some(_), false) => Err(Error::usage(
             "use either `passphrase` or `recipients`, not both (age allows one scrypt stanza only)",
         )),
-        (Some(p), true) => {
-            let p = p.clone();
-            let enc = blocking(move || Encryptor::with_passphrase(format, &p)).await??;
-            Ok(Some(enc))
-        }
+        // its scrypt runs at the start of the upload, beside the consumer's (`Encoder::start`)
+        (Some(p), true) => Ok(Some(Encryptor::with_passphrase(format, p)?)),
         (None, false) => {
             let parsed = o
                 .recipients

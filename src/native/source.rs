@@ -159,12 +159,42 @@ impl Encoder {
     }
 
     /// The start: an encrypted stream's header goes out at once (the consumer learns a wrong
-    /// key before any plaintext, and the relay sees the producer).
-    pub(crate) fn start(&mut self, out: &mut Vec<Bytes>) -> Result<(), Error> {
-        if let Some(enc) = &mut self.enc {
+    /// key before any plaintext, and the relay sees the producer). A passphrase's header goes
+    /// in two parts: its first lines (with the salt) into `tx` at once, the rest after this
+    /// side's scrypt, which runs on the blocking pool meanwhile, so that the consumer's scrypt
+    /// runs at the same time instead of after it (`Encryptor::intro`; the same bytes).
+    pub(crate) async fn start(
+        &mut self,
+        tx: &mpsc::Sender<Item>,
+        out: &mut Vec<Bytes>,
+    ) -> Result<(), Error> {
+        let Some(enc) = &mut self.enc else {
+            return Ok(());
+        };
+        enc.intro(&mut self.wire)?;
+        if self.wire.len() as u64 >= enc.header_len() {
+            // no scrypt to wait for: the whole header is out
             enc.flush(&mut self.wire)?;
             self.take_wire(out);
+            return Ok(());
         }
+        self.take_wire(out);
+        if send_all(tx, out).await.is_err() {
+            return Ok(()); // nobody reads the upload any more: the pump notices
+        }
+        let Some(mut enc) = self.enc.take() else {
+            return Ok(());
+        };
+        let (enc, wire, r) = super::send::blocking(move || {
+            let mut wire = Vec::new();
+            let r = enc.flush(&mut wire);
+            (enc, wire, r)
+        })
+        .await?;
+        self.enc = Some(enc);
+        r?;
+        self.wire = wire;
+        self.take_wire(out);
         Ok(())
     }
 
@@ -514,7 +544,7 @@ pub(crate) async fn pump_reader<R: AsyncRead + Unpin>(
 ) {
     let mut out = Vec::new();
     let r = async {
-        enc.start(&mut out)?;
+        enc.start(&tx, &mut out).await?;
         let mut buf = BytesMut::new();
         loop {
             if send_all(&tx, &mut out).await.is_err() {
@@ -583,7 +613,7 @@ pub(crate) async fn pump_commands(
     let mut out = Vec::new();
     let mut deadline: Option<tokio::time::Instant> = None;
     let r: Result<(), Error> = async {
-        enc.start(&mut out)?;
+        enc.start(&tx, &mut out).await?;
         loop {
             if send_all(&tx, &mut out).await.is_err() {
                 return Ok(());
