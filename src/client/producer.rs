@@ -436,6 +436,9 @@ pub struct Producer<T> {
     relay_succeeded: bool,
     /// The transfer failed because its source did (§11.2 step 5).
     source_failed: bool,
+    /// An upload broke and the sides met to resume (§12.3): the consumer is in the resume
+    /// protocol, where the failure notice reaches it, not on the data URL.
+    broke: bool,
     /// The data URL of the rendezvous (resumed uploads go to its channel, §12.3).
     stream_url: Option<String>,
     /// The transport of the last upload.
@@ -507,6 +510,7 @@ impl<T: ByteChunk> Producer<T> {
             met: false,
             relay_succeeded: false,
             source_failed: false,
+            broke: false,
             stream_url: None,
             transport: Transport::Stream,
             resumes: 0,
@@ -580,7 +584,7 @@ impl<T: ByteChunk> Producer<T> {
     /// told of this producer: one waiting on the path waits for any producer, as it would have.
     pub fn withdrawal(&self, e: &Error) -> Option<Request> {
         let local = self.source_failed || e.code == ErrorCode::Aborted;
-        if !local || !self.met || self.relay_succeeded {
+        if !local || !self.met || self.relay_succeeded || self.broke || self.resumes > 0 {
             return None;
         }
         let url = self.data_url.clone()?;
@@ -828,6 +832,7 @@ impl<T: ByteChunk> Producer<T> {
         let cut = matches!(e.code, ErrorCode::PeerDisconnected | ErrorCode::Network);
         match self.cfg.resume_s {
             Some(seconds) if uploading && cut && self.resumes() => {
+                self.broke = true;
                 self.state = State::Resuming {
                     clock: ResumeClock::start(self.now_ms, seconds),
                     phase: ResumePhase::Call { issued: false },
@@ -1547,6 +1552,9 @@ mod tests {
             panic!()
         };
         assert_eq!(up.url, "http://h:1/p?channel=TID");
+        // resumed: the consumer hears a failure from the notice, not a withdrawal (§3.10)
+        assert!(p.withdrawal(&aborted).is_none());
+        assert!(p.failure_notice(&aborted).is_some());
         assert!(up
             .headers
             .contains(&(X_PIPING, "httpipe-resume=300".into())));
