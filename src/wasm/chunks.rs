@@ -452,30 +452,22 @@ impl Drop for CloseOnDrop {
     }
 }
 
-/// Aborts the upload (`cut`) on a source error, and the request body never sees the error:
-/// it neither ends nor fails after it, so the abort is the only way the request ends. An
-/// errored body must cut the request, never end it, and runtimes may end a request whose body
-/// stream errors as if it were complete: workerd does, and Chromium did in CI over HTTP/2 —
-/// the error raced the abort and the relay saw a clean empty upload, so the consumer got a
-/// clean 0-byte stream (tests/js/sdk-chromium.test.mjs, "withdraws"). An aborted `fetch` is
-/// cut off in every runtime (PROTOCOL.md §11.2 step 5). The error itself is recorded where
-/// it passed ([`Shared::source_error`]) and reported from there.
+/// Aborts the upload (`cut`) before a source error reaches the request body: an errored
+/// body must cut the request, never end it, and workerd ends a request whose body stream
+/// errors as if it were complete (the relay then reports success and a plain consumer gets
+/// a short but clean stream). An aborted `fetch` is cut off in every runtime (PROTOCOL.md
+/// §11.2 step 5) but Chromium over HTTP/2, which ends it cleanly (§10, not yet handled).
+/// The error still reaches the body after the abort: a body left pending kept a Node
+/// `fetch` from settling (pipeline-e2e's partition test hung when it was tried).
 pub fn cut_on_error(stream: ByteStream, cut: Rc<dyn Fn()>) -> ByteStream {
-    let mut stream = Some(stream);
-    futures::stream::poll_fn(move |cx| {
-        let Some(s) = stream.as_mut() else {
-            return Poll::Pending; // cut: the abort ends the request
-        };
-        match s.poll_next_unpin(cx) {
-            Poll::Ready(Some(Err(_))) => {
-                stream = None;
+    stream
+        .map(move |r| {
+            if r.is_err() {
                 cut();
-                Poll::Pending
             }
-            other => other,
-        }
-    })
-    .boxed_local()
+            r
+        })
+        .boxed_local()
 }
 
 /// Ends a source with an `ABORTED` error (never a clean end) once the operation was aborted,
