@@ -12,6 +12,7 @@ use super::receipt::ReceiptPlan;
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
 use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
+use super::stall::{self, StallStep, STALL_AFTER_MS};
 use super::urls::{ConnectMode, RelayBase};
 use crate::protocol::headers::resumed_at;
 use crate::protocol::headers::{
@@ -221,6 +222,7 @@ impl Consumer {
             seconds: self.cfg.resume_s?,
             state: ResumeState::Idle,
             resumes: 0,
+            stall_answered_ms: f64::NEG_INFINITY,
         })
     }
 
@@ -329,6 +331,9 @@ pub struct Resumer {
     state: ResumeState,
     /// Breaks resumed after.
     pub resumes: u32,
+    /// When the last stall call was answered without a meeting (§12.4: the next one comes
+    /// after another `STALL_AFTER_S` without a byte).
+    stall_answered_ms: f64,
 }
 
 /// Seconds a resumed `GET` waits for the producer's upload to arrive.
@@ -470,10 +475,36 @@ impl Resumer {
         }
     }
 
-    /// A read of the body has waited [`STALL_AFTER_S`] for a byte while the consumer holds
-    /// `offset` wire bytes (§12.4): the call that asks whether the producer waits too. The
-    /// adapter takes nothing from the body until its answer ([`Resumer::on_stall_answer`]).
-    pub fn stall_call(&mut self, offset: u64) -> Result<Request, Error> {
+    /// The stall watch of the body being read (§12.4): the current read began waiting for a
+    /// byte at `waiting_since_ms` (driver's clock) while the consumer holds `offset` wire
+    /// bytes (`None`: it can't say now, e.g. a decryptor mid-record). Once the read waited
+    /// [`STALL_AFTER_S`] (counted again from a stall call's answer), the call that asks
+    /// whether the producer waits too; the driver takes nothing from the body until it passes
+    /// the answer to [`Resumer::on_stall_answer`].
+    pub fn poll_stall(
+        &mut self,
+        now_ms: f64,
+        waiting_since_ms: f64,
+        offset: Option<u64>,
+    ) -> StallStep {
+        if !matches!(self.state, ResumeState::Idle) {
+            return StallStep::Off;
+        }
+        let since = waiting_since_ms.max(self.stall_answered_ms);
+        if let Some(at) = stall::not_yet(now_ms, since) {
+            return StallStep::WakeAt(at);
+        }
+        let Some(offset) = offset else {
+            return StallStep::WakeAt(now_ms + STALL_AFTER_MS);
+        };
+        match self.stall_call(offset) {
+            Ok(req) => StallStep::Call(req),
+            Err(_) => StallStep::Off,
+        }
+    }
+
+    /// The call of [`Resumer::poll_stall`] for a consumer holding `offset` wire bytes.
+    fn stall_call(&mut self, offset: u64) -> Result<Request, Error> {
         if !matches!(self.state, ResumeState::Idle) {
             return Err(misuse("a stall call while resuming"));
         }
@@ -482,7 +513,7 @@ impl Resumer {
         Ok(req)
     }
 
-    /// The answer to a [`Resumer::stall_call`] (`None`: it failed below HTTP). `None` back:
+    /// The answer to a [`StallStep::Call`] (`None`: it failed below HTTP). `None` back:
     /// no meeting, read on from the same body; else the connection stalled and the stream
     /// goes on as after a break from the step (stop reading the stalled body first).
     pub fn on_stall_answer(
@@ -496,6 +527,7 @@ impl Resumer {
                 "a stall answer nobody asked for",
             )));
         };
+        self.stall_answered_ms = now_ms;
         let (200, headers) = answer? else {
             return None;
         };
@@ -713,6 +745,49 @@ mod tests {
             crate::protocol::headers::HELLO,
             "httpipe=1; receipt=decrypted".into()
         )));
+    }
+
+    /// §12.4 timing, on a fake clock: a read waiting less than STALL_AFTER_S sleeps until
+    /// then; then the call; after an answer without a meeting, another 10 s; no offset known
+    /// yet: look again later; a resume under way: no watch.
+    #[test]
+    fn the_stall_watch_asks_after_ten_starving_seconds() {
+        let mut c = cfg(true, false);
+        c.resume_s = Some(60.0);
+        let mut c = Consumer::new(c).unwrap();
+        let Step::Rendezvous(_) = c.poll() else {
+            panic!()
+        };
+        let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; resume")];
+        c.on_response(200, &h, "http://h:1/p\n");
+        let mut r = c.resumer().expect("both sides resume");
+        let wake = |s: StallStep| match s {
+            StallStep::WakeAt(t) => t,
+            s => panic!("{s:?}"),
+        };
+        assert_eq!(wake(r.poll_stall(1_000.0, 1_000.0, Some(5))), 11_000.0);
+        assert_eq!(wake(r.poll_stall(9_000.0, 1_000.0, Some(5))), 11_000.0);
+        assert_eq!(wake(r.poll_stall(11_000.0, 1_000.0, None)), 21_000.0);
+        let StallStep::Call(call) = r.poll_stall(11_000.0, 1_000.0, Some(5)) else {
+            panic!("10 s without a byte: the stall call")
+        };
+        assert!(call.headers.contains(&(
+            crate::protocol::headers::HELLO,
+            "httpipe-resume=1; offset=5".into()
+        )));
+        assert!(matches!(
+            r.poll_stall(12_000.0, 1_000.0, Some(5)),
+            StallStep::Off
+        ));
+        assert!(r
+            .on_stall_answer(Some((408, &NoHeaders)), 13_000.0)
+            .is_none());
+        // the same read goes on: another 10 s from the answer
+        assert_eq!(wake(r.poll_stall(13_000.0, 1_000.0, Some(5))), 23_000.0);
+        assert!(matches!(
+            r.poll_stall(23_000.0, 1_000.0, Some(5)),
+            StallStep::Call(_)
+        ));
     }
 
     /// §12.4: a starving read asks on the channel; a 408 or a failed call reads on; the

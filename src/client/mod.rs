@@ -16,6 +16,7 @@
 //! - [`urls`]: data, Connect (§5) and segmented-upload (§4) URLs.
 //! - [`parts`]: cutting a byte stream into segmented-upload parts (§4) with bounded memory.
 //! - [`transport`]: the `upload` option and what is known per relay origin (§10).
+//! - [`stall`]: when a connection that stops without closing counts as stalled (§12.4).
 //! - [`rate`]: progress and transfer rate.
 //! - [`disposition`]: `Content-Disposition` filename encoding and parsing.
 //! - `ledger` (feature `crypto`): what each side counts and commits to for a delivery
@@ -35,6 +36,7 @@ pub mod receipt;
 pub mod rendezvous;
 pub mod request;
 pub mod resume;
+pub mod stall;
 pub mod status;
 pub mod transport;
 pub mod urls;

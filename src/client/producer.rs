@@ -22,6 +22,7 @@ use super::receipt::{self, Commitment, ReceiptReport};
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Method, Request};
 use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
+use super::stall::{self, StallStep, STALL_RECHECK_MS};
 use super::status::{StatusLog, Verdict};
 use super::transport::{OriginMemory, Plan, Transport, UploadMode};
 use super::urls::{origin, part_url, ConnectMode, RelayBase};
@@ -888,13 +889,30 @@ impl<T: ByteChunk> Producer<T> {
         }
     }
 
-    /// The streaming upload has taken no byte for
-    /// [`STALL_AFTER_S`](crate::protocol::hello::STALL_AFTER_S) (§12.4): the call that
-    /// asks whether the consumer waits too, offering the window of the last
-    /// [`Producer::observe`]. The adapter hands the upload nothing more until it passes the
-    /// answer to [`Producer::on_stall_answer`]. `None`: no such call now (the sides don't
+    /// The stall watch of a streaming upload (§12.4), on the clock of the last
+    /// [`Producer::observe`]: `blocked_ms` is how long the upload's body has waited for the
+    /// HTTP client to ask for more (after the body's end: since the end; 0 while the client
+    /// asks). Once it waited [`STALL_AFTER_S`](crate::protocol::hello::STALL_AFTER_S), the
+    /// call that asks whether the consumer waits too, offering the window of the last
+    /// `observe`; the driver hands the upload nothing more until it passes the answer to
+    /// [`Producer::on_stall_answer`]. The call repeats for as long as the body stays blocked.
+    pub fn poll_stall(&mut self, blocked_ms: f64) -> StallStep {
+        if !self.resumes() {
+            return StallStep::Off;
+        }
+        let now = self.now_ms;
+        if let Some(at) = stall::not_yet(now, now - blocked_ms) {
+            return StallStep::WakeAt(at);
+        }
+        match self.stall_call() {
+            Some(req) => StallStep::Call(req),
+            None => StallStep::WakeAt(now + STALL_RECHECK_MS),
+        }
+    }
+
+    /// The call of [`Producer::poll_stall`]; `None`: no such call now (the sides don't
     /// resume, no streaming upload is under way, or one is out).
-    pub fn stall_call(&mut self) -> Option<Request> {
+    fn stall_call(&mut self) -> Option<Request> {
         let streaming = matches!(self.state, State::Streaming { issued: true, .. });
         if !streaming || !self.resumes() || self.stall_offer.is_some() {
             return None;
@@ -904,7 +922,7 @@ impl<T: ByteChunk> Producer<T> {
         Some(req)
     }
 
-    /// The answer to a [`Producer::stall_call`] (`None`: it failed below HTTP); `ours` and
+    /// The answer to a [`StallStep::Call`] (`None`: it failed below HTTP); `ours` and
     /// `key` as for [`Producer::on_receipt`]. True: the consumer was waiting too, so the
     /// upload stalled — stop it and poll (the transfer resumes, §12.4), or the consumer's
     /// receipt ended the transfer; false: nothing happened, go on.
@@ -1717,6 +1735,50 @@ mod tests {
             panic!()
         };
         assert_eq!(e.code, ErrorCode::PeerDisconnected);
+    }
+
+    /// §12.4 timing, on a fake clock: no watch without resume; a body blocked less than
+    /// STALL_AFTER_S sleeps until then; then the call, repeated while the body stays
+    /// blocked; a call out (or no upload yet) looks again a second later.
+    #[test]
+    fn the_stall_watch_asks_after_ten_blocked_seconds_and_repeats() {
+        let mut mem = OriginMemory::new();
+        let start = |mem: &mut OriginMemory, resume: bool| {
+            let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+            c.resume_s = resume.then_some(60.0);
+            let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+            let Step::Rendezvous(_) = p.poll(mem) else {
+                panic!()
+            };
+            let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
+            p.on_response(200, &h, "http://h:1/p\n");
+            p
+        };
+        let mut off = start(&mut mem, false);
+        assert!(matches!(off.poll_stall(60_000.0), StallStep::Off));
+        let mut p = start(&mut mem, true);
+        // before the upload: nothing to ask about yet, look again later
+        p.observe(20_000.0, 0, 0);
+        assert!(matches!(p.poll_stall(20_000.0), StallStep::WakeAt(t) if t == 21_000.0));
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.observe(20_000.0, 0, 64);
+        assert!(matches!(p.poll_stall(0.0), StallStep::WakeAt(t) if t == 30_000.0));
+        p.observe(26_000.0, 0, 64);
+        assert!(matches!(p.poll_stall(4_000.0), StallStep::WakeAt(t) if t == 32_000.0));
+        p.observe(32_000.0, 0, 64);
+        let StallStep::Call(call) = p.poll_stall(10_000.0) else {
+            panic!("blocked 10 s: the stall call")
+        };
+        assert!(call.url.contains("mode=await-reader"), "{}", call.url);
+        // one at a time
+        assert!(matches!(p.poll_stall(10_500.0), StallStep::WakeAt(t) if t == 33_000.0));
+        let none = receipt::Committer::new().commitment();
+        assert!(!p.on_stall_answer(Some((408, &NoHeaders)), &none, None));
+        // still blocked after the 408: ask again at once
+        p.observe(34_000.0, 0, 64);
+        assert!(matches!(p.poll_stall(12_000.0), StallStep::Call(_)));
     }
 
     #[test]

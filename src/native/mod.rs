@@ -88,6 +88,7 @@ mod http;
 mod receive;
 mod send;
 mod source;
+mod stall;
 mod stop;
 
 use std::io;

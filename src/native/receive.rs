@@ -18,13 +18,15 @@ use tokio::task::JoinHandle;
 
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
 use super::source::Meter;
+use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, ReceiptMode, ReceiveOptions, Received};
 use crate::client::consumer::{BodyCheck, Consumer, ReceiveConfig, ResumeStep, Resumer, Step};
 use crate::client::error::{classify_response, Error, ErrorCode};
 use crate::client::ledger::{self, Ledger};
 use crate::client::receipt::{Outcome, ReceiptPlan};
-use crate::client::request::Request;
+use crate::client::request::{Headers, Request};
+use crate::client::stall::StallStep;
 use crate::crypto::{DecryptOptions, Decryptor, Identity};
 use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, RESUME_RETRY_MS};
 
@@ -116,6 +118,7 @@ pub(crate) async fn receive(
                     None => (None, false),
                 };
                 let plan = c.receipt_plan();
+                let clock = Instant::now();
                 let reader = Reader {
                     body: r.bytes_stream().boxed(),
                     check,
@@ -128,7 +131,7 @@ pub(crate) async fn receive(
                     done: false,
                     meter,
                     http: http_client.clone(),
-                    clock: Instant::now(),
+                    clock,
                     resumer: c.resumer(),
                     received: 0,
                     resuming: None,
@@ -136,6 +139,8 @@ pub(crate) async fn receive(
                     mode: opts.receipt,
                     receipt_sent: false,
                     last_word: None,
+                    stall: StallWatch::new(clock),
+                    waiting_since: None,
                 };
                 return Ok(Received {
                     reader,
@@ -192,6 +197,10 @@ pub struct Reader {
     receipt_sent: bool,
     /// The receipt on its way before the end or an error is reported.
     last_word: Option<BoxFuture<'static, ()>>,
+    /// The core's stall watch of the body (§12.4): its timer and call, and when the read
+    /// under way began waiting for a byte (ms on `clock`).
+    stall: StallWatch,
+    waiting_since: Option<f64>,
 }
 
 type Body = BoxStream<'static, reqwest::Result<Bytes>>;
@@ -271,6 +280,11 @@ impl Reader {
             None => Some(self.received),
         };
         let step = resumer.on_break(f, &self.check, offset, self.now_ms());
+        self.start_resume(resumer, step)
+    }
+
+    /// Stops reading the body and resumes from `step` (§12.3); its failure at once.
+    fn start_resume(&mut self, mut resumer: Resumer, step: ResumeStep) -> Option<Error> {
         if let ResumeStep::Failed(e) = step {
             self.resumer = Some(resumer);
             return Some(e);
@@ -278,6 +292,7 @@ impl Reader {
         self.meter.set_resume(true, resumer.resumes);
         let (http, clock) = (self.http.clone(), self.clock);
         self.body = futures_util::stream::empty().boxed();
+        self.waiting_since = None;
         self.resuming = Some(
             async move {
                 let r = resume(&http, &mut resumer, step, clock).await;
@@ -286,6 +301,53 @@ impl Reader {
             .boxed(),
         );
         None
+    }
+
+    /// The body has nothing now: runs the core's stall watch (§12.4). True when it made the
+    /// stall call (poll again: the answer decides); false: wait for the body or the timer.
+    fn watch_stall(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(resumer) = self.resumer.as_mut() else {
+            return false;
+        };
+        let now = |clock: Instant| clock.elapsed().as_secs_f64() * 1000.0;
+        let fresh = self.waiting_since.is_none();
+        let since = *self.waiting_since.get_or_insert(now(self.clock));
+        let mut ask = fresh || !self.stall.armed();
+        loop {
+            if !ask && self.stall.poll_event(cx).is_pending() {
+                return false;
+            }
+            ask = false;
+            let offset = match &self.dec {
+                Some(d) => d.resume_offset(),
+                None => Some(self.received),
+            };
+            match resumer.poll_stall(now(self.clock), since, offset) {
+                StallStep::Off => return false,
+                StallStep::WakeAt(t) => self.stall.wake_at(t),
+                StallStep::Call(req) => {
+                    self.stall.call(&self.http, req, &Stop::new());
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// The stall call's answer: read on, or the stalled body is dropped and the stream
+    /// resumes as after a break (§12.4); an error when that can't be.
+    fn on_stall_answer(&mut self, answer: Option<http::Answer>) -> Option<Error> {
+        let mut resumer = self.resumer.take()?;
+        let view = answer.as_ref().map(|a| (a.status, HeaderView(&a.headers)));
+        let answer = view.as_ref().map(|(s, h)| (*s, h as &dyn Headers));
+        let Some(step) = resumer.on_stall_answer(answer, self.now_ms()) else {
+            self.resumer = Some(resumer);
+            return None;
+        };
+        // Drop what the decryptor holds beyond the offset asked for.
+        if let Some(d) = self.dec.as_mut() {
+            d.resume_point();
+        }
+        self.start_resume(resumer, step)
     }
 
     fn now_ms(&self) -> f64 {
@@ -347,7 +409,23 @@ impl Reader {
                 }
                 continue;
             }
-            match ready!(self.body.poll_next_unpin(cx)) {
+            if self.stall.calling() {
+                // A stall call is out: nothing from the body until its answer (§12.4).
+                if let StallEvent::Answered(a) = ready!(self.stall.poll_event(cx)) {
+                    if let Some(e) = self.on_stall_answer(a) {
+                        return self.fail(cx, e);
+                    }
+                }
+                continue;
+            }
+            let Poll::Ready(item) = self.body.poll_next_unpin(cx) else {
+                if self.watch_stall(cx) {
+                    continue;
+                }
+                return Poll::Pending;
+            };
+            self.waiting_since = None;
+            match item {
                 Some(Ok(chunk)) => {
                     self.check.on_bytes(chunk.len() as u64);
                     self.received += chunk.len() as u64;

@@ -18,21 +18,24 @@ use tokio_util::sync::PollSender;
 
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
 use super::source::{self, Cmd, Encoder, Meter, Sealed, Source, WIRE_CHANNEL};
+use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, SendOptions, SendReport};
-use crate::client::error::{Error, ErrorCode, StopReason};
+use crate::client::error::{Error, ErrorCode, Failure, StopReason};
 use crate::client::ledger;
 use crate::client::parts;
 use crate::client::producer::{
     self, Metadata, Producer, ReceiptConfig, SendConfig, Step, StreamFailure,
 };
 use crate::client::receipt;
-use crate::client::request::Request;
+use crate::client::request::{Headers, Request};
 use crate::client::resume::MAX_WINDOW;
+use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
 use crate::crypto::{Encryptor, Recipient};
 use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, TRANSFER_ID_BYTES};
+use zeroize::Zeroizing;
 
 /// Writer commands buffered before `write_all` waits.
 const CMD_CHANNEL: usize = 4;
@@ -340,10 +343,15 @@ impl Drop for Driver {
 }
 
 impl Driver {
-    fn poll(&mut self) -> Step {
+    /// The clock and the replay window, for the core (§12.3).
+    fn observe(&mut self) {
         let (low, high) = self.source.window();
         let now = self.clock.elapsed().as_secs_f64() * 1000.0;
         self.producer.observe(now, low, high);
+    }
+
+    fn poll(&mut self) -> Step {
+        self.observe();
         let step = {
             let mut mem = memory();
             self.producer.poll(&mut mem)
@@ -374,6 +382,21 @@ impl Driver {
         ));
     }
 
+    /// What was sent and the receipt key (§12.2), as a receipt is checked against.
+    fn sent(&self) -> (receipt::Commitment, Option<Zeroizing<[u8; 32]>>) {
+        let transfer = self.producer.transfer_id().unwrap_or_default().to_string();
+        let sealed = lock(&self.sealed);
+        self.source.with_wire(|wire| {
+            ledger::producer_commitment(
+                &sealed.plain,
+                wire,
+                sealed.enc.as_ref(),
+                self.producer.receipt_commits_to_plaintext(),
+                &transfer,
+            )
+        })
+    }
+
     /// A receipt call (§12.2), or a resume call on the transfer's channel (§12.3).
     async fn receipt(&mut self, req: &Request) {
         // A resume call that hangs past its timeout is a network failure (called again); the
@@ -385,19 +408,7 @@ impl Driver {
         };
         match text_request(&self.http, req, None, &self.stop, how).await {
             Ok(a) => {
-                let transfer = self.producer.transfer_id().unwrap_or_default().to_string();
-                let (ours, key) = {
-                    let sealed = lock(&self.sealed);
-                    self.source.with_wire(|wire| {
-                        ledger::producer_commitment(
-                            &sealed.plain,
-                            wire,
-                            sealed.enc.as_ref(),
-                            self.producer.receipt_commits_to_plaintext(),
-                            &transfer,
-                        )
-                    })
-                };
+                let (ours, key) = self.sent();
                 self.producer.on_receipt(
                     a.status,
                     &HeaderView(&a.headers),
@@ -487,44 +498,38 @@ impl Driver {
     }
 
     /// One streaming upload: the source as the request body, the status log read while the
-    /// upload runs (full duplex: the relay answers 200 at once, §3.2).
+    /// upload runs (full duplex: the relay answers 200 at once, §3.2). Meanwhile the core's
+    /// stall watch runs (§12.4) and stops the upload when the core says so.
     async fn stream(&mut self, req: &Request) {
         let cancel = self.stop.child();
         let rb = match http::build(&self.http, req) {
             Ok(rb) => rb,
-            Err(f) => {
-                let (replay, source_error) = self.source.end_attempt();
-                return self.producer.on_stream_failed(StreamFailure {
-                    failure: f,
-                    replay,
-                    response_started: false,
-                    source_error,
-                });
-            }
+            Err(f) => return self.stream_failed(f, false),
         };
         let body = reqwest::Body::wrap_stream(self.source.body(cancel.clone()));
         let stop = self.stop.clone();
-        let sent = tokio::select! {
-            r = rb.body(body).send() => r.map_err(|e| failure(e, &stop)),
-            _ = stop.stopped() => Err(crate::client::error::Failure::stopped(stop.reason(), None)),
+        let mut stall = StallWatch::new(self.clock);
+        let send = rb.body(body).send();
+        tokio::pin!(send);
+        let sent = loop {
+            tokio::select! {
+                r = &mut send => break r.map_err(|e| failure(e, &stop)),
+                _ = stop.stopped() => break Err(Failure::stopped(stop.reason(), None)),
+                ev = stall.next() => if self.on_stall_event(ev, &mut stall) {
+                    return self.end_upload(&cancel);
+                },
+            }
         };
         let mut resp = match sent {
             Ok(r) => r,
             Err(f) => {
                 cancel.cancel();
-                let (replay, source_error) = self.source.end_attempt();
-                return self.producer.on_stream_failed(StreamFailure {
-                    failure: f,
-                    replay,
-                    response_started: false,
-                    source_error,
-                });
+                return self.stream_failed(f, false);
             }
         };
         let status = resp.status().as_u16();
         if status != 200 {
-            cancel.cancel();
-            self.source.end_attempt();
+            self.end_upload(&cancel);
             let body = tokio::select! {
                 b = http::read_text(resp) => b.unwrap_or_default(),
                 _ = stop.stopped() => String::new(),
@@ -534,7 +539,13 @@ impl Driver {
         loop {
             let piece = tokio::select! {
                 c = resp.chunk() => c.map_err(|e| failure(e, &stop)),
-                _ = stop.stopped() => Err(crate::client::error::Failure::stopped(stop.reason(), None)),
+                _ = stop.stopped() => Err(Failure::stopped(stop.reason(), None)),
+                ev = stall.next() => {
+                    if self.on_stall_event(ev, &mut stall) {
+                        return self.end_upload(&cancel);
+                    }
+                    continue;
+                }
             };
             match piece {
                 Ok(Some(b)) => {
@@ -556,19 +567,70 @@ impl Driver {
                 }
                 Err(f) => {
                     cancel.cancel();
-                    let (replay, source_error) = self.source.end_attempt();
-                    self.producer.on_stream_failed(StreamFailure {
-                        failure: f,
-                        replay,
-                        response_started: true,
-                        source_error,
-                    });
-                    break;
+                    return self.stream_failed(f, true);
                 }
             }
         }
+        self.end_upload(&cancel);
+        // A stall call still out may have met the consumer (its receipt, or its ask to
+        // resume): the relay handed that to this call alone, so its answer goes to the core,
+        // whatever the upload's end made of the transfer.
+        if stall.calling() {
+            if let StallEvent::Answered(a) = stall.next().await {
+                self.on_stall_answer(a);
+            }
+        }
+    }
+
+    /// The streaming attempt failed with `f`: the core gets what it pulled.
+    fn stream_failed(&mut self, failure: Failure, response_started: bool) {
+        let (replay, source_error) = self.source.end_attempt();
+        self.producer.on_stream_failed(StreamFailure {
+            failure,
+            replay,
+            response_started,
+            source_error,
+        });
+    }
+
+    /// Stops the upload: its body fails (so the request is cut, never ended) and pulls no more.
+    fn end_upload(&mut self, cancel: &tokio_util::sync::CancellationToken) {
         cancel.cancel();
         self.source.end_attempt();
+        self.source.release();
+    }
+
+    /// Does what the core's stall watch says (§12.4); true when the upload is to stop (the
+    /// transfer resumes, or the consumer's receipt ended it).
+    fn on_stall_event(&mut self, ev: StallEvent, stall: &mut StallWatch) -> bool {
+        match ev {
+            StallEvent::Due => {
+                self.observe();
+                let blocked_ms = self.source.blocked().as_secs_f64() * 1000.0;
+                match self.producer.poll_stall(blocked_ms) {
+                    StallStep::Off => {}
+                    StallStep::WakeAt(t) => stall.wake_at(t),
+                    StallStep::Call(req) => {
+                        self.source.hold();
+                        stall.call(&self.http, req, &self.stop);
+                    }
+                }
+                false
+            }
+            StallEvent::Answered(a) => {
+                let stop = self.on_stall_answer(a);
+                self.source.release();
+                stall.wake_at(0.0);
+                stop
+            }
+        }
+    }
+
+    fn on_stall_answer(&mut self, answer: Option<http::Answer>) -> bool {
+        let (ours, key) = self.sent();
+        let view = answer.as_ref().map(|a| (a.status, HeaderView(&a.headers)));
+        let answer = view.as_ref().map(|(s, h)| (*s, h as &dyn Headers));
+        self.producer.on_stall_answer(answer, &ours, key.as_deref())
     }
 }
 

@@ -306,6 +306,18 @@ struct Inner {
     replay_bytes: usize,
     source_error: Option<Error>,
     ended: bool,
+    /// How the streaming body is pulled, for the core's stall watch (§12.4).
+    watch: BodyWatch,
+}
+
+/// The streaming body as the stall watch sees it (§12.4): whether the HTTP client is asking
+/// for more now, when it last got something (or the end), and whether the body is held
+/// while a stall call is out.
+struct BodyWatch {
+    asking: bool,
+    last: Instant,
+    held: bool,
+    waker: Option<std::task::Waker>,
 }
 
 /// The receiving end of the wire channel, shared by the driver (segmented parts) and the
@@ -340,6 +352,12 @@ impl Source {
                 replay_bytes: 0,
                 source_error: None,
                 ended: false,
+                watch: BodyWatch {
+                    asking: false,
+                    last: Instant::now(),
+                    held: false,
+                    waker: None,
+                },
             })),
             stop,
         }
@@ -354,6 +372,8 @@ impl Source {
             g.attempt = g.attempts;
             g.replay = Some(Vec::new());
             g.replay_bytes = 0;
+            g.watch.asking = false;
+            g.watch.last = Instant::now();
             g.attempt
         };
         BodyStream {
@@ -362,6 +382,34 @@ impl Source {
             id,
             cancel: Box::pin(cancel.cancelled_owned()),
             done: false,
+        }
+    }
+
+    /// How long the streaming body has waited for the HTTP client to ask for more (after its
+    /// end: since the end; zero while the client asks): the stall watch's input (§12.4).
+    pub(crate) fn blocked(&self) -> Duration {
+        let g = lock(&self.inner);
+        if g.watch.asking {
+            Duration::ZERO
+        } else {
+            g.watch.last.elapsed()
+        }
+    }
+
+    /// Hands the streaming body nothing more until [`Source::release`] (a stall call is out,
+    /// §12.4).
+    pub(crate) fn hold(&self) {
+        lock(&self.inner).watch.held = true;
+    }
+
+    pub(crate) fn release(&self) {
+        let waker = {
+            let mut g = lock(&self.inner);
+            g.watch.held = false;
+            g.watch.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 
@@ -469,7 +517,17 @@ impl Stream for BodyStream {
             self.done = true;
             return Poll::Ready(Some(Err(cut_error(&self.stop))));
         }
-        match g.pull(cx) {
+        g.watch.asking = true;
+        if g.watch.held {
+            g.watch.waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        let pulled = g.pull(cx);
+        if pulled.is_ready() {
+            g.watch.asking = false;
+            g.watch.last = Instant::now();
+        }
+        match pulled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(Some(b)))) => {
                 let n = g.replay_bytes + b.len();

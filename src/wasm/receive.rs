@@ -22,9 +22,9 @@ use super::receipt::{with_receipt, Receipt};
 use crate::client::consumer::{BodyCheck, Consumer, ResumeStep, Resumer, Step};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::rate::RateMeter;
-use crate::client::request::Headers;
+use crate::client::request::{Headers, Request};
+use crate::client::stall::StallStep;
 use crate::crypto::Decryptor;
-use crate::protocol::hello::STALL_AFTER_S;
 use futures::stream::LocalBoxStream;
 
 /// `receive(options) → Promise<{ stream, contentType?, filename?, size? }>`: resolves when the
@@ -186,10 +186,11 @@ fn checked(
             return None;
         }
         loop {
-            let stall = b.resume.is_some().then_some(&mut b.stall);
-            let Some(item) = next_or_stall(&mut b.input, stall).await else {
-                // A read waited STALL_AFTER_S for a byte (§12.4).
-                match on_stall(&mut b).await {
+            let stall = b.resume.as_mut().map(|r| (&mut b.stall, r));
+            let item = match next_or_stall(&mut b.input, stall, b.received).await {
+                Ok(item) => item,
+                // The core's stall watch asks whether the producer waits too (§12.4).
+                Err(call) => match on_stall(&mut b, call).await {
                     None => continue,
                     Some(Ok((input, check, at))) => {
                         b.input = input;
@@ -201,7 +202,7 @@ fn checked(
                         b.done = true;
                         return Some((Err(e), b));
                     }
-                }
+                },
             };
             let failure = match item {
                 Some(Ok(v)) => match v.dyn_into::<Uint8Array>() {
@@ -254,8 +255,8 @@ fn checked(
 
 type Input = LocalBoxStream<'static, Result<JsValue, JsValue>>;
 
-/// Times the body's reads for a stall (§12.4) with one timer that lives across reads (a
-/// timer per read would be a `setTimeout` and a `clearTimeout` per chunk).
+/// The timer of the body's stall watch (§12.4), one that lives across reads (a timer per
+/// read would be a `setTimeout` and a `clearTimeout` per chunk).
 #[derive(Default)]
 struct StallTimer {
     timer: Option<Delay>,
@@ -264,58 +265,61 @@ struct StallTimer {
 }
 
 impl StallTimer {
-    /// Fires once a read that began waiting at `since_ms` has waited [`STALL_AFTER_S`]: the
-    /// timer already running is kept when it fires no later than that (it is then re-armed
-    /// for the rest).
-    async fn waited(&mut self, since_ms: f64) {
-        let due = since_ms + STALL_AFTER_S * 1000.0;
-        loop {
-            if self.timer.is_none() || self.due_ms > due {
-                self.timer = Some(Delay::new((due - now_ms()).max(0.0)));
-                self.due_ms = due;
-            }
-            if let Some(t) = self.timer.as_mut() {
-                t.await;
-            }
-            self.timer = None;
-            if now_ms() >= due {
-                return;
-            }
+    /// Fires at `due_ms` at the latest (the timer already running is kept when it fires no
+    /// later than that: the caller asks the core again when it fires).
+    async fn until(&mut self, due_ms: f64) {
+        if self.timer.is_none() || self.due_ms > due_ms {
+            self.timer = Some(Delay::new((due_ms - now_ms()).max(0.0)));
+            self.due_ms = due_ms;
+        }
+        if let Some(t) = self.timer.as_mut() {
+            t.await;
+        }
+        self.timer = None;
+    }
+}
+
+/// The next piece of `input`, or (with `stall`) the stall call the core's watch asks for
+/// once the read waited long enough (§12.4); the read is then left pending in `input` and
+/// goes on at the next call. `received`: the wire bytes held (a plain consumer's offset).
+async fn next_or_stall(
+    input: &mut Input,
+    stall: Option<(&mut StallTimer, &mut Resume)>,
+    received: u64,
+) -> Result<Option<Result<JsValue, JsValue>>, Request> {
+    let mut next = input.next();
+    if let std::task::Poll::Ready(item) = futures::poll!(&mut next) {
+        return Ok(item);
+    }
+    let Some((timer, r)) = stall else {
+        return Ok(next.await);
+    };
+    let since = now_ms();
+    loop {
+        let offset = match &r.dec {
+            Some(d) => d.borrow().resume_offset(),
+            None => Some(received),
+        };
+        let due = match r.resumer.poll_stall(now_ms(), since, offset) {
+            StallStep::Off => return Ok(next.await),
+            StallStep::WakeAt(t) => t,
+            StallStep::Call(call) => return Err(call),
+        };
+        let fired = timer.until(due);
+        futures::pin_mut!(fired);
+        if let futures::future::Either::Left((item, _)) =
+            futures::future::select(&mut next, fired).await
+        {
+            return Ok(item);
         }
     }
 }
 
-/// The next piece of `input`; `None` when `stall` is given and the read waited
-/// [`STALL_AFTER_S`] (the read is left pending in `input` and goes on at the next call).
-async fn next_or_stall(
-    input: &mut Input,
-    stall: Option<&mut StallTimer>,
-) -> Option<Option<Result<JsValue, JsValue>>> {
-    let mut next = input.next();
-    if let std::task::Poll::Ready(item) = futures::poll!(&mut next) {
-        return Some(item);
-    }
-    let Some(stall) = stall else {
-        return Some(next.await);
-    };
-    let waited = stall.waited(now_ms());
-    futures::pin_mut!(waited);
-    match futures::future::select(next, waited).await {
-        futures::future::Either::Left((item, _)) => Some(item),
-        futures::future::Either::Right(_) => None,
-    }
-}
-
-/// Asks whether the producer waits too (§12.4), taking nothing from the body meanwhile:
-/// `None` when it doesn't (read on); else the connection stalled, and this is the body
-/// resumed as after a break (or why it could not be).
-async fn on_stall(b: &mut Body) -> Option<Result<(Input, BodyCheck, u64), Error>> {
+/// Makes the stall call, taking nothing from the body meanwhile: `None` when the producer
+/// doesn't wait too (read on); else the connection stalled, and this is the body resumed as
+/// after a break (or why it could not be).
+async fn on_stall(b: &mut Body, call: Request) -> Option<Result<(Input, BodyCheck, u64), Error>> {
     let r = b.resume.as_mut()?;
-    let offset = match &r.dec {
-        Some(d) => d.borrow().resume_offset()?,
-        None => b.received,
-    };
-    let call = r.resumer.stall_call(offset).ok()?;
     let answer = match Abort::new(r.signal.clone()) {
         Ok(mut a) => exchange(&call, &mut a, None).await.ok(),
         Err(_) => None,

@@ -27,10 +27,11 @@ use crate::client::rate::RateMeter;
 use crate::client::receipt::Commitment;
 use crate::client::request::{Headers, NoHeaders, Request};
 use crate::client::resume::{Replay, ReplayWindow};
+use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
 use crate::crypto::Encryptor;
-use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, STALL_AFTER_S};
+use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 use zeroize::Zeroizing;
 
 thread_local! {
@@ -358,8 +359,8 @@ struct Upload<'a> {
 type Sent = (Commitment, Option<Zeroizing<[u8; 32]>>);
 
 /// One streaming `POST` whose body is the shared source; the status log is fed to the core
-/// as it arrives (Node and Deno read it full-duplex; Chromium after the upload). Meanwhile a
-/// watch asks the core about a stall (§12.4) and stops the upload when the core says so.
+/// as it arrives (Node and Deno read it full-duplex; Chromium after the upload). Meanwhile
+/// the core's stall watch runs (§12.4) and stops the upload when the core says so.
 async fn upload_stream(producer: &mut Producer<View>, up: Upload<'_>) {
     let watch = BodyWatch::new();
     // The upload's own controller (linked to the operation's): a stall stops this request
@@ -404,33 +405,30 @@ struct StallCalls {
     ended: std::cell::Cell<bool>,
 }
 
-/// Asks the core about a stall whenever the upload's body has waited
-/// [`STALL_AFTER_S`] for the HTTP client, holding the body while the call is out
-/// (§12.4). Resolves only when the core says the upload is to stop.
+/// Runs the core's stall watch of the upload (§12.4): sleeps until the core's time, makes
+/// the call it asks for, holding the body while the call is out. Resolves only when the core
+/// says the upload is to stop.
 async fn stall_watch(
     producer: &RefCell<&mut Producer<View>>,
     up: &Upload<'_>,
     watch: &BodyWatch,
     calls: &StallCalls,
 ) {
-    if !producer.borrow().resumes() {
-        return futures::future::pending().await;
-    }
     while !calls.ended.get() {
-        let wait = STALL_AFTER_S * 1000.0 - watch.blocked_ms(now_ms());
-        if wait > 0.0 {
-            Delay::new(wait.max(250.0)).await;
-            continue;
-        }
-        let call = {
+        let step = {
             let mut p = producer.borrow_mut();
             let w = up.window.borrow();
-            p.observe(now_ms(), w.low(), w.high());
-            p.stall_call()
+            let now = now_ms();
+            p.observe(now, w.low(), w.high());
+            p.poll_stall(watch.blocked_ms(now))
         };
-        let Some(call) = call else {
-            Delay::new(1000.0).await;
-            continue;
+        let call = match step {
+            StallStep::Off => return futures::future::pending().await,
+            StallStep::WakeAt(t) => {
+                Delay::new((t - now_ms()).max(0.0)).await;
+                continue;
+            }
+            StallStep::Call(call) => call,
         };
         watch.hold();
         calls.out.set(true);
