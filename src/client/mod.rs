@@ -10,6 +10,8 @@
 //! - `code` (feature `crypto`): short codes (§14): the code, the SPAKE2 exchange of each
 //!   side, the keys and the data path derived from it.
 //! - [`rendezvous`]: one wait on the Connect API (§5).
+//! - `keys` (feature `crypto`): which keys make an encryptor or a decryptor (§7.1), key
+//!   files' text included.
 //! - [`error`]: the one error type ([`error::Error`]: code, message, source).
 //! - [`request`]: the requests the machines ask for.
 //! - [`status`]: the producer's status log (§3.2).
@@ -27,6 +29,8 @@ pub mod code;
 pub mod consumer;
 pub mod disposition;
 pub mod error;
+#[cfg(feature = "crypto")]
+pub mod keys;
 #[cfg(feature = "crypto")]
 pub mod ledger;
 pub mod parts;

@@ -263,6 +263,19 @@ pub fn transfer_id(random: &[u8; hello::TRANSFER_ID_BYTES]) -> String {
     b64(random)
 }
 
+/// A fresh transfer id (§12.1) from the system's (or the JS runtime's) randomness.
+#[cfg(feature = "crypto")]
+pub fn new_transfer_id() -> Result<String, super::error::Error> {
+    let mut b = [0u8; hello::TRANSFER_ID_BYTES];
+    getrandom::fill(&mut b).map_err(|e| {
+        super::error::Error::new(
+            super::error::ErrorCode::Unsupported,
+            format!("no randomness for a transfer id: {e}"),
+        )
+    })?;
+    Ok(transfer_id(&b))
+}
+
 /// Where a consumer's receipt goes (§12.2): from [`super::consumer::Consumer::receipt_plan`].
 #[derive(Debug, Clone)]
 pub struct ReceiptPlan {

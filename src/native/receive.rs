@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
@@ -23,40 +22,19 @@ use super::stop::Stop;
 use super::{io_error, ReceiptMode, ReceiveOptions, Received};
 use crate::client::consumer::{BodyCheck, Consumer, ReceiveConfig, ResumeStep, Resumer, Step};
 use crate::client::error::{classify_response, Error, ErrorCode};
+use crate::client::keys;
 use crate::client::ledger::{self, Ledger};
 use crate::client::receipt::{Outcome, ReceiptPlan};
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
-use crate::crypto::{DecryptOptions, Decryptor, Identity};
+use crate::crypto::Decryptor;
 use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, RESUME_RETRY_MS};
 
 /// The decryptor the options ask for (`None`: plain), and whether it holds a passphrase (whose
 /// scrypt runs on the blocking pool).
 fn decryptor_for(o: &ReceiveOptions) -> Result<Option<(Decryptor, bool)>, Error> {
-    let mut ids = Vec::new();
-    if let Some(p) = &o.passphrase {
-        ids.push(Identity::passphrase(p));
-    }
-    for text in &o.identities {
-        // A key file's text (comments, several keys) or one key.
-        let parsed = if text.contains('\n') || text.trim_start().starts_with('#') {
-            Identity::parse_file(text)?
-        } else {
-            vec![Identity::from_str(text.trim())?]
-        };
-        ids.extend(parsed);
-    }
-    if ids.is_empty() {
-        return Ok(None);
-    }
-    let options = DecryptOptions {
-        lenient_empty_final_chunk: true,
-        ..Default::default()
-    };
-    Ok(Some((
-        Decryptor::new(&ids, options)?,
-        o.passphrase.is_some(),
-    )))
+    let dec = keys::decryptor(o.passphrase.as_deref(), &o.identities)?;
+    Ok(dec.map(|d| (d, o.passphrase.is_some())))
 }
 
 /// `Client::receive`.

@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::str::FromStr;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
@@ -22,6 +21,7 @@ use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, SendOptions, SendReport};
 use crate::client::error::{Error, ErrorCode, Failure, StopReason};
+use crate::client::keys;
 use crate::client::ledger;
 use crate::client::parts;
 use crate::client::producer::{
@@ -33,8 +33,7 @@ use crate::client::resume::MAX_WINDOW;
 use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
-use crate::crypto::{Encryptor, Recipient};
-use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, TRANSFER_ID_BYTES};
+use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 use zeroize::Zeroizing;
 
 /// Writer commands buffered before `write_all` waits.
@@ -67,27 +66,6 @@ pub(crate) async fn blocking<T: Send + 'static>(
     })
 }
 
-/// The encryptor the options ask for (`None`: plain).
-async fn encryptor_for(o: &SendOptions) -> Result<Option<Encryptor>, Error> {
-    let format = o.format;
-    match (&o.passphrase, o.recipients.is_empty()) {
-        (Some(_), false) => Err(Error::usage(
-            "use either `passphrase` or `recipients`, not both (age allows one scrypt stanza only)",
-        )),
-        // its scrypt runs at the start of the upload, beside the consumer's (`Encoder::start`)
-        (Some(p), true) => Ok(Some(Encryptor::with_passphrase(format, p)?)),
-        (None, false) => {
-            let parsed = o
-                .recipients
-                .iter()
-                .map(|r| Recipient::from_str(r.trim()))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Some(Encryptor::new(format, &parsed)?))
-        }
-        (None, true) => Ok(None),
-    }
-}
-
 struct Prepared {
     driver: Driver,
     encoder: Encoder,
@@ -103,7 +81,9 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
     if o.auto_flush.is_some_and(|d| d.is_zero()) {
         return Err(Error::usage("`auto_flush` must be longer than zero"));
     }
-    let enc = encryptor_for(o).await?;
+    // a passphrase's scrypt runs at the start of the upload, beside the consumer's
+    // (`Encoder::start`)
+    let enc = keys::encryptor(o.passphrase.as_deref(), &o.recipients, o.format)?;
     if o.resume_window > MAX_WINDOW {
         return Err(Error::usage(format!(
             "`resume_window` must be at most {MAX_WINDOW} bytes (1 GiB), got {}",
@@ -135,7 +115,7 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         receipt: (o.receipt || resume_s.is_some())
             .then(|| {
                 Ok::<_, Error>(ReceiptConfig {
-                    transfer: new_transfer_id()?,
+                    transfer: receipt::new_transfer_id()?,
                     wait: o.receipt,
                     timeout_s: o.receipt_timeout.as_secs_f64(),
                 })
@@ -208,18 +188,6 @@ fn report(
         receipt: rep.receipt,
         resumes: rep.resumes,
     })
-}
-
-/// A fresh transfer id (§12.1) from the system's randomness.
-fn new_transfer_id() -> Result<String, Error> {
-    let mut b = [0u8; TRANSFER_ID_BYTES];
-    getrandom::fill(&mut b).map_err(|e| {
-        Error::new(
-            ErrorCode::Unsupported,
-            format!("no randomness for a transfer id: {e}"),
-        )
-    })?;
-    Ok(receipt::transfer_id(&b))
 }
 
 /// `Client::send`.

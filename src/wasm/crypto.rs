@@ -20,62 +20,29 @@ use super::chunks::ByteStream;
 use super::error::into_js;
 use super::options::Options;
 use crate::client::error::Error;
-use crate::crypto::{
-    generate_hybrid, generate_x25519, DecryptOptions, Decryptor, Encryptor, Format, Identity,
-    Recipient, Resealer,
-};
+use crate::client::keys;
+use crate::crypto::{generate_hybrid, generate_x25519, Decryptor, Encryptor, Identity, Resealer};
 
 fn to_js(e: crate::crypto::Error) -> JsValue {
     into_js(Error::from(e))
 }
 
 /// The encryptor for `send`/`encryptStream` options: a passphrase, or `age1...` / `age1pq1...`
-/// recipients (PROTOCOL.md §7.1: not both kinds at once); `format` 'age-rt' (default) or 'age'.
+/// recipients (one key or a key file's text per entry; not both kinds at once, §7.1);
+/// `format` 'age-rt' (default) or 'age'. The rules are the core's (`crate::client::keys`).
 pub fn encryptor_for(o: &Options) -> Result<Encryptor, Error> {
-    let format = match o.format.as_deref() {
-        None => Format::AgeRt,
-        Some(f) => Format::from_str(f)?,
-    };
+    let format = keys::format_of(o.format.as_deref())?;
     let recipients = o.recipients.as_deref().unwrap_or_default();
-    match (&o.passphrase, recipients.is_empty()) {
-        (Some(_), false) => Err(Error::usage(
-            "use either `passphrase` or `recipients`, not both (age allows one scrypt stanza only)",
-        )),
-        (Some(p), true) => Ok(Encryptor::with_passphrase(format, p)?),
-        (None, false) => {
-            let parsed = recipients
-                .iter()
-                .map(|r| Recipient::from_str(r))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Encryptor::new(format, &parsed)?)
-        }
-        (None, true) => Err(Error::usage(
-            "encryption needs `passphrase` or `recipients`",
-        )),
-    }
+    keys::encryptor(o.passphrase.as_deref(), recipients, format)?
+        .ok_or_else(|| Error::usage("encryption needs `passphrase` or `recipients`"))
 }
 
-/// The decryptor for `receive`/`decryptStream` options: a passphrase and/or identities.
+/// The decryptor for `receive`/`decryptStream` options: a passphrase and/or identities (one
+/// key or a key file's text per entry).
 pub fn decryptor_for(o: &Options) -> Result<Decryptor, Error> {
-    let mut ids = Vec::new();
-    if let Some(p) = &o.passphrase {
-        ids.push(Identity::passphrase(p));
-    }
-    for s in o.identities.as_deref().unwrap_or_default() {
-        ids.push(Identity::from_str(s)?);
-    }
-    if ids.is_empty() {
-        return Err(Error::usage(
-            "decryption needs `passphrase` or `identities`",
-        ));
-    }
-    Ok(Decryptor::new(
-        &ids,
-        DecryptOptions {
-            lenient_empty_final_chunk: true,
-            ..DecryptOptions::default()
-        },
-    )?)
+    let identities = o.identities.as_deref().unwrap_or_default();
+    keys::decryptor(o.passphrase.as_deref(), identities)?
+        .ok_or_else(|| Error::usage("decryption needs `passphrase` or `identities`"))
 }
 
 fn bytes(out: &[u8]) -> Option<Result<Uint8Array, Error>> {

@@ -12,11 +12,11 @@ use crate::client::error::Error;
 use crate::client::parts::part_size;
 use crate::client::producer::{Metadata, ReceiptConfig, SendConfig};
 use crate::client::rate::Progress;
-use crate::client::receipt::transfer_id;
+use crate::client::receipt::new_transfer_id;
 use crate::client::resume::window_size;
 use crate::client::transport::UploadMode;
 use crate::client::urls::RelayBase;
-use crate::protocol::hello::{RECEIPT_TIMEOUT_S, RESUME_TIME_S, TRANSFER_ID_BYTES};
+use crate::protocol::hello::{RECEIPT_TIMEOUT_S, RESUME_TIME_S};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -234,16 +234,4 @@ fn member(obj: &JsValue, name: &str) -> Option<JsValue> {
 /// An `UNSUPPORTED` usage error.
 pub fn usage(message: &str) -> Error {
     Error::usage(message)
-}
-
-/// A fresh transfer id (§12.1) from the runtime's randomness.
-fn new_transfer_id() -> Result<String, Error> {
-    let mut b = [0u8; TRANSFER_ID_BYTES];
-    getrandom::fill(&mut b).map_err(|e| {
-        Error::new(
-            crate::client::error::ErrorCode::Unsupported,
-            format!("no randomness for a transfer id: {e}"),
-        )
-    })?;
-    Ok(transfer_id(&b))
 }

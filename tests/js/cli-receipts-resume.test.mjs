@@ -159,9 +159,10 @@ test('read -- COMMAND confirms once the command has the whole stream, not after 
  * A CLI transfer with one side through a cutting proxy; `producer` / `consumer` are argument
  * lists after the relay URL; the producer's stdin is `inFile`, the consumer's stdout `outFile`.
  */
-async function cutTransfer({ side, cuts, producer, consumer, inFile, outFile, env = {} }) {
+async function cutTransfer({ side, cuts = [], stalls = [], producer, consumer, inFile, outFile, env = {} }) {
   const proxy = await cutProxy(relayPort());
   if (side === 'producer') proxy.cutAt(...cuts); else proxy.cutDownAt(...cuts);
+  if (side === 'producer') proxy.stallAt(...stalls); else proxy.stallDownAt(...stalls);
   const via = (s) => (s === side ? proxy.url : relay.http);
   try {
     const w = httpipe([producer[0], '--relay', via('producer'), ...producer.slice(1)], { inFile, env });
@@ -255,6 +256,80 @@ test('resume off on one side: a cut fails both at once as before (exit 5 / 5 or 
   assert.equal(rd.code, 5, rd.err);
   assert.ok([1, 5].includes(wd.code), wd.err);
   assert.doesNotMatch(rd.err, /reconnecting/);
+});
+
+// §12.4: a connection that stops without closing (a tunnel, a NAT that forgot the mapping):
+// no side sees a break; both wait STALL_AFTER_S (10 s), meet on the transfer's channel and go
+// on as after a break — the CLI's stall watch is the core's, as in the SDK.
+const CLI_STALLS = [
+  ['plain', 'consumer', ['write', 'read'], {}],
+  ['age-rt passphrase', 'producer', ['send', 'receive'], { HTTPIPE_PASSPHRASE: PASS }],
+];
+for (const [name, side, [up, down], env] of CLI_STALLS) {
+  test(`CLI → CLI, ${name}: the ${side}'s connection stalls without closing → both meet and resume; exact`, { timeout: 90_000 }, async () => {
+    const size = 16 * MiB + 5;
+    const { file, digest } = randomFile(`stall-${side}.bin`, size);
+    const p = uniquePath(`cli-stall-${side}`);
+    const out = path.join(dir, `stall-${side}.out`);
+    const started = Date.now();
+    const { wd, rd, proxy } = await cutTransfer({
+      side,
+      stalls: [6 * MiB],
+      producer: up === 'send' ? [up, '-s', p, file] : [up, '-s', p],
+      consumer: down === 'receive' ? [down, '-s', p, '-o', out] : [down, '-s', p],
+      inFile: up === 'send' ? undefined : file,
+      outFile: down === 'receive' ? undefined : out,
+      env,
+    });
+    assert.equal(proxy.stats.stalls, 1, 'the connection stalled');
+    assert.equal(rd.code, 0, rd.err);
+    assert.equal(wd.code, 0, wd.err);
+    assert.equal(fileHash(out), digest);
+    for (const [who, d] of [['sender', wd], ['receiver', rd]]) {
+      assert.match(d.err, /resumed 1×/, `${who}: ${d.err}`);
+    }
+    assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes`), wd.err);
+    // 10 s of waiting, then the meeting: well before a TCP timeout
+    assert.ok(Date.now() - started < 45_000, `took ${Date.now() - started} ms`);
+  });
+}
+
+test('CLI ↔ SDK: a stall on the CLI\'s side resumes both ways (SDK send → CLI read plain; CLI write → SDK receive age-rt)', { timeout: 120_000 }, async () => {
+  const size = 16 * MiB + 7;
+  const { file, digest } = randomFile('stall-sdk.bin', size);
+  // SDK producer, CLI consumer behind the stalling proxy
+  let proxy = await cutProxy(relayPort());
+  proxy.stallDownAt(6 * MiB);
+  let p = uniquePath('sdk-cli-stall');
+  const out = path.join(dir, 'stall-sdk.out');
+  try {
+    const r = httpipe(['read', '--relay', proxy.url, '-s', p], { outFile: out });
+    const report = await within(sdk.send(fs.readFileSync(file), { relay: relay.http, path: p }), 60_000, 'SDK send');
+    const rd = await within(r.done, 30_000, 'CLI read');
+    assert.equal(proxy.stats.stalls, 1, 'the CLI\'s connection stalled');
+    assert.equal(rd.code, 0, rd.err);
+    assert.equal(fileHash(out), digest);
+    assert.equal(report.resumes, 1, 'the SDK resumed once');
+    assert.equal(report.receipt?.bytes, size);
+  } finally {
+    await proxy.close();
+  }
+  // CLI producer behind the stalling proxy, SDK consumer, encrypted
+  proxy = await cutProxy(relayPort());
+  proxy.stallAt(6 * MiB);
+  p = uniquePath('cli-sdk-stall');
+  try {
+    const w = httpipe(['write', '--relay', proxy.url, '-s', p], { inFile: file, env: { HTTPIPE_PASSPHRASE: PASS } });
+    const got = await within(sdk.receive({ relay: relay.http, path: p, passphrase: PASS })
+      .then((x) => hashStream(x.stream)), 60_000, 'SDK receive');
+    const wd = await within(w.done, 30_000, 'CLI write');
+    assert.equal(proxy.stats.stalls, 1, 'the CLI\'s connection stalled');
+    assert.equal(got.sha256, digest);
+    assert.equal(wd.code, 0, wd.err);
+    assert.match(wd.err, /resumed 1×/, wd.err);
+  } finally {
+    await proxy.close();
+  }
 });
 
 const skipZs = skipUnless(ZEBRASTREAM, 'the ZebraStream client (.venv)');
