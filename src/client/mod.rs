@@ -9,6 +9,7 @@
 //! - [`consumer`]: `receive` — rendezvous, the `GET`, metadata, truncation checks.
 //! - `code` (feature `crypto`): short codes (§14): the code, the SPAKE2 exchange of each
 //!   side, the keys and the data path derived from it.
+//! - [`delivery`]: a consumer's receipt on its way, sent again while the relay is away (§12.2).
 //! - [`rendezvous`]: one wait on the Connect API (§5).
 //! - `keys` (feature `crypto`): which keys make an encryptor or a decryptor (§7.1), key
 //!   files' text included.
@@ -27,6 +28,7 @@
 #[cfg(feature = "crypto")]
 pub mod code;
 pub mod consumer;
+pub mod delivery;
 pub mod disposition;
 pub mod error;
 #[cfg(feature = "crypto")]

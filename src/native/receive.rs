@@ -6,7 +6,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::future::{poll_fn, BoxFuture};
@@ -21,14 +21,15 @@ use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, ReceiptMode, ReceiveOptions, Received};
 use crate::client::consumer::{BodyCheck, Consumer, ReceiveConfig, ResumeStep, Resumer, Step};
-use crate::client::error::{classify_response, Error, ErrorCode};
+use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
+use crate::client::error::{Error, ErrorCode};
 use crate::client::keys;
 use crate::client::ledger::{self, Ledger};
 use crate::client::receipt::{Outcome, ReceiptPlan};
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
 use crate::crypto::Decryptor;
-use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, RESUME_RETRY_MS};
+use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 
 /// The decryptor the options ask for (`None`: plain), and whether it holds a passphrase (whose
 /// scrypt runs on the blocking pool).
@@ -561,34 +562,30 @@ impl Drop for Reader {
     }
 }
 
-/// Sends a receipt (§12.2); `Ok` when the producer took it. An `ok` receipt is sent again
-/// while the relay can't be reached (or answers 503), within its call's time.
+/// Sends a receipt (§12.2) as the core's [`ReceiptDelivery`] says; `Ok` when the producer
+/// took it.
 async fn deliver(
     http_client: &reqwest::Client,
     req: Request,
     outcome: Outcome,
 ) -> Result<(), Error> {
-    let what = "sending the delivery receipt (PROTOCOL.md §12.2)";
-    let until = Instant::now() + Duration::from_secs_f64(outcome.send_timeout_s());
+    let clock = Instant::now();
+    let now = || clock.elapsed().as_secs_f64() * 1000.0;
+    let mut delivery = ReceiptDelivery::new(req, outcome, now());
     loop {
-        let again =
-            match text_request(http_client, &req, None, &Stop::new(), TimeoutAs::Network).await {
-                Ok(a) if a.status == 200 => return Ok(()),
-                Ok(a) if a.status == 408 => {
-                    return Err(Error::new(
-                        ErrorCode::Unconfirmed,
-                        format!("{what}: the sender did not come for it (gone?)"),
-                    ))
+        match delivery.poll(now()) {
+            DeliveryStep::Call(req) => {
+                match text_request(http_client, &req, None, &Stop::new(), TimeoutAs::Network).await
+                {
+                    Ok(a) => delivery.on_answer(a.status, &a.body, now()),
+                    Err(f) => delivery.on_failure(f, now()),
                 }
-                Ok(a) if a.status == 503 => classify_response(503, &a.body, what),
-                Ok(a) => return Err(classify_response(a.status, &a.body, what)),
-                Err(f) => f.into_error(ErrorCode::Network, what),
-            };
-        let retry = http::duration_of_ms(RESUME_RETRY_MS);
-        if !outcome.repeats() || Instant::now() + retry > until {
-            return Err(again);
+            }
+            DeliveryStep::WakeAt(t) => {
+                tokio::time::sleep(http::duration_of_ms((t - now()).max(0.0))).await
+            }
+            DeliveryStep::Done(r) => return r,
         }
-        tokio::time::sleep(retry).await;
     }
 }
 

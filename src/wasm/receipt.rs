@@ -17,12 +17,11 @@ use super::chunks::ByteStream;
 use super::error::into_js;
 use super::http::exchange;
 use super::pagehide::PageHide;
-use crate::client::error::StopReason;
-use crate::client::error::{classify_response, Error, ErrorCode};
+use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
+use crate::client::error::Error;
 use crate::client::ledger::{self, ReceiptKey};
 use crate::client::receipt::{Commitment, Outcome, ReceiptPlan};
 use crate::crypto::{Decryptor, Encryptor};
-use crate::protocol::hello::RESUME_RETRY_MS;
 
 /// What one side counted (and hashed): the core's [`crate::client::ledger::Ledger`].
 pub use crate::client::ledger::Ledger;
@@ -144,29 +143,19 @@ impl Receipt {
         }
         let (released, key) = self.released(outcome)?;
         let req = plan.request(outcome, &released, key.as_deref())?;
-        let what = "sending the delivery receipt (PROTOCOL.md §12.2)";
-        // A relay that is restarting (§12.3) gets the receipt once it is back, within the
-        // receipt call's time.
-        let until = now_ms() + outcome.send_timeout_s() * 1000.0;
+        let mut delivery = ReceiptDelivery::new(req, outcome, now_ms());
         loop {
-            let mut abort = Abort::new(None)?;
-            let again = match exchange(&req, &mut abort, None).await {
-                Ok((200, _, _)) => return Ok(()),
-                Ok((408, _, _)) => {
-                    return Err(Error::new(
-                        ErrorCode::Unconfirmed,
-                        format!("{what}: the sender did not come for it (gone?)"),
-                    ))
+            match delivery.poll(now_ms()) {
+                DeliveryStep::Call(req) => {
+                    let mut abort = Abort::new(None)?;
+                    match exchange(&req, &mut abort, None).await {
+                        Ok((status, _, body)) => delivery.on_answer(status, &body, now_ms()),
+                        Err(f) => delivery.on_failure(f, now_ms()),
+                    }
                 }
-                Ok((503, _, body)) => classify_response(503, &body, what),
-                Ok((status, _, body)) => return Err(classify_response(status, &body, what)),
-                Err(f) if f.stop == StopReason::None => f.into_error(ErrorCode::Network, what),
-                Err(f) => return Err(f.into_error(ErrorCode::Network, what)),
-            };
-            if !outcome.repeats() || now_ms() + RESUME_RETRY_MS > until {
-                return Err(again);
+                DeliveryStep::WakeAt(t) => sleep((t - now_ms()).max(0.0)).await,
+                DeliveryStep::Done(r) => return r,
             }
-            sleep(RESUME_RETRY_MS).await;
         }
     }
 

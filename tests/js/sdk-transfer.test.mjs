@@ -147,6 +147,29 @@ test('encryptStream/decryptStream round trip and wrong key', async () => {
   assert.match(identity, /^AGE-SECRET-KEY-1[0-9A-Z]{58}$/);
 });
 
+test('identities and recipients take key-file text as the CLI does (comments, several keys, blank lines)', async () => {
+  const other = sdk.generateIdentity();
+  const otherRecipient = sdk.identityToRecipient(other);
+  const idFile = `# created: 2026-12-04\n# public key: ${recipient}\n${identity}\n\n  ${other}  \n`;
+  const recipientsFile = `# the team\n${otherRecipient}\n\n${recipient}\n`;
+  for (const recipients of [[recipientsFile], [recipient, otherRecipient]]) {
+    const { stream, digest } = randomSource(100 * KiB + 3);
+    const got = await hashStream(stream.pipeThrough(sdk.encryptStream({ recipients }))
+      .pipeThrough(sdk.decryptStream({ identities: [idFile] })));
+    assert.equal(got.sha256, await digest);
+  }
+  // through the relay too
+  const path = uniquePath('keyfile');
+  const recvP = sdk.receive({ relay: relay.http, path, identities: [`# mine\n${other}\n`] });
+  const sendP = sdk.send('hello, key files', { relay: relay.http, path, recipients: [recipientsFile] });
+  assert.equal(await new Response((await recvP).stream).text(), 'hello, key files');
+  await sendP;
+  // an entry that holds no key is a usage error that names it
+  const none = randomSource(10).stream.pipeThrough(sdk.decryptStream({ identities: ['# nothing here\n'] }));
+  await assert.rejects(hashStream(none),
+    (e) => e instanceof sdk.HttpipeError && e.code === 'UNSUPPORTED' && /entry 1 holds no key/.test(e.message));
+});
+
 for (const upload of ['stream', 'segmented']) {
   test(`empty send('') and send(new Uint8Array(0)) resolve with a success report (${upload})`, async () => {
     for (const source of ['', new Uint8Array(0), new ArrayBuffer(0), new Blob([])]) {
