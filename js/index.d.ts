@@ -101,7 +101,8 @@ export interface SendOptions extends CommonOptions {
   /**
    * Recipients to encrypt to (instead of a passphrase): X25519 "age1..." or hybrid
    * post-quantum "age1pq1..." (ML-KEM-768 + X25519, age 1.3), not both kinds at once
-   * (UNSUPPORTED: the X25519 stanza would give up the post-quantum protection).
+   * (UNSUPPORTED: the X25519 stanza would give up the post-quantum protection). Each entry is
+   * one key or a recipients file's text (one key per line, `#` comments and blank lines ignored).
    */
   recipients?: string[];
   /** Encrypted format, default 'age-rt' (real-time records); 'age' for the age CLI. */
@@ -140,7 +141,7 @@ export interface SendOptions extends CommonOptions {
 }
 
 export interface ReceiveOptions extends CommonOptions {
-  /** Identities to decrypt with (instead of a passphrase): "AGE-SECRET-KEY-1..." (X25519) and/or "AGE-SECRET-KEY-PQ-1..." (post-quantum). */
+  /** Identities to decrypt with (instead of a passphrase): "AGE-SECRET-KEY-1..." (X25519) and/or "AGE-SECRET-KEY-PQ-1..." (post-quantum); each entry one key or an identity file's text as `age-keygen` / `httpipe keygen` write it (comments and blank lines ignored). */
   identities?: string[];
   /**
    * Delivery receipts (PROTOCOL.md §12), when the sender asks for one. true (default): sent
@@ -233,7 +234,7 @@ export interface EncryptOptions {
 export interface DecryptOptions {
   /** The passphrase the stream was encrypted with. */
   passphrase?: string;
-  /** Identities "AGE-SECRET-KEY-1..." (X25519) and/or "AGE-SECRET-KEY-PQ-1..." (post-quantum), instead of a passphrase. */
+  /** Identities "AGE-SECRET-KEY-1..." (X25519) and/or "AGE-SECRET-KEY-PQ-1..." (post-quantum), instead of a passphrase; each entry one key or an identity file's text. */
   identities?: string[];
 }
 
