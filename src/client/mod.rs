@@ -13,6 +13,8 @@
 //! - [`rendezvous`]: one wait on the Connect API (§5).
 //! - `keys` (feature `crypto`): which keys make an encryptor or a decryptor (§7.1), key
 //!   files' text included.
+//! - `options` (feature `crypto`): the checks and defaults of the options every driver takes,
+//!   the transfer id for receipts and resume.
 //! - [`error`]: the one error type ([`error::Error`]: code, message, source).
 //! - [`request`]: the requests the machines ask for.
 //! - [`status`]: the producer's status log (§3.2).
@@ -35,6 +37,8 @@ pub mod error;
 pub mod keys;
 #[cfg(feature = "crypto")]
 pub mod ledger;
+#[cfg(feature = "crypto")]
+pub mod options;
 pub mod parts;
 pub mod producer;
 pub mod rate;

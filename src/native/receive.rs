@@ -25,6 +25,7 @@ use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::keys;
 use crate::client::ledger::{self, Ledger};
+use crate::client::options::positive_seconds;
 use crate::client::receipt::{Outcome, ReceiptPlan};
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
@@ -54,11 +55,8 @@ pub(crate) async fn receive(
         encrypted: dec.is_some(),
         size: opts.size,
         receipt: opts.receipt != ReceiptMode::Off,
-        resume_s: opts.resume.map(|d| d.as_secs_f64()),
+        resume_s: positive_seconds("resume", opts.resume.map(|d| d.as_secs_f64()))?,
     };
-    if opts.resume.is_some_and(|d| d.is_zero()) {
-        return Err(Error::usage("`resume` must be longer than zero"));
-    }
     let mut c = Consumer::new(cfg)?;
     let stop = Stop::new();
     let mut resp: Option<reqwest::Response> = None;

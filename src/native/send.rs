@@ -23,10 +23,9 @@ use super::{io_error, SendOptions, SendReport};
 use crate::client::error::{Error, ErrorCode, Failure, StopReason};
 use crate::client::keys;
 use crate::client::ledger;
+use crate::client::options::{positive_seconds, receipt_config};
 use crate::client::parts;
-use crate::client::producer::{
-    self, Metadata, Producer, ReceiptConfig, SendConfig, Step, StreamFailure,
-};
+use crate::client::producer::{self, Metadata, Producer, SendConfig, Step, StreamFailure};
 use crate::client::receipt;
 use crate::client::request::{Headers, Request};
 use crate::client::resume::MAX_WINDOW;
@@ -90,12 +89,9 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
             o.resume_window
         )));
     }
-    if o.receipt_timeout.is_zero() || o.resume.is_some_and(|d| d.is_zero()) {
-        return Err(Error::usage(
-            "`receipt_timeout` and `resume` must be longer than zero",
-        ));
-    }
-    let resume_s = o.resume.map(|d| d.as_secs_f64());
+    let receipt_timeout_s =
+        positive_seconds("receipt_timeout", Some(o.receipt_timeout.as_secs_f64()))?;
+    let resume_s = positive_seconds("resume", o.resume.map(|d| d.as_secs_f64()))?;
     let cfg = SendConfig {
         relay,
         path: o.target.path.clone(),
@@ -111,16 +107,7 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         },
         encrypted: enc.is_some(),
         runtime_streams: true,
-        // The transfer id serves receipts and resume (PROTOCOL.md §12.1, §12.3).
-        receipt: (o.receipt || resume_s.is_some())
-            .then(|| {
-                Ok::<_, Error>(ReceiptConfig {
-                    transfer: receipt::new_transfer_id()?,
-                    wait: o.receipt,
-                    timeout_s: o.receipt_timeout.as_secs_f64(),
-                })
-            })
-            .transpose()?,
+        receipt: receipt_config(o.receipt, receipt_timeout_s, resume_s)?,
         resume_s,
     };
     let producer = Producer::new(cfg)?;

@@ -9,14 +9,14 @@ use web_sys::AbortSignal;
 
 use crate::client::consumer::ReceiveConfig;
 use crate::client::error::Error;
+use crate::client::options::{positive_seconds, receipt_config};
 use crate::client::parts::part_size;
-use crate::client::producer::{Metadata, ReceiptConfig, SendConfig};
+use crate::client::producer::{Metadata, SendConfig};
 use crate::client::rate::Progress;
-use crate::client::receipt::new_transfer_id;
 use crate::client::resume::window_size;
 use crate::client::transport::UploadMode;
 use crate::client::urls::RelayBase;
-use crate::protocol::hello::{RECEIPT_TIMEOUT_S, RESUME_TIME_S};
+use crate::protocol::hello::RESUME_TIME_S;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -84,18 +84,8 @@ impl Parsed {
                     .map_err(|_| usage("`onProgress` must be a function"))
             })
             .transpose()?;
-        if let Some(t) = o.timeout {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(usage("`timeout` must be a positive number of seconds"));
-            }
-        }
-        if let Some(t) = o.receipt_timeout {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(usage(
-                    "`receiptTimeout` must be a positive number of seconds",
-                ));
-            }
-        }
+        positive_seconds("timeout", o.timeout)?;
+        positive_seconds("receiptTimeout", o.receipt_timeout)?;
         let receipt = match member(options, "receipt") {
             None => ReceiptMode::Auto,
             Some(v) if v.as_bool() == Some(true) => ReceiptMode::Auto,
@@ -155,15 +145,11 @@ impl Parsed {
             },
             encrypted: self.encrypted(),
             runtime_streams,
-            // The transfer id serves receipts and resume (§12.1, §12.3).
-            receipt: match (self.receipt, self.resume_s) {
-                (ReceiptMode::Off, None) => None,
-                (mode, _) => Some(ReceiptConfig {
-                    transfer: new_transfer_id()?,
-                    wait: mode != ReceiptMode::Off,
-                    timeout_s: self.o.receipt_timeout.unwrap_or(RECEIPT_TIMEOUT_S),
-                }),
-            },
+            receipt: receipt_config(
+                self.receipt != ReceiptMode::Off,
+                self.o.receipt_timeout,
+                self.resume_s,
+            )?,
             resume_s: self.resume_s,
         })
     }
