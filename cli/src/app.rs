@@ -838,7 +838,7 @@ mod tests {
             "HTTPIPE_PASSPHRASE=aaaaa-bbbbb httpipe receive --relay http://127.0.0.1:8080 -s /s/abc"
         );
         let t = StreamTarget {
-            endpoint: Endpoint::resolve(None, None).expect("ep"),
+            endpoint: Endpoint::resolve(None, Some(config::ZEBRASTREAM_CONNECT_URL)).expect("ep"),
             ..t
         };
         assert_eq!(
