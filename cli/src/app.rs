@@ -237,11 +237,14 @@ fn recipients(keys: &Keys) -> Result<Vec<String>, CliError> {
     Ok(r)
 }
 
-fn command(keys: &Keys) -> Result<Vec<String>, CliError> {
-    match &keys.command {
-        None => Ok(Vec::new()),
-        Some(c) => c.argv("config 'command'"),
-    }
+/// The command to run, checked before any connection (`crate::command::check`).
+fn command(keys: &Keys, role: Role) -> Result<Vec<String>, CliError> {
+    let argv = match &keys.command {
+        None => return Ok(Vec::new()),
+        Some(c) => c.argv("config 'command'")?,
+    };
+    crate::command::check(&argv, role)?;
+    Ok(argv)
 }
 
 /// Runs `round` once, or again and again with `--serve`, until SIGINT/SIGTERM.
@@ -321,6 +324,8 @@ async fn end_stream<T>(
 }
 
 async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
+    // First: `httpipe write notes.txt` gets its hint before -s or the relay is asked for.
+    let argv = command(&keys, Role::Producer)?;
     let path = config::check_stream_path(keys.stream_path.clone())?;
     let recipients = recipients(&keys)?;
     let spec = SendSpec {
@@ -336,7 +341,6 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
         resume_window: config::resume_window(&keys)?,
         receipt_timeout: config::receipt_timeout(&keys)?,
     };
-    let argv = command(&keys)?;
     let whole_blocks = !keys.unbuffered_input.unwrap_or(false);
     let serve = keys.serve.unwrap_or(w.serve);
     tracing::info!("opening stream for writing: {path}");
@@ -376,6 +380,7 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
 }
 
 async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
+    let argv = command(&keys, Role::Consumer)?;
     let path = config::check_stream_path(keys.stream_path.clone())?;
     let identities = keys::load_identities(&keys.identities.clone().unwrap_or_default())?;
     let spec = ReceiveSpec {
@@ -384,7 +389,6 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
         identities,
         after_break: after_break(&keys)?,
     };
-    let argv = command(&keys)?;
     let unbuffered = keys.unbuffered_output.unwrap_or(false);
     let serve = keys.serve.unwrap_or(r.serve);
     tracing::info!("opening stream for reading: {path}");

@@ -553,7 +553,7 @@ fn config_files_and_precedence() {
     );
 }
 
-/// The README's recipe with the files in `examples/cli/` (connect URL and path overridden
+/// docs/cli.md's recipe with the files in `examples/cli/` (connect URL and path overridden
 /// on the command line, which wins over the files).
 #[test]
 fn readme_supplier_and_buyer_examples() {
@@ -953,6 +953,29 @@ fn exit_2_usage_errors() {
         t,
     )
     .clean_error(2, &["/nonexistent/supplier.yaml", "-f/--config-file"]);
+}
+
+#[test]
+fn exit_2_a_file_for_a_command_says_send_or_redirect_at_once() {
+    // Checked before any connection: no peer needed, no relay asked for.
+    let dir = tempdir();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "hello").expect("write");
+    let f = file.display().to_string();
+    let t = Duration::from_secs(10);
+    run("write FILE", &mut httpipe(["write", &f]), t).clean_error(
+        2,
+        &["is a file, not a command", &format!("httpipe send {f}")],
+    );
+    run("read FILE", &mut httpipe(["read", &f]), t)
+        .clean_error(2, &["is a file", &format!("> {f}")]);
+    let url = format!("http://127.0.0.1:{}", dead_port());
+    run(
+        "write -- unknown command",
+        &mut httpipe(["write", "--relay", &url, "-s", "/x", "--", "no-such-cmd-x9"]),
+        t,
+    )
+    .clean_error(2, &["no-such-cmd-x9", "PATH", "httpipe send"]);
 }
 
 #[test]
