@@ -139,13 +139,9 @@ fn producer_keys(p: &ProducerArgs, keys: Keys) -> Keys {
 
 /// Receipts and resume (PROTOCOL.md §12) as the settings say; breaks are told on stderr.
 fn after_break(keys: &Keys) -> Result<AfterBreak, CliError> {
-    let on_resume: transfer::OnResume = std::sync::Arc::new(|reconnecting, resumed| {
-        if reconnecting {
-            eprintln!("httpipe: connection lost; reconnecting…");
-        } else {
-            eprintln!("httpipe: reconnected (resumed {resumed}×)");
-        }
-    });
+    let lines = crate::progress::ResumeLines::stderr();
+    let on_resume: transfer::OnResume =
+        std::sync::Arc::new(move |reconnecting, resumed| lines.on_resume(reconnecting, resumed));
     Ok(AfterBreak {
         receipt: !keys.no_receipt.unwrap_or(false),
         resume: config::resume_time(keys)?,
