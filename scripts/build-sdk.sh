@@ -39,7 +39,7 @@ if [ "$profile" = release ]; then
   mv "$tmp/httpipe_wasm_bg.opt.wasm" "$tmp/httpipe_wasm_bg.wasm"
 fi
 
-cp js/index.js js/inline.js js/api.js js/loader.js js/workerd.js js/index.d.ts js/workerd.d.ts js/README.md LICENSE-MIT LICENSE-APACHE "$tmp/"
+cp js/index.js js/inline.js js/api.js js/loader.js js/streams.js js/workerd.js js/index.d.ts js/workerd.d.ts js/README.md LICENSE-MIT LICENSE-APACHE "$tmp/"
 cp -r js/pipeline "$tmp/"
 # wasm-bindgen's own declarations are internal (the package's types are index.d.ts, which the
 # entries name with @ts-self-types): not shipped, and the glue no longer points at them.
