@@ -413,7 +413,7 @@ export interface PipelineReport<R = undefined> {
   state: 'running' | 'done' | 'failed';
   /** Milliseconds from start to end (or to now, in stats()). */
   durationMs: number;
-  /** Records the source yielded; items the sink delivered. */
+  /** Records the source yielded (a byte source: the records its first decoding step made); items the sink delivered. */
   records: { in: number; out: number };
   /** Bytes the source yielded; bytes the sink was given (byte records only). */
   bytes: { in: number; out: number };
