@@ -3,6 +3,7 @@
 // (Cloudflare Workers); each entry provides the way the .wasm module is loaded.
 import * as wasm from './httpipe_wasm.js';
 import { wasmState } from './loader.js';
+import { chunksOf } from './streams.js';
 
 // Every HttpipeError code. The transfer codes mirror the Rust core's ErrorCode
 // (src/client/error.rs); the rest exist only in JavaScript: the package's own
@@ -16,12 +17,40 @@ const PACKAGE_CODES = ['WASM_LOAD_FAILED'];
 const PIPELINE_CODES = ['INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED'];
 const CODES = new Set([...TRANSFER_CODES, ...PACKAGE_CODES, ...PIPELINE_CODES]);
 
+const WASM_ADVICE = 'serve httpipe_wasm_bg.wasm next to the package\'s index.js (a bundler must '
+  + 'emit it as an asset: see "Bundlers" in the httpipe README), or load it yourself and pass it '
+  + 'to init(url | bytes | WebAssembly.Module | Response)';
+
+// What to do, per code: every HttpipeError's message ends with it ("…; <advice>") unless it
+// says it already. The table in docs/errors.md is this one (tests/js/error-advice.test.mjs).
+// The other codes' messages are specific already (UNSUPPORTED: which option or input; the
+// pipeline's: which step, record or sink) or need nothing (ABORTED: the caller's own doing).
+const ADVICE = {
+  UNAUTHORIZED: 'pass a valid access token as `token`',
+  FORBIDDEN: 'use a token issued for this path and this side (read or write)',
+  CONNECT_TIMEOUT: 'start the other side on the same relay and path (or code), or raise `timeout` (seconds)',
+  PEER_DISCONNECTED: 'the other side went away before the end; run both sides again',
+  TRUNCATED: 'the data is incomplete: discard it, and have the sender send again',
+  DECRYPT_FAILED: 'if the sender did not encrypt, receive without `passphrase`/`identities`; '
+    + 'otherwise the stream was damaged or changed on the way: send again',
+  WRONG_KEY: 'check the passphrase or identities',
+  RELAY_ERROR: 'check `relay` and `path`, and the relay\'s log',
+  NETWORK: 'check that a relay runs at that URL (scheme, host and port) and can be reached from here',
+  UNCONFIRMED: 'the receiver did not confirm it got the data: ask the receiving side, raise '
+    + '`receiptTimeout`, or send again',
+  WRONG_CODE: 'check the code with the other side; a code works once: the sender makes a new one',
+  WASM_LOAD_FAILED: WASM_ADVICE,
+};
+
 /** The one error class of the package: `code` is stable, `message` says what to do. */
 export class HttpipeError extends Error {
   constructor(message, code, options) {
-    super(message, options);
+    const known = CODES.has(code) ? code : 'RELAY_ERROR';
+    const advice = ADVICE[known];
+    const text = String(message);
+    super(advice && !text.includes(advice) ? `${text}; ${advice}` : text, options);
     this.name = 'HttpipeError';
-    this.code = CODES.has(code) ? code : 'RELAY_ERROR';
+    this.code = known;
   }
 }
 
@@ -202,10 +231,6 @@ export function cryptoBackend(choice) {
   return wasm.cryptoBackendName();
 }
 
-const WASM_ADVICE = 'Serve httpipe_wasm_bg.wasm next to the package\'s index.js (a bundler must '
-  + 'emit it as an asset: see "Bundlers" in the httpipe README), or load it yourself and pass it '
-  + 'to init(url | bytes | WebAssembly.Module | Response)';
-
 function errorText(e) {
   if (!e) return String(e);
   let text = e.message ? `${e.name && e.name !== 'Error' ? `${e.name}: ` : ''}${e.message}` : String(e);
@@ -215,7 +240,10 @@ function errorText(e) {
 }
 
 function wasmLoadFailed(where, e, hint = '') {
-  return new HttpipeError(`could not load the wasm module from ${where}: ${errorText(e)}${hint}. ${WASM_ADVICE}`,
+  // Deno without --allow-read may not read the package's own .wasm file.
+  const denied = e && (e.name === 'NotCapable' || e.name === 'PermissionDenied');
+  const deno = denied ? ' (Deno: run with --allow-read, which lets the package read its .wasm file)' : '';
+  return new HttpipeError(`could not load the wasm module from ${where}: ${errorText(e)}${hint}${deno}`,
     'WASM_LOAD_FAILED', { cause: e });
 }
 
@@ -424,12 +452,23 @@ export async function sendWithCode(source, options) {
   } catch (e) { throw wrapError(e); }
 }
 
+// `for await (const chunk of received.stream)` everywhere (index.d.ts: ByteStream): where the
+// runtime's ReadableStream has no async iterator (Safari), the stream gets one like the
+// standard's.
+function iterateStream() { return chunksOf(this); }
+
+function iterable(received) {
+  const s = received.stream;
+  if (s && typeof s[Symbol.asyncIterator] !== 'function') s[Symbol.asyncIterator] = iterateStream;
+  return received;
+}
+
 /** Receives by a short code: resolves like `receive()`, with the sender's filename/size/type. */
 export async function receiveWithCode(code, options) {
   try {
     await init();
     const { options: o, offer } = await wasm.codeReceive(String(code), options);
-    return Object.assign(await wasm.receive(o), offer);
+    return iterable(Object.assign(await wasm.receive(o), offer));
   } catch (e) { throw wrapError(e); }
 }
 
@@ -437,7 +476,7 @@ export async function receiveWithCode(code, options) {
 export async function receive(options) {
   try {
     await init();
-    return await wasm.receive(options);
+    return iterable(await wasm.receive(options));
   } catch (e) { throw wrapError(e); }
 }
 
@@ -449,13 +488,33 @@ export async function connect(options) {
   } catch (e) { throw wrapError(e); }
 }
 
-/** A WritableStream producer: write, `flush()`, close; `done` resolves with the SendReport. */
+/**
+ * A WritableStream producer: write, `flush()`, close; `done` resolves with the SendReport.
+ * When the transfer fails (the relay is down, the module doesn't load, the peer left), the
+ * writable errors with the same HttpipeError as `done`: `write()` and `writer.closed` reject
+ * with it, never with `undefined`, and never wait forever for a transfer that is over.
+ */
 export function openWriter(options) {
   const ms = options && options.autoFlush;
   const b = ms !== undefined ? batcher(ms) : null;
   const pipe = b ? b.stream : new TransformStream();
-  const done = send(pipe.readable, { ...options, autoFlush: undefined });
-  done.catch(() => {});
+  // The transfer reads through this reader, so that its end can error the writable with
+  // `done`'s reason (cancelling a TransformStream's readable errors its writable).
+  const reader = pipe.readable.getReader();
+  let done = null;
+  const fail = (reason) => { reader.cancel(reason).catch(() => {}); };
+  const source = new ReadableStream({
+    async pull(c) {
+      const { value, done: end } = await reader.read();
+      if (end) c.close(); else c.enqueue(value);
+    },
+    // The transfer gave up reading: the writable errors with its HttpipeError (or this reason
+    // if it ended well).
+    cancel(reason) { done.then(() => fail(reason), fail); },
+  }, { highWaterMark: 0 });
+  done = send(source, { ...options, autoFlush: undefined });
+  // A failure before the transfer read anything (init, options): nobody cancels `source`.
+  done.catch(fail);
   return {
     writable: pipe.writable,
     async flush() { if (b) b.emit(); },

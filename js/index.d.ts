@@ -177,9 +177,23 @@ export interface SendReport {
   resumes: number;
 }
 
+/**
+ * The bytes the SDK hands out: Uint8Array over a plain ArrayBuffer (never a
+ * SharedArrayBuffer), so they go into `new Blob(chunks)`, `new Response(chunk)` and every
+ * `BufferSource` without a cast (TypeScript ≥ 5.7 tells the two apart).
+ */
+export type Bytes = Uint8Array<ArrayBuffer>;
+
+/**
+ * A received byte stream: a ReadableStream that `for await` iterates in every lib setup
+ * (the SDK adds the async iterator where the runtime's ReadableStream lacks it, e.g. Safari,
+ * and the type says so without the `DOM.AsyncIterable` lib).
+ */
+export type ByteStream = ReadableStream<Bytes> & AsyncIterable<Bytes>;
+
 export interface Received {
   /** The plaintext, as it arrives; errors TRUNCATED if the producer's stream is cut. */
-  stream: ReadableStream<Uint8Array>;
+  stream: ByteStream;
   /** The producer's Content-Type (plain streams; undefined when encrypted). */
   contentType?: string;
   /** The producer's file name, from Content-Disposition (plain streams). */
@@ -293,11 +307,11 @@ export declare function connect(options: ConnectOptions): Promise<string>;
 /** A WritableStream producer: write, `flush()`, close; `done` resolves with the report. */
 export declare function openWriter(options: SendOptions): Writer;
 /** The consumer's byte stream (`receive(options)` then `.stream`). */
-export declare function openReader(options: ReceiveOptions): Promise<ReadableStream<Uint8Array>>;
+export declare function openReader(options: ReceiveOptions): Promise<ByteStream>;
 /** Encrypts a byte stream (age-rt by default; each chunk is flushed as one record). */
-export declare function encryptStream(options: EncryptOptions): TransformStream<Uint8Array, Uint8Array>;
+export declare function encryptStream(options: EncryptOptions): TransformStream<Uint8Array, Bytes>;
 /** Decrypts age or age-rt (auto-detected); errors WRONG_KEY before any plaintext. */
-export declare function decryptStream(options: DecryptOptions): TransformStream<Uint8Array, Uint8Array>;
+export declare function decryptStream(options: DecryptOptions): TransformStream<Uint8Array, Bytes>;
 /** A new X25519 identity "AGE-SECRET-KEY-1...". Needs the module loaded (`await init()` in browsers). */
 export declare function generateIdentity(): string;
 /**
@@ -400,7 +414,7 @@ export interface PipelineReport<R = undefined> {
   state: 'running' | 'done' | 'failed';
   /** Milliseconds from start to end (or to now, in stats()). */
   durationMs: number;
-  /** Records the source yielded; items the sink delivered. */
+  /** Records the source yielded (a byte source: the records its first decoding step made); items the sink delivered. */
   records: { in: number; out: number };
   /** Bytes the source yielded; bytes the sink was given (byte records only). */
   bytes: { in: number; out: number };
@@ -450,7 +464,7 @@ export declare function pipeline<S extends PipelineSource<unknown>, A, B, C, D, 
 
 // ---- sources ----
 /** The stream at `options.path` as byte chunks; a producer failing mid-stream → TRUNCATED. */
-export declare function fromPipe(options: ReceiveOptions): SourceFactory<Uint8Array>;
+export declare function fromPipe(options: ReceiveOptions): SourceFactory<Bytes>;
 /** A custom source: `open(ctx)` returns an async iterable of record chunks (arrays), once per run. */
 export declare function defineSource<T>(name: string, open: (ctx: { signal: AbortSignal }) => AsyncIterable<T[]>): SourceFactory<T>;
 
@@ -490,13 +504,13 @@ export declare function batch<T>(options?: BatchOptions<T>): Step<T, T[]>;
 /** Names a point of the line in the report and stats(); records pass on unchanged. */
 export declare function meter<T>(name?: string): Step<T, T>;
 /** Compresses byte chunks (the runtime's CompressionStream). */
-export declare function gzip(): Step<Uint8Array, Uint8Array>;
+export declare function gzip(): Step<Uint8Array, Bytes>;
 /** Decompresses byte chunks (the runtime's DecompressionStream); corrupt input → INVALID_RECORD. */
-export declare function gunzip(): Step<Uint8Array, Uint8Array>;
+export declare function gunzip(): Step<Uint8Array, Bytes>;
 /** Encrypts byte chunks, as encryptStream. */
-export declare function encrypt(options: EncryptOptions): Step<Uint8Array, Uint8Array>;
+export declare function encrypt(options: EncryptOptions): Step<Uint8Array, Bytes>;
 /** Decrypts byte chunks, as decryptStream. */
-export declare function decrypt(options: DecryptOptions): Step<Uint8Array, Uint8Array>;
+export declare function decrypt(options: DecryptOptions): Step<Uint8Array, Bytes>;
 export interface LinesOptions {
   /** Drop empty lines. Default false. */
   skipEmpty?: boolean;
@@ -515,7 +529,7 @@ export declare const ndjson: {
   /** Byte chunks (or strings) → one JSON value per non-blank line; bad JSON → INVALID_RECORD "line N". */
   decode<T = unknown>(options?: NdjsonDecodeOptions): Step<Uint8Array | string, T>;
   /** Values → one Uint8Array per chunk of records, each record a line; a value with no JSON form → INVALID_RECORD. */
-  encode<T = unknown>(options?: NdjsonEncodeOptions): Step<T, Uint8Array>;
+  encode<T = unknown>(options?: NdjsonEncodeOptions): Step<T, Bytes>;
 };
 export interface CsvDecodeOptions {
   /** true (default): the first row names the columns and rows are objects; false: rows are string arrays; string[]: these column names, no header row in the input. */
@@ -538,7 +552,7 @@ export declare const csv: {
   /** Byte chunks (split anywhere) → rows: objects keyed by the header, or string arrays with `header: false`. */
   decode<T = Record<string, string>>(options?: CsvDecodeOptions): Step<Uint8Array, T>;
   /** Rows (objects or arrays) → one Uint8Array per chunk of rows: null/undefined empty, Date ISO, other objects JSON. */
-  encode<T = Record<string, unknown> | unknown[]>(options?: CsvEncodeOptions): Step<T, Uint8Array>;
+  encode<T = Record<string, unknown> | unknown[]>(options?: CsvEncodeOptions): Step<T, Bytes>;
 };
 /** A step from a sans-IO transformer factory (`push(items) => out[]`, `end() => out[]`), made fresh per run. */
 export declare function transformStep<I, O>(name: string, make: () => { push(items: I[]): O[]; end(): O[] }): Step<I, O>;

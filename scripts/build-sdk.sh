@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the npm package into pkg/: Rust (root crate) → wasm32 (release, +simd128 from
 # .cargo/config.toml) → wasm-bindgen (--target web) → wasm-opt (npm binaryen) → the
-# hand-written ESM entries, README.md and package.json from js/, the LICENSE files from the root.
+# hand-written ESM entries, README.md and package.json from js/, the LICENSE files from the root;
+# then the size figures in the docs (scripts/doc-sizes.mjs).
 # The package's version is the root crate's (Cargo.toml, [workspace.package] version): the one
 # source of truth, written into pkg/package.json here (js/package.json has none).
 # Honours CARGO_TARGET_DIR (default target/). HTTPIPE_SDK_PROFILE=dev builds unoptimised
@@ -39,7 +40,7 @@ if [ "$profile" = release ]; then
   mv "$tmp/httpipe_wasm_bg.opt.wasm" "$tmp/httpipe_wasm_bg.wasm"
 fi
 
-cp js/index.js js/inline.js js/api.js js/loader.js js/workerd.js js/index.d.ts js/workerd.d.ts js/README.md LICENSE-MIT LICENSE-APACHE "$tmp/"
+cp js/index.js js/inline.js js/api.js js/loader.js js/streams.js js/workerd.js js/index.d.ts js/workerd.d.ts js/README.md LICENSE-MIT LICENSE-APACHE "$tmp/"
 cp -r js/pipeline "$tmp/"
 # wasm-bindgen's own declarations are internal (the package's types are index.d.ts, which the
 # entries name with @ts-self-types): not shipped, and the glue no longer points at them.
@@ -57,6 +58,12 @@ version=$(node scripts/pkg-manifest.mjs js/package.json "$tmp/package.json")
 rm -rf "$out"
 mv "$tmp" "$out"
 trap - EXIT
+# The size figures in the docs (docs/sdk.md, js/README.md) are this build's; the README that
+# ships is the updated one.
+if [ "$profile" = release ]; then
+  node scripts/doc-sizes.mjs "$out"
+  cp js/README.md "$out/README.md"
+fi
 raw=$(wc -c < "$out/httpipe_wasm_bg.wasm")
 gz=$(gzip -9 -c "$out/httpipe_wasm_bg.wasm" | wc -c)
 inline=$(wc -c < "$out/httpipe_wasm_inline.js")

@@ -139,13 +139,9 @@ fn producer_keys(p: &ProducerArgs, keys: Keys) -> Keys {
 
 /// Receipts and resume (PROTOCOL.md §12) as the settings say; breaks are told on stderr.
 fn after_break(keys: &Keys) -> Result<AfterBreak, CliError> {
-    let on_resume: transfer::OnResume = std::sync::Arc::new(|reconnecting, resumed| {
-        if reconnecting {
-            eprintln!("httpipe: connection lost; reconnecting…");
-        } else {
-            eprintln!("httpipe: reconnected (resumed {resumed}×)");
-        }
-    });
+    let lines = crate::progress::ResumeLines::stderr();
+    let on_resume: transfer::OnResume =
+        std::sync::Arc::new(move |reconnecting, resumed| lines.on_resume(reconnecting, resumed));
     Ok(AfterBreak {
         receipt: !keys.no_receipt.unwrap_or(false),
         resume: config::resume_time(keys)?,
@@ -237,11 +233,14 @@ fn recipients(keys: &Keys) -> Result<Vec<String>, CliError> {
     Ok(r)
 }
 
-fn command(keys: &Keys) -> Result<Vec<String>, CliError> {
-    match &keys.command {
-        None => Ok(Vec::new()),
-        Some(c) => c.argv("config 'command'"),
-    }
+/// The command to run, checked before any connection (`crate::command::check`).
+fn command(keys: &Keys, role: Role) -> Result<Vec<String>, CliError> {
+    let argv = match &keys.command {
+        None => return Ok(Vec::new()),
+        Some(c) => c.argv("config 'command'")?,
+    };
+    crate::command::check(&argv, role)?;
+    Ok(argv)
 }
 
 /// Runs `round` once, or again and again with `--serve`, until SIGINT/SIGTERM.
@@ -321,6 +320,8 @@ async fn end_stream<T>(
 }
 
 async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
+    // First: `httpipe write notes.txt` gets its hint before -s or the relay is asked for.
+    let argv = command(&keys, Role::Producer)?;
     let path = config::check_stream_path(keys.stream_path.clone())?;
     let recipients = recipients(&keys)?;
     let spec = SendSpec {
@@ -336,7 +337,6 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
         resume_window: config::resume_window(&keys)?,
         receipt_timeout: config::receipt_timeout(&keys)?,
     };
-    let argv = command(&keys)?;
     let whole_blocks = !keys.unbuffered_input.unwrap_or(false);
     let serve = keys.serve.unwrap_or(w.serve);
     tracing::info!("opening stream for writing: {path}");
@@ -376,6 +376,7 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
 }
 
 async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
+    let argv = command(&keys, Role::Consumer)?;
     let path = config::check_stream_path(keys.stream_path.clone())?;
     let identities = keys::load_identities(&keys.identities.clone().unwrap_or_default())?;
     let spec = ReceiveSpec {
@@ -384,7 +385,6 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
         identities,
         after_break: after_break(&keys)?,
     };
-    let argv = command(&keys)?;
     let unbuffered = keys.unbuffered_output.unwrap_or(false);
     let serve = keys.serve.unwrap_or(r.serve);
     tracing::info!("opening stream for reading: {path}");
@@ -838,7 +838,7 @@ mod tests {
             "HTTPIPE_PASSPHRASE=aaaaa-bbbbb httpipe receive --relay http://127.0.0.1:8080 -s /s/abc"
         );
         let t = StreamTarget {
-            endpoint: Endpoint::resolve(None, None).expect("ep"),
+            endpoint: Endpoint::resolve(None, Some(config::ZEBRASTREAM_CONNECT_URL)).expect("ep"),
             ..t
         };
         assert_eq!(

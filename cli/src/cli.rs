@@ -7,6 +7,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 const ENV_HELP: &str = "\
+There is no default relay: name it with --relay URL (an httpipe relay) or -U URL (a Connect
+API, e.g. ZebraStream's https://connect.zebrastream.io/v0/), HTTPIPE_RELAY, or `relay:` in the
+config file.
+
 Environment (after the command line, before the config file): HTTPIPE_<KEY> or
 ZEBRASTREAM_<KEY> for every config key, e.g. HTTPIPE_ACCESS_TOKEN, HTTPIPE_PASSPHRASE,
 HTTPIPE_STREAM_PATH, HTTPIPE_CONNECT_URL, HTTPIPE_RELAY, HTTPIPE_CONNECT_TIMEOUT.
@@ -66,7 +70,8 @@ pub struct StreamArgs {
     #[arg(short = 's', long, value_name = "PATH")]
     pub stream_path: Option<String>,
 
-    /// Connect API base URL (default https://connect.zebrastream.io/v0/)
+    /// Connect API base URL, e.g. ZebraStream's https://connect.zebrastream.io/v0/ (no default:
+    /// give this, --relay, HTTPIPE_RELAY or `relay:` in the config file)
     #[arg(short = 'U', long, value_name = "URL")]
     pub connect_url: Option<String>,
 

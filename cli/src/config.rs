@@ -10,8 +10,21 @@ use serde::Deserialize;
 
 use crate::exit::CliError;
 
-/// The ZebraStream Connect API, the default when neither `-U` nor `--relay` is given.
-pub const DEFAULT_CONNECT_URL: &str = "https://connect.zebrastream.io/v0/";
+/// ZebraStream's hosted Connect API: never a default (a user's data goes only to a relay she
+/// named), only the example the "no relay" error gives for `-U`.
+pub const ZEBRASTREAM_CONNECT_URL: &str = "https://connect.zebrastream.io/v0/";
+
+/// The "no relay" error: how to name one, on every layer.
+fn no_relay() -> CliError {
+    CliError::usage(
+        "no relay given (httpipe has no default relay, so nothing leaves for a service you didn't choose)",
+        format!(
+            "name one with --relay URL (an httpipe relay, e.g. http://127.0.0.1:8080) or \
+             -U/--connect-url URL (a Connect API, e.g. ZebraStream's {ZEBRASTREAM_CONNECT_URL}), \
+             or set HTTPIPE_RELAY / HTTPIPE_CONNECT_URL, or `relay:` / `connect_url:` in the config file"
+        ),
+    )
+}
 
 /// A config file's `command`: a shell-like string (ZebraStream) or an argv list.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -409,7 +422,8 @@ pub fn load_file_layer(
 ) -> Result<Option<FileLayer>, CliError> {
     let (path, source) = if let Some(p) = config_file {
         if !p.exists() {
-            return Err(CliError::generic(
+            // A usage error (2), like a missing `-n` config; zebrastream exits 1 here.
+            return Err(CliError::usage(
                 format!("config file not found: {}", p.display()),
                 "check the path given to -f/--config-file",
             ));
@@ -481,7 +495,8 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// `-U` and `--relay` (either may come from env or file). `-U` names the Connect API;
-    /// `--relay URL` stands for Connect `URL/connect/v0/` and data `URL/PATH`.
+    /// `--relay URL` stands for Connect `URL/connect/v0/` and data `URL/PATH`. Neither is a
+    /// usage error: there is no default relay.
     pub fn resolve(relay: Option<&str>, connect_url: Option<&str>) -> Result<Endpoint, CliError> {
         for (what, v) in [("--relay", relay), ("-U/--connect-url", connect_url)] {
             if let Some(u) = v {
@@ -509,10 +524,7 @@ impl Endpoint {
                 connect_base: format!("{r}{CONNECT_PREFIX}"),
                 relay: Some(r),
             }),
-            (None, None) => Ok(Endpoint {
-                connect_base: DEFAULT_CONNECT_URL.to_string(),
-                relay: None,
-            }),
+            (None, None) => Err(no_relay()),
         }
     }
 
@@ -804,7 +816,7 @@ mod tests {
         let e = load_file_layer(Some(Path::new("/no/such.yaml")), None, &get)
             .err()
             .expect("missing");
-        assert_eq!(e.exit, crate::exit::Exit::Generic);
+        assert_eq!(e.exit, crate::exit::Exit::Usage);
         assert!(load_file_layer(None, None, &get).expect("none").is_none());
     }
 
@@ -820,7 +832,13 @@ mod tests {
         let e = Endpoint::resolve(None, Some("http://h:1/connect/v0/")).expect("-U");
         assert_eq!(e.relay.as_deref(), Some("http://h:1"));
         assert_eq!(e.connect_url_for("/x"), "http://h:1/connect/v0/x");
-        let e = Endpoint::resolve(None, None).expect("default");
+        // No default relay: a usage error that says how to name one on every layer.
+        let e = Endpoint::resolve(None, None).expect_err("no relay");
+        assert_eq!(e.exit, crate::exit::Exit::Usage);
+        for how in ["--relay", "-U/--connect-url", "HTTPIPE_RELAY", "`relay:`"] {
+            assert!(e.fix.contains(how), "{how}: {e}");
+        }
+        let e = Endpoint::resolve(None, Some(ZEBRASTREAM_CONNECT_URL)).expect("zebrastream");
         assert_eq!(
             e.connect_url_for("/x"),
             "https://connect.zebrastream.io/v0/x"

@@ -120,7 +120,7 @@ pub fn fix_for(code: ErrorCode, role: Role) -> &'static str {
             "the producer stopped before the end and the data is incomplete; run both sides again"
         }
         (ErrorCode::DecryptFailed, _) => {
-            "the stream is damaged or not encrypted as expected; check the sender's encryption settings"
+            "if the sender did not encrypt, read without a passphrase or -i; otherwise the stream was damaged on the way: send again"
         }
         (ErrorCode::WrongKey, _) => {
             "check the passphrase (HTTPIPE_PASSPHRASE or -p) or the identity file (-i)"
@@ -211,6 +211,25 @@ mod tests {
         assert_eq!(c.exit, Exit::PeerDisconnected);
         assert!(c.fix.contains("--resume-window"), "{c}");
         assert_eq!(exit_for(ErrorCode::Unconfirmed), Exit::PeerDisconnected);
+    }
+
+    /// docs/errors.md's table names the exit code of every SDK code, as `exit_for` has it.
+    #[test]
+    fn the_docs_error_table_has_the_exit_codes() {
+        let doc = include_str!("../../docs/errors.md");
+        for code in ErrorCode::ALL {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{code}` |")))
+                .unwrap_or_else(|| panic!("docs/errors.md has no row for {code}"));
+            let exit = row
+                .trim_end_matches('|')
+                .rsplit('|')
+                .next()
+                .unwrap_or("")
+                .trim();
+            assert_eq!(exit, exit_for(code).code().to_string(), "{code}: {row}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod app;
 mod cli;
+mod command;
 mod config;
 mod exit;
 mod keys;

@@ -553,7 +553,7 @@ fn config_files_and_precedence() {
     );
 }
 
-/// The README's recipe with the files in `examples/cli/` (connect URL and path overridden
+/// docs/cli.md's recipe with the files in `examples/cli/` (connect URL and path overridden
 /// on the command line, which wins over the files).
 #[test]
 fn readme_supplier_and_buyer_examples() {
@@ -945,13 +945,91 @@ fn exit_2_usage_errors() {
     bad_env.env("HTTPIPE_CONNECT_TIMEOUT", "soon");
     run("bad HTTPIPE_CONNECT_TIMEOUT", &mut bad_env, t)
         .clean_error(2, &["HTTPIPE_CONNECT_TIMEOUT"]);
-    // A missing -f file is exit 1 (as in zebrastream), with the path in the message.
+    // A missing -f file is a usage error (2, like a missing -n config; zebrastream says 1),
+    // with the path in the message.
     run(
         "missing config file",
         &mut httpipe(["write", "-f", "/nonexistent/supplier.yaml"]),
         t,
     )
-    .clean_error(1, &["/nonexistent/supplier.yaml"]);
+    .clean_error(2, &["/nonexistent/supplier.yaml", "-f/--config-file"]);
+}
+
+#[test]
+fn exit_2_a_file_for_a_command_says_send_or_redirect_at_once() {
+    // Checked before any connection: no peer needed, no relay asked for.
+    let dir = tempdir();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "hello").expect("write");
+    let f = file.display().to_string();
+    let t = Duration::from_secs(10);
+    run("write FILE", &mut httpipe(["write", &f]), t).clean_error(
+        2,
+        &["is a file, not a command", &format!("httpipe send {f}")],
+    );
+    run("read FILE", &mut httpipe(["read", &f]), t)
+        .clean_error(2, &["is a file", &format!("> {f}")]);
+    let url = format!("http://127.0.0.1:{}", dead_port());
+    run(
+        "write -- unknown command",
+        &mut httpipe(["write", "--relay", &url, "-s", "/x", "--", "no-such-cmd-x9"]),
+        t,
+    )
+    .clean_error(2, &["no-such-cmd-x9", "PATH", "httpipe send"]);
+}
+
+#[test]
+fn exit_2_without_a_relay_and_nothing_leaves() {
+    // No default relay (no silent ZebraStream): every transfer subcommand says how to name one.
+    let dir = tempdir();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "hello").expect("write");
+    let file = file.display().to_string();
+    let t = Duration::from_secs(10);
+    let advice = [
+        "no relay",
+        "--relay",
+        "-U/--connect-url",
+        "HTTPIPE_RELAY",
+        "relay:",
+    ];
+    for args in [
+        &["write", "-s", "/x"][..],
+        &["read", "-s", "/x"],
+        &["send", &file],
+        &["send", "-s", "/x", &file],
+        &["receive", "7-guitarist-revenge"],
+    ] {
+        let d = run(&format!("httpipe {args:?}"), &mut httpipe(args), t);
+        d.clean_error(2, &advice);
+        assert!(
+            d.stdout.is_empty(),
+            "{args:?}: printed {:?}",
+            d.stdout_str()
+        );
+        // `send` printed no code (nothing to paste: no relay was used).
+        assert!(
+            !d.stderr.contains("httpipe receive"),
+            "{args:?}: {}",
+            d.stderr
+        );
+    }
+    // A relay from the environment or the config file is enough (it gets as far as the
+    // closed port: exit 1 naming it, not 2).
+    let port = dead_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut env = httpipe(["read", "-s", "/x"]);
+    env.env("HTTPIPE_RELAY", &url);
+    run("HTTPIPE_RELAY", &mut env, Duration::from_secs(20))
+        .clean_error(1, &[&format!("127.0.0.1:{port}")]);
+    let cfg = dir.path().join("relay.yaml");
+    std::fs::write(&cfg, format!("mode: read\nstream_path: /x\nrelay: {url}\n")).expect("write");
+    run(
+        "relay: in the config file",
+        &mut httpipe(["read", "-f", &cfg.display().to_string()]),
+        Duration::from_secs(20),
+    )
+    .clean_error(1, &[&format!("127.0.0.1:{port}")]);
 }
 
 #[test]

@@ -57,13 +57,29 @@ function newCounters(name) {
   return { name, recordsIn: 0, recordsOut: 0, bytesIn: 0, bytesOut: 0 };
 }
 
+// Whether a stage's output records are byte chunks, kept beside the counters (not in the
+// report): set by its first non-empty chunk.
+const BYTES = Symbol('byte records');
+const markBytes = (c, chunk) => { if (c[BYTES] === undefined && chunk.length) c[BYTES] = chunk[0] instanceof Uint8Array; };
+
+/**
+ * `records.in` of a report: the source's records; for a byte source (fromPipe, a Blob, a
+ * stream), the records its first decoding step made of the bytes (lines, NDJSON values, CSV
+ * rows: the first step whose output is not bytes), else its byte chunks.
+ */
+function recordsIn(source, steps) {
+  if (source[BYTES] !== true) return source.recordsOut;
+  const decoder = steps.find((c) => c[BYTES] !== true);
+  return decoder ? decoder.recordsOut : source.recordsOut;
+}
+
 async function* counted(input, c, dir, label) {
   if (dir === 'in') {
     for await (const chunk of input) { c.recordsIn += chunk.length; c.bytesIn += chunkBytes(chunk); yield chunk; }
   } else {
     // What a step (defineStep) throws of its own is STEP_FAILED naming it, like map()'s.
     try {
-      for await (const chunk of input) { c.recordsOut += chunk.length; c.bytesOut += chunkBytes(chunk); yield chunk; }
+      for await (const chunk of input) { markBytes(c, chunk); c.recordsOut += chunk.length; c.bytesOut += chunkBytes(chunk); yield chunk; }
     } catch (e) { throw stepError(label, e); }
   }
 }
@@ -147,7 +163,7 @@ function startRun(source, steps, sink, options) {
     return {
       state,
       durationMs,
-      records: { in: sourceCounters.recordsOut, out: sinkCounters.delivered },
+      records: { in: recordsIn(sourceCounters, stepCounters), out: sinkCounters.delivered },
       bytes: { in: sourceCounters.bytesOut, out: sinkCounters.bytesIn },
       source: { ...sourceCounters },
       steps: stepCounters.map((c) => ({ ...c })),
@@ -199,7 +215,7 @@ function startRun(source, steps, sink, options) {
 async function* countSource(input, c) {
   // A source (a user's generator) that throws fails the run with STEP_FAILED, "source: ...".
   try {
-    for await (const chunk of input) { c.recordsOut += chunk.length; c.bytesOut += chunkBytes(chunk); yield chunk; }
+    for await (const chunk of input) { markBytes(c, chunk); c.recordsOut += chunk.length; c.bytesOut += chunkBytes(chunk); yield chunk; }
   } catch (e) { throw stepError('source', e); }
 }
 

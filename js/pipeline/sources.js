@@ -1,6 +1,7 @@
 // Pipeline sources: SDK byte sources, (async) iterables of records, replayable functions,
 // and fromPipe(). Each becomes an async iterable of record chunks.
 import { HttpipeError, receive } from '../api.js';
+import { chunksOf } from '../streams.js';
 import { SOURCE } from './core.js';
 
 const CHUNK = 1024; // records per chunk pulled from an iterable, at most
@@ -36,18 +37,7 @@ export function fromPipe(options) {
 }
 
 async function* readStream(stream) {
-  const reader = stream.getReader();
-  let finished = false;
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) { finished = true; return; }
-      yield [value];
-    }
-  } finally {
-    if (!finished) await reader.cancel().catch(() => {});
-    reader.releaseLock();
-  }
+  for await (const value of chunksOf(stream)) yield [value];
 }
 
 function bytesStream(x) {

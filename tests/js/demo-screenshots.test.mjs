@@ -1,7 +1,7 @@
 // Screenshots of the demo's screens through a real handoff by short code (Chromium page →
 // page, real relay): start, the sender's code, the receiver's code form, sending, receiving
 // and both finished panels, on a desktop (1280×800) and a phone (390×844). They go to
-// test-artifacts/screenshots/ (look at them; docs/img/ has the README's pair). Each screen is
+// test-artifacts/screenshots/ (look at them; docs/img/ has docs/demo.md's pair). Each screen is
 // also checked for what a person needs there: no sideways scrolling, every control labelled.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,7 +34,7 @@ test.after(async () => {
 
 /**
  * A screen: saved as screenshots/<viewport>-<name>.png, checked for width and labels; on the
- * desktop also -card.png, the page's column only (the README shows those side by side).
+ * desktop also -card.png, the page's column only (docs/demo.md shows those side by side).
  */
 async function shot(page, viewport, name) {
   assert.equal(await fitsWidth(page), true, `${viewport} ${name}: no sideways scrolling`);

@@ -1,5 +1,5 @@
-// The README's pipeline examples run as written: the files in examples/records/ are quoted
-// verbatim in README.md, and here they run as separate processes against the real relay.
+// The pipeline guide's examples run as written: the files in examples/records/ are quoted
+// verbatim in docs/pipelines.md, and here they run as separate processes against the real relay.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -19,10 +19,10 @@ after(async () => { await relay?.stop(); if (dir) fs.rmSync(dir, { recursive: tr
 
 const node = (file, args, env = {}) => run(process.execPath, [path.join(EX, file), ...args], { cwd: ROOT, timeout: 60_000, env: { ...process.env, ...env } });
 
-test('README quotes every example file verbatim', () => {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+test('docs/pipelines.md quotes every example file verbatim', () => {
+  const guide = fs.readFileSync(path.join(ROOT, 'docs/pipelines.md'), 'utf8');
   for (const f of fs.readdirSync(EX).filter((f) => f.endsWith('.mjs'))) {
-    assert.ok(readme.includes(fs.readFileSync(path.join(EX, f), 'utf8').trimEnd()), `README.md does not quote examples/records/${f} as it is`);
+    assert.ok(guide.includes(fs.readFileSync(path.join(EX, f), 'utf8').trimEnd()), `docs/pipelines.md does not quote examples/records/${f} as it is`);
   }
 });
 

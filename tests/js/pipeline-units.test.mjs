@@ -6,7 +6,7 @@ import { PKG } from './lib/sdk.mjs';
 import { FakeClock, settle } from './lib/fake-clock.mjs';
 
 const sdk = await import(PKG);
-const { pipeline, map, filter, flatMap, tap, batch, meter, gzip, gunzip, encrypt, decrypt, ndjson, lines, collect, sink, defineSource, HttpipeError } = sdk;
+const { pipeline, map, filter, flatMap, tap, batch, meter, gzip, gunzip, encrypt, decrypt, ndjson, csv, lines, collect, sink, defineSource, HttpipeError } = sdk;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -158,6 +158,23 @@ test('gzip → gunzip and encrypt → decrypt round-trip bytes; corrupt gzip is 
   assert.equal(dec.decode(Buffer.concat(await collected(secret, decrypt({ passphrase: 'pw' })))), dec.decode(data));
   await assert.rejects(collected(secret, decrypt({ passphrase: 'other' })), (e) => e.code === 'WRONG_KEY');
   await assert.rejects(collected([{ not: 'bytes' }], gzip()), (e) => e.code === 'UNSUPPORTED' && /encode them first/.test(e.message));
+});
+
+test('records.in of a byte source counts the decoded records, not the byte chunks', async () => {
+  // issue 29: 2 500 CSV rows from a Blob were reported as 2 records (its chunks).
+  const csvText = 'sku,qty\n' + Array.from({ length: 2500 }, (_, i) => `SKU-${i},${i}`).join('\n') + '\n';
+  const rep = await pipeline(new Blob([csvText]), csv.decode(), collect()).done;
+  assert.equal(rep.result.length, 2500);
+  assert.equal(rep.records.in, 2500);
+  assert.ok(rep.source.recordsOut < 2500, 'the source itself yields byte chunks');
+  // ...through byte steps first (gzip, gunzip), and by lines()
+  const lined = await pipeline(new Blob([csvText]), gzip(), gunzip(), lines({ skipEmpty: true }), collect()).done;
+  assert.equal(lined.records.in, 2501);
+  // A byte pipeline without a decoder counts byte chunks, as before.
+  const bytes = await pipeline(new Blob([csvText]), gzip(), collect()).done;
+  assert.equal(bytes.records.in, bytes.source.recordsOut);
+  // A record source is unchanged.
+  assert.equal((await pipeline([1, 2, 3], collect()).done).records.in, 3);
 });
 
 test('the report counts records and bytes per step, and stats() is live', async () => {

@@ -1,5 +1,5 @@
-// The README's recipes run as written. Every fenced ```sh or ```js block in README.md that
-// follows a line
+// The README's recipes run as written. Every fenced ```sh or ```js block in README.md, the
+// guides in docs/ and js/README.md (DOCS below) that follows a line
 //   <!-- recipe: run [option=value ...] -->
 // (an HTML comment: GitHub shows nothing) is run here against a real relay, so a recipe that
 // fails verbatim fails `npm test`. Unmarked blocks are not run (fragments with placeholders,
@@ -35,6 +35,10 @@
 //                     blocks that write no files and run cargo (which finds the workspace from
 //                     the directory: through the symlinks it would rebuild everything)
 //   name=TEXT         the test's name (default: the section heading and line)
+//
+// The quick start (README.md, the sh block after `<!-- quick start ... -->`) runs as written
+// too, in the order of its terminals: `npm start` is the relay, the export as it is, `send`
+// in the background, and `receive` with the code `send` printed in place of the example's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -45,6 +49,9 @@ import path from 'node:path';
 import { ROOT, RELAY_BIN, RELEASE_DIR } from './lib/relay.mjs';
 
 const README = path.join(ROOT, 'README.md');
+/** The files whose marked blocks run: README.md, docs/*.md, js/README.md. */
+const DOCS = ['README.md', 'js/README.md',
+  ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 const MARKER = /^<!--\s*recipe:\s*run\b(.*?)-->\s*$/;
 const OPTIONS = new Set(['timeout', 'expect', 'until', 'daemon', 'ports', 'env', 'relay', 'cwd', 'name']);
 const REPEATABLE = new Set(['expect', 'until', 'daemon']);
@@ -62,8 +69,8 @@ export function parseOptions(text, where) {
   return opts;
 }
 
-/** The marked blocks of README.md: { line, lang, code, opts, heading }. */
-export function markedRecipes(text = fs.readFileSync(README, 'utf8')) {
+/** The marked blocks of `file` (README.md): { file, line, lang, code, opts, heading }. */
+export function markedRecipes(text = fs.readFileSync(README, 'utf8'), file = 'README.md') {
   const lines = text.split('\n');
   const out = [];
   let heading = '';
@@ -71,14 +78,14 @@ export function markedRecipes(text = fs.readFileSync(README, 'utf8')) {
     if (/^#{1,6} /.test(lines[i])) heading = lines[i].replace(/^#+ /, '');
     const m = MARKER.exec(lines[i]);
     if (!m) continue;
-    const where = `README.md:${i + 1}`;
+    const where = `${file}:${i + 1}`;
     const fence = /^```(\w+)\s*$/.exec(lines[i + 1] || '');
     if (!fence) throw new Error(`${where}: a recipe marker must be followed at once by a fenced block`);
     const lang = fence[1];
     if (!['sh', 'bash', 'js'].includes(lang)) throw new Error(`${where}: can't run a \`${lang}\` block (sh, bash or js)`);
     const end = lines.findIndex((l, k) => k > i + 1 && /^```\s*$/.test(l));
     if (end < 0) throw new Error(`${where}: unclosed block`);
-    out.push({ line: i + 2, lang, code: lines.slice(i + 2, end).join('\n'), opts: parseOptions(m[1], where), heading });
+    out.push({ file, line: i + 2, lang, code: lines.slice(i + 2, end).join('\n'), opts: parseOptions(m[1], where), heading });
     i = end;
   }
   return out;
@@ -237,7 +244,7 @@ async function runRecipe(recipe) {
   const r = await runGroup(cmd[0], cmd[1], { cwd: opts.cwd === 'root' ? ROOT : scratch, env, timeoutMs, until });
   const relayLogs = fs.readdirSync(scratch).filter((f) => f.startsWith('.recipe-relay-'))
     .map((f) => `--- ${f}\n${fs.readFileSync(path.join(scratch, f), 'utf8')}`).join('\n');
-  const report = `README.md:${recipe.line} as run (${((Date.now() - t0) / 1000).toFixed(1)} s):\n${code}\n--- output:\n${r.out}\n${relayLogs}`;
+  const report = `${recipe.file || 'README.md'}:${recipe.line} as run (${((Date.now() - t0) / 1000).toFixed(1)} s):\n${code}\n--- output:\n${r.out}\n${relayLogs}`;
   fs.rmSync(scratch, { recursive: true, force: true });
   if (r.timedOut) assert.fail(`timed out after ${timeoutMs / 1000} s${opts.until.length ? ` waiting for ${opts.until.join(', ')}` : ''}\n${report}`);
   assert.equal(r.code, 0, `exit ${r.code}\n${report}`);
@@ -247,7 +254,36 @@ async function runRecipe(recipe) {
   }
 }
 
-const recipes = markedRecipes();
+const recipes = DOCS.flatMap((f) => markedRecipes(fs.readFileSync(path.join(ROOT, f), 'utf8'), f));
+
+/**
+ * README.md's quick start as one script: its lines as written, `send` in the background with
+ * its stderr kept, and `receive` given the code `send` printed instead of the example's.
+ */
+export function quickStart(text = fs.readFileSync(README, 'utf8')) {
+  const lines = text.split('\n');
+  const at = lines.findIndex((l) => /^<!--\s*quick start\b/.test(l));
+  assert.ok(at >= 0, 'README.md has a <!-- quick start --> marker');
+  assert.match(lines[at + 1], /^```sh\s*$/, 'a sh block follows the quick start marker');
+  const end = lines.findIndex((l, k) => k > at + 1 && /^```\s*$/.test(l));
+  const block = lines.slice(at + 2, end);
+  assert.ok(block.length <= 15, `the quick start has ${block.length} lines`);
+  const example = /\b\d{1,3}-[a-z]+-[a-z]+\b/;
+  const body = block.map((raw) => {
+    const [cmd, comment] = splitComment(raw);
+    if (/\bhttpipe send\b/.test(cmd)) {
+      return `${cmd} 2> .send.log &   ${comment}
+for _ in $(seq 300); do grep -q '^Code: ' .send.log && break; sleep 0.1; done
+code=$(sed -n 's/^Code: //p' .send.log); echo "the code: $code"`;
+    }
+    if (/\bhttpipe receive\b/.test(cmd)) {
+      assert.match(cmd, example, 'the receive line shows an example code');
+      return `${cmd.replace(example, '"$code"')}   ${comment}`;
+    }
+    return raw;
+  });
+  return { line: at + 3, code: [...body, 'cmp README.md README-copy.md && echo same'].join('\n') };
+}
 
 // The harness itself: what would let a broken recipe pass must fail.
 for (const [what, code, options] of [
@@ -275,7 +311,12 @@ test('README recipe markers: each is followed by a runnable block, options known
   assert.ok(recipes.length >= 5, `only ${recipes.length} marked recipes`);
 });
 
+test('README quick start: a file sent by code from the CLI arrives, as written', { timeout: 120_000 }, async () => {
+  const { line, code } = quickStart();
+  await runRecipe({ file: 'README.md', line, lang: 'sh', code, opts: parseOptions('expect="^same$" timeout=60', 'quick start') });
+});
+
 for (const recipe of recipes) {
-  const name = recipe.opts.name || `${recipe.heading} (README.md:${recipe.line})`;
+  const name = recipe.opts.name || `${recipe.heading} (${recipe.file}:${recipe.line})`;
   test(`README recipe: ${name}`, { timeout: (Number(recipe.opts.timeout || 60) + 30) * 1000 }, () => runRecipe(recipe));
 }

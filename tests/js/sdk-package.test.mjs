@@ -52,7 +52,7 @@ function wasmLoadFailed(...mustName) {
     assert.equal(e.code, 'WASM_LOAD_FAILED', String(e));
     for (const s of mustName) assert.ok(e.message.includes(s), `message should name ${s}: ${e.message}`);
     // ...and say what to do
-    assert.match(e.message, /Serve httpipe_wasm_bg\.wasm next to the package's index\.js/);
+    assert.match(e.message, /; serve httpipe_wasm_bg\.wasm next to the package's index\.js/);
     assert.match(e.message, /init\(url \| bytes \| WebAssembly\.Module \| Response\)/);
     assert.match(e.message, /"Bundlers" in the httpipe README/);
     return true;

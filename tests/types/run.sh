@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The type tests of the built package (pkg/, from scripts/build-sdk.sh), run by scripts/test.sh:
-# tsc --strict once per lib setup (tsconfig.*.json: DOM, WebWorker, ES2022 alone, @types/node,
+# tsc --strict once per lib setup (tsconfig.*.json: DOM, WebWorker, ES2022 alone, Vite's ES2020 + DOM, @types/node,
 # @cloudflare/workers-types) and Deno's checker. The files import "httpipe" by name, resolved
 # through the package's `exports` (tests/types/node_modules/httpipe -> pkg/; deno.jsonc maps it).
 set -euo pipefail
@@ -22,5 +22,5 @@ for config in tsconfig*.json; do
 done
 start=$(date +%s%N)
 DENO_NO_UPDATE_CHECK=1 NO_COLOR=1 "$root/node_modules/.bin/deno" check --quiet --config deno.jsonc \
-  api.ts pipeline.ts web.ts wasm.ts
-echo "deno check tests/types/{api,pipeline,web,wasm}.ts: ok ($(( ($(date +%s%N) - start) / 1000000 )) ms)"
+  api.ts pipeline.ts web.ts wasm.ts receiver.ts
+echo "deno check tests/types/{api,pipeline,web,wasm,receiver}.ts: ok ($(( ($(date +%s%N) - start) / 1000000 )) ms)"
