@@ -3,11 +3,10 @@
 // and the per-await cost is paid once per chunk. Steps and sinks are factories: every run
 // creates fresh state, so one pipeline description can run again (serve(), a retry).
 import { HttpipeError } from '../api.js';
-import { openSource } from './sources.js';
+import { openSource, SOURCE } from './sources.js';
 
 export const STEP = Symbol.for('httpipe.pipeline.step');
 export const SINK = Symbol.for('httpipe.pipeline.sink');
-export const SOURCE = Symbol.for('httpipe.pipeline.source');
 
 /** The clock steps use for time (batch, retries); tests pass a fake one. */
 export const systemClock = {

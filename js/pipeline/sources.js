@@ -2,7 +2,9 @@
 // and fromPipe(). Each becomes an async iterable of record chunks.
 import { HttpipeError, receive } from '../api.js';
 import { chunksOf } from '../streams.js';
-import { SOURCE } from './core.js';
+
+/** Marks a pipeline source (`defineSource`); `core.js` tells sources from steps and sinks by it. */
+export const SOURCE = Symbol.for('httpipe.pipeline.source');
 
 const CHUNK = 1024; // records per chunk pulled from an iterable, at most
 const CHUNK_BYTES = 1 << 20; // ... and bytes, when the records are byte chunks

@@ -355,13 +355,22 @@ pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
     }
 }
 
+/// A reopened source gave other bytes than the first time (§12.3): the producer fails rather
+/// than send them (and an encrypting one never seals other plaintext under a used nonce).
+pub fn source_changed(what: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::Unsupported,
+        format!("cannot resume: the source changed since it was sent ({what}); a file must not change while it is sent (PROTOCOL.md §12.3)"),
+    )
+}
+
 #[cfg(feature = "crypto")]
 impl From<crate::crypto::Error> for Error {
     /// The public code of a crypto core error, with a hint for the two a person can fix.
     fn from(e: crate::crypto::Error) -> Self {
         use crate::crypto::Error as C;
         if let C::SourceChanged { .. } = e {
-            return super::resume::source_changed(&e).with_source(e);
+            return source_changed(&e).with_source(e);
         }
         let code = match &e {
             C::NoMatchingIdentity | C::WrongPassphrase => ErrorCode::WrongKey,

@@ -265,18 +265,18 @@ pub fn transfer_id(random: &[u8; hello::TRANSFER_ID_BYTES]) -> String {
 
 /// A fresh transfer id (§12.1) from the system's (or the JS runtime's) randomness.
 #[cfg(feature = "crypto")]
-pub fn new_transfer_id() -> Result<String, super::error::Error> {
+pub fn new_transfer_id() -> Result<String, Error> {
     let mut b = [0u8; hello::TRANSFER_ID_BYTES];
     getrandom::fill(&mut b).map_err(|e| {
-        super::error::Error::new(
-            super::error::ErrorCode::Unsupported,
+        Error::new(
+            ErrorCode::Unsupported,
             format!("no randomness for a transfer id: {e}"),
         )
     })?;
     Ok(transfer_id(&b))
 }
 
-/// Where a consumer's receipt goes (§12.2): from [`super::consumer::Consumer::receipt_plan`].
+/// Where a consumer's receipt goes (§12.2): from `Consumer::receipt_plan`.
 #[derive(Debug, Clone)]
 pub struct ReceiptPlan {
     pub(crate) relay: RelayBase,

@@ -173,15 +173,6 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
     }
 }
 
-/// A reopened source gave other bytes than the first time (§12.3): the producer fails rather
-/// than send them (and an encrypting one never seals other plaintext under a used nonce).
-pub fn source_changed(what: impl std::fmt::Display) -> Error {
-    Error::new(
-        ErrorCode::Unsupported,
-        format!("cannot resume: the source changed since it was sent ({what}); a file must not change while it is sent (PROTOCOL.md §12.3)"),
-    )
-}
-
 /// The meeting's verdict (§12.3), the same on both sides: `Ok` when the consumer's `offset` is
 /// within what the producer offers, else the error each side reports (`consumer`: the
 /// consumer's).

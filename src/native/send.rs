@@ -53,18 +53,6 @@ fn memory() -> std::sync::MutexGuard<'static, OriginMemory> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Runs `f` on the blocking pool (scrypt takes about a second).
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        Error::new(
-            ErrorCode::Unsupported,
-            format!("a worker thread failed: {e}"),
-        )
-    })
-}
-
 struct Prepared {
     driver: Driver,
     encoder: Encoder,

@@ -36,6 +36,18 @@ pub(crate) const READ_CHUNK: usize = 256 * 1024;
 /// Plain writes smaller than this are coalesced (until a flush or this many bytes).
 const COALESCE: usize = 64 * 1024;
 
+/// Runs `f` on the blocking pool (scrypt takes about a second).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        Error::new(
+            ErrorCode::Unsupported,
+            format!("a worker thread failed: {e}"),
+        )
+    })
+}
+
 impl ByteChunk for Bytes {
     fn byte_len(&self) -> usize {
         self.len()
@@ -185,7 +197,7 @@ impl Encoder {
         let Some(mut enc) = self.enc.take() else {
             return Ok(());
         };
-        let (enc, wire, r) = super::send::blocking(move || {
+        let (enc, wire, r) = blocking(move || {
             let mut wire = Vec::new();
             let r = enc.flush(&mut wire);
             (enc, wire, r)

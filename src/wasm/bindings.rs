@@ -1,8 +1,12 @@
 //! Own bindings to globals every target runtime has (browsers, workers, Node, Deno,
 //! Cloudflare Workers) — never through `window` (`PROTOCOL.md` §10).
 
-use js_sys::{Function, Promise};
+use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::error::into_js;
+use crate::client::error::Error;
 
 #[wasm_bindgen]
 extern "C" {
@@ -68,4 +72,25 @@ pub async fn sleep(ms: f64) {
         set_timeout(&resolve, ms);
     });
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// True in a browser page (a global with a `document`), false in Node, Deno and workers.
+pub fn in_page() -> bool {
+    js_sys::Reflect::has(&js_sys::global(), &"document".into()).unwrap_or(false)
+}
+
+/// `provider[name]`, a function, or `UNSUPPORTED` naming the registering call (`setter`).
+pub(crate) fn provider_member(
+    provider: &JsValue,
+    setter: &str,
+    name: &str,
+) -> Result<Function, JsValue> {
+    Reflect::get(provider, &name.into())
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+        .ok_or_else(|| {
+            into_js(Error::usage(format!(
+                "{setter}: the provider has no function `{name}`"
+            )))
+        })
 }

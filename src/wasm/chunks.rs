@@ -19,11 +19,12 @@ use web_sys::ReadableStream;
 use super::bindings::now_ms;
 use super::error::{from_js, to_js as error_to_js};
 use super::options::Parsed;
+use crate::client::error::source_changed;
 use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
 use crate::client::producer::REPLAY_LIMIT;
 use crate::client::rate::RateMeter;
-use crate::client::resume::{source_changed, ReplayWindow};
+use crate::client::resume::ReplayWindow;
 
 /// A stream of byte chunks.
 pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, Error>>;
@@ -497,7 +498,7 @@ pub fn stoppable(stream: ByteStream, reason: Rc<Cell<StopReason>>) -> ByteStream
 }
 
 /// A reopened source (§12.3): exactly `len` bytes, else it fails with
-/// [`source_changed`](crate::client::resume::source_changed) (a shorter or longer source would
+/// [`source_changed`](crate::client::error::source_changed) (a shorter or longer source would
 /// shift every byte after it).
 pub fn exactly(stream: ByteStream, len: u64) -> ByteStream {
     let differs = move |got: &str| {

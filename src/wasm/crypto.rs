@@ -585,7 +585,7 @@ pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
         crate::crypto::set_runtime_crypto(None);
         return Ok(());
     }
-    let member = |name: &str| provider_member(&provider, "setRuntimeCrypto", name);
+    let member = |name: &str| super::bindings::provider_member(&provider, "setRuntimeCrypto", name);
     let name = match Reflect::get(&provider, &"name".into())
         .ok()
         .and_then(|n| n.as_string())
@@ -607,31 +607,4 @@ pub fn set_runtime_crypto(provider: JsValue) -> Result<(), JsValue> {
     };
     crate::crypto::set_runtime_crypto(Some(Rc::new(runtime)));
     Ok(())
-}
-
-/// `provider[name]`, a function, or `UNSUPPORTED` naming the registering call (`setter`).
-pub(crate) fn provider_member(
-    provider: &JsValue,
-    setter: &str,
-    name: &str,
-) -> Result<Function, JsValue> {
-    Reflect::get(provider, &name.into())
-        .ok()
-        .and_then(|f| f.dyn_into::<Function>().ok())
-        .ok_or_else(|| {
-            into_js(Error::usage(format!(
-                "{setter}: the provider has no function `{name}`"
-            )))
-        })
-}
-
-/// `cryptoBackendName()`: whose primitives the streams opened now use: WebCrypto's
-/// (`"webcrypto"`, `super::webcrypto`), the runtime's (`"node:crypto"`) or this module's
-/// (`"wasm"`).
-#[wasm_bindgen(js_name = cryptoBackendName)]
-pub fn crypto_backend_name() -> String {
-    if super::webcrypto::active().is_some() {
-        return "webcrypto".into();
-    }
-    crate::crypto::crypto_backend().to_string()
 }

@@ -36,7 +36,7 @@ fn init_for(req: &Request) -> Result<Object, JsValue> {
         headers.append(k, v)?;
     }
     Reflect::set(&init, &"headers".into(), &headers)?;
-    if req.last_word && super::pagehide::in_page() {
+    if req.last_word && super::bindings::in_page() {
         // outlives the page if it is closed right now (see `pagehide.rs`)
         Reflect::set(&init, &"keepalive".into(), &JsValue::TRUE)?;
     }

@@ -13,6 +13,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::EventTarget;
 
+use super::bindings::in_page;
 use super::http::send_keepalive;
 use crate::client::request::Request;
 
@@ -20,11 +21,6 @@ use crate::client::request::Request;
 pub struct PageHide {
     target: EventTarget,
     listener: Closure<dyn FnMut()>,
-}
-
-/// True in a browser page (a global with a `document`), false in Node, Deno and workers.
-pub fn in_page() -> bool {
-    js_sys::Reflect::has(&js_sys::global(), &"document".into()).unwrap_or(false)
 }
 
 impl PageHide {

@@ -75,7 +75,7 @@ pub fn set_web_crypto(provider: JsValue) -> Result<(), JsValue> {
         PROVIDER.with(|p| *p.borrow_mut() = None);
         return Ok(());
     }
-    let member = |name: &str| super::crypto::provider_member(&provider, "setWebCrypto", name);
+    let member = |name: &str| super::bindings::provider_member(&provider, "setWebCrypto", name);
     let p = Provider {
         import_key: member("importKey")?,
         seal: member("seal")?,
@@ -577,4 +577,15 @@ impl JsWebDecryptor {
         self.dec.borrow_mut().finish(&mut out).map_err(to_js)?;
         Ok(out)
     }
+}
+
+/// `cryptoBackendName()`: whose primitives the streams opened now use: WebCrypto's
+/// (`"webcrypto"`, this module), the runtime's (`"node:crypto"`) or this module's
+/// (`"wasm"`).
+#[wasm_bindgen(js_name = cryptoBackendName)]
+pub fn crypto_backend_name() -> String {
+    if active().is_some() {
+        return "webcrypto".into();
+    }
+    crate::crypto::crypto_backend().to_string()
 }
