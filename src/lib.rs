@@ -2,8 +2,8 @@
 //!
 //! - [`protocol`]: wire pieces shared by the SDK and the relay (`PROTOCOL.md` §3–§6):
 //!   control lines, access tokens, segmented-upload parameters.
-//! - [`client`]: target-independent SDK logic (errors, status log, URLs, segmented parts,
-//!   transport choice, progress) used by the bindings.
+//! - `client` (feature `crypto`): the clients' sans-IO core — every protocol decision of the
+//!   producer and the consumer (`docs/ARCHITECTURE.md`); the drivers below only do I/O.
 //! - `crypto` (feature `crypto`, on by default): streaming age v1 and age-rt v0.2
 //!   encryption (`PROTOCOL.md` §7–§8).
 //! - `wasm` (only on `wasm32`): the JavaScript bindings shipped as the npm package.
@@ -12,6 +12,8 @@
 
 pub mod protocol;
 
+// The clients' core; the relay (built without `crypto`) shares only `protocol`.
+#[cfg(feature = "crypto")]
 pub mod client;
 
 #[cfg(feature = "crypto")]

@@ -3,8 +3,8 @@
 //! `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test --target wasm32-unknown-unknown --test wasm_bindings`
 #![cfg(target_arch = "wasm32")]
 
-use httpipe::client::error::ErrorCode;
-use httpipe::client::parts::PartCutter;
+use httpipe::client::ErrorCode;
+use httpipe::client::PartCutter;
 use httpipe::wasm::chunks::{concat, View};
 use httpipe::wasm::crypto::{JsDecryptor, JsEncryptor};
 use httpipe::wasm::error::{code_of, has_code, js_error, message_of};

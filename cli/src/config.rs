@@ -149,7 +149,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
 
 /// The producer's replay window in bytes (§12.3), when given.
 pub fn resume_window(keys: &Keys) -> Result<Option<usize>, CliError> {
-    let max = httpipe::client::resume::MAX_WINDOW as u64;
+    let max = httpipe::client::MAX_WINDOW as u64;
     let n = match &keys.resume_window {
         None => return Ok(None),
         Some(SizeSpec::Bytes(n)) => Some(*n),

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use httpipe::client::error::{Error as NetError, ErrorCode};
+use httpipe::client::{Error as NetError, ErrorCode};
 
 /// The process exit codes, as in `zebrastream` 0.5.4 (`cli.py`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,11 +202,11 @@ mod tests {
 
     #[test]
     fn a_gap_older_than_the_window_says_what_to_raise() {
-        let e = httpipe::client::resume::agree(10, 20, 3, true).expect_err("gap");
+        let e = httpipe::client::agree(10, 20, 3, true).expect_err("gap");
         let c = from_net(&e, Role::Consumer);
         assert_eq!(c.exit, Exit::PeerDisconnected);
         assert!(c.fix.contains("--resume-window"), "{c}");
-        let e = httpipe::client::resume::agree(10, 20, 3, false).expect_err("gap");
+        let e = httpipe::client::agree(10, 20, 3, false).expect_err("gap");
         let c = from_net(&e, Role::Producer);
         assert_eq!(c.exit, Exit::PeerDisconnected);
         assert!(c.fix.contains("--resume-window"), "{c}");

@@ -5,7 +5,7 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use httpipe::client::error::Error as NetError;
+use httpipe::client::Error as NetError;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
@@ -363,7 +363,7 @@ pub(crate) async fn run_consumer<S: Source>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use httpipe::client::error::ErrorCode;
+    use httpipe::client::ErrorCode;
 
     #[derive(Default)]
     struct VecSink {

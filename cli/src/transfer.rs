@@ -14,8 +14,8 @@
 
 use std::time::Duration;
 
-pub use httpipe::client::code::{CodeKeys, Offer as CodeOffer};
-use httpipe::client::error::Error as NetError;
+use httpipe::client::Error as NetError;
+pub use httpipe::client::{CodeKeys, Offer as CodeOffer};
 use httpipe::crypto::Format;
 
 use crate::config::Endpoint;
@@ -101,7 +101,7 @@ pub struct StreamInfo {
 #[cfg(not(feature = "net"))]
 mod imp {
     use super::*;
-    use httpipe::client::error::ErrorCode;
+    use httpipe::client::ErrorCode;
 
     fn unsupported() -> NetError {
         NetError::new(

@@ -195,7 +195,8 @@ impl Consumer {
     }
 
     /// The transfer id, when the producer waits for this consumer's receipt (§12.1).
-    pub fn receipt_transfer(&self) -> Option<&str> {
+    #[cfg(test)]
+    fn receipt_transfer(&self) -> Option<&str> {
         self.receipt_transfer.as_deref()
     }
 
@@ -641,6 +642,7 @@ impl BodyCheck {
         self.seen += n;
     }
 
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))] // the native driver's
     pub fn seen(&self) -> u64 {
         self.seen
     }

@@ -190,6 +190,7 @@ impl std::error::Error for Error {
 
 /// A cause described in words only (a JavaScript exception, a transport error's text).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
 pub struct Cause {
     /// The error's class name, e.g. `TypeError`.
     pub name: String,

@@ -15,6 +15,7 @@ use super::error::Error;
 use crate::crypto::{DecryptOptions, Decryptor, Encryptor, Format, Identity, Recipient};
 
 /// The payload format of a `format` option: `'age-rt'` (the default) or `'age'`.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
 pub fn format_of(format: Option<&str>) -> Result<Format, Error> {
     match format {
         None => Ok(Format::AgeRt),

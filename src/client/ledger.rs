@@ -19,6 +19,7 @@ pub struct Ledger {
     /// Hash the bytes (a receipt commits to them); otherwise only count them.
     pub hash: bool,
     /// Scratch space for adapters whose bytes live elsewhere ([`Ledger::add_with`]).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     buf: Vec<u8>,
 }
 
@@ -42,6 +43,7 @@ impl Ledger {
 
     /// `n` bytes passed that `fill` copies into a buffer when they must be hashed (a
     /// JavaScript `Uint8Array`: copied only when a receipt commits to them).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn add_with(&mut self, n: usize, fill: impl FnOnce(&mut [u8])) {
         if !self.hash {
             self.committer.count(n as u64);
@@ -55,6 +57,7 @@ impl Ledger {
     }
 
     /// Bytes counted so far.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn bytes(&self) -> u64 {
         self.committer.bytes()
     }

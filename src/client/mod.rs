@@ -27,28 +27,33 @@
 //! - `ledger` (feature `crypto`): what each side counts and commits to for a delivery
 //!   receipt (§12.2), and the receipt key; every adapter feeds it the same bytes.
 
-#[cfg(feature = "crypto")]
-pub mod code;
-pub mod consumer;
-pub mod delivery;
-pub mod disposition;
-pub mod error;
-#[cfg(feature = "crypto")]
-pub mod keys;
-#[cfg(feature = "crypto")]
-pub mod ledger;
-#[cfg(feature = "crypto")]
-pub mod options;
-pub mod parts;
-pub mod producer;
-pub mod rate;
-pub mod receipt;
-pub mod rendezvous;
-pub mod request;
-pub mod resume;
-pub mod stall;
-pub mod status;
-pub mod transport;
-pub mod urls;
+pub(crate) mod code;
+pub(crate) mod consumer;
+pub(crate) mod delivery;
+pub(crate) mod disposition;
+pub(crate) mod error;
+pub(crate) mod keys;
+pub(crate) mod ledger;
+pub(crate) mod options;
+pub(crate) mod parts;
+pub(crate) mod producer;
+pub(crate) mod rate;
+pub(crate) mod receipt;
+pub(crate) mod rendezvous;
+pub(crate) mod request;
+pub(crate) mod resume;
+pub(crate) mod stall;
+pub(crate) mod status;
+pub(crate) mod transport;
+pub(crate) mod urls;
 
+// What the CLI, the integration tests and the published crate use of the core; everything
+// else is the drivers' business (`pub(crate)`).
+pub use code::{Code, CodeKeys, Offer};
 pub use error::{Error, ErrorCode};
+pub use parts::PartCutter;
+pub use rate::Progress;
+pub use receipt::ReceiptReport;
+pub use resume::{agree, DEFAULT_WINDOW, MAX_WINDOW};
+pub use transport::{Transport, UploadMode};
+pub use urls::ConnectMode;

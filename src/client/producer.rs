@@ -573,7 +573,7 @@ impl<T: ByteChunk> Producer<T> {
         self.resume_plan()?
             .call(hello, FAILURE_NOTICE_TIMEOUT_S)
             .ok()
-            .map(Request::as_last_word)
+            .map(Request::into_last_word)
     }
 
     /// When the transfer failed with `e` because of its source or the caller's abort, after
@@ -594,7 +594,7 @@ impl<T: ByteChunk> Producer<T> {
             timeout_ms: Some(WITHDRAW_WAIT_S * 1000.0),
             ..Request::get(url, auth_headers(self.cfg.token.as_deref()))
         };
-        Some(request.as_last_word())
+        Some(request.into_last_word())
     }
 
     /// Every call due when the transfer failed with `e`, for the adapter to make together:
@@ -609,6 +609,7 @@ impl<T: ByteChunk> Producer<T> {
 
     /// True once the relay said it delivered every byte: from then on no failure notice is
     /// due ([`Producer::failure_notice`] is `None`), the receipt call offers the resume.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn delivered(&self) -> bool {
         self.delivered
     }
@@ -638,11 +639,6 @@ impl<T: ByteChunk> Producer<T> {
     /// The transfer id of the rendezvous hello (§12.1), if any.
     pub fn transfer_id(&self) -> Option<&str> {
         self.cfg.receipt.as_ref().map(|r| r.transfer.as_str())
-    }
-
-    /// The data URL, once known (after the rendezvous).
-    pub fn data_url(&self) -> Option<&str> {
-        self.data_url.as_deref()
     }
 
     /// The body of the part a [`Step::Part`] asked for.

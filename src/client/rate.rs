@@ -23,6 +23,7 @@ pub struct Progress {
 pub struct RateMeter {
     total: Option<u64>,
     bytes: u64,
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     start_ms: f64,
     last_emit_ms: f64,
     /// (time, bytes) at the start of the current and the previous window.
@@ -54,6 +55,7 @@ impl RateMeter {
         self.bytes
     }
 
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn elapsed_ms(&self, now_ms: f64) -> f64 {
         (now_ms - self.start_ms).max(0.0)
     }

@@ -35,6 +35,7 @@ pub struct Committer {
 }
 
 impl Committer {
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn new() -> Self {
         Self::default()
     }
@@ -50,6 +51,7 @@ impl Committer {
         self.bytes += n;
     }
 
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -305,7 +307,7 @@ impl ReceiptPlan {
             self.token.as_deref(),
             Some(text),
         )
-        .map(Request::as_last_word)
+        .map(Request::into_last_word)
     }
 }
 

@@ -48,7 +48,7 @@ impl Request {
     }
 
     /// This request as a last word (see [`Request::last_word`]).
-    pub fn as_last_word(self) -> Self {
+    pub fn into_last_word(self) -> Self {
         Request {
             last_word: true,
             ..self
@@ -92,6 +92,7 @@ impl Headers for Vec<(&str, &str)> {
 }
 
 /// No headers (for answers whose headers don't matter).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
 pub struct NoHeaders;
 
 impl Headers for NoHeaders {

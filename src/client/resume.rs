@@ -19,6 +19,7 @@ pub const DEFAULT_WINDOW: usize = 32 * 1024 * 1024;
 pub const MAX_WINDOW: usize = 1024 * 1024 * 1024;
 
 /// Validates a `resumeWindow` option (bytes): 0 ..= [`MAX_WINDOW`]; `None` → the default.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
 pub fn window_size(requested: Option<f64>) -> Result<usize, Error> {
     match requested {
         None => Ok(DEFAULT_WINDOW),
@@ -74,6 +75,7 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
     /// A window for a source that can be reopened at any offset: it keeps the first `head`
     /// wire bytes (0 for a plain transfer) and only the offsets of the rest, so every byte
     /// sent can be sent again whatever `resumeWindow` says.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn seekable(head: u64) -> Self {
         ReplayWindow {
             head: Some(head),
@@ -115,6 +117,7 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
 
     /// Whether it keeps the chunks pushed (a stream source's window of `cap > 0` bytes), not
     /// just the last one or a seekable source's head.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn keeps_chunks(&self) -> bool {
         self.head.is_none() && self.cap > 0
     }
@@ -130,6 +133,7 @@ impl<T: ByteChunk + Clone> ReplayWindow<T> {
     }
 
     /// What the producer offers in its resume call.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn offer(&self) -> ResumeHello {
         ResumeHello::Offer {
             from: self.low,

@@ -52,6 +52,7 @@ impl RelayBase {
         Ok(RelayBase(base, Some(url.to_string())))
     }
 
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn as_str(&self) -> &str {
         &self.0
     }
