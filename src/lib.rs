@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! httpipe: HTTP-native byte pipes for the browser and the edge.
 //!
 //! - [`protocol`]: wire pieces shared by the SDK and the relay (`PROTOCOL.md` §3–§6):
@@ -19,7 +20,11 @@ pub mod client;
 #[cfg(feature = "crypto")]
 pub mod crypto;
 
+// The JS bindings: their contract is docs/js-api.md and js/index.d.ts; public for the
+// wasm-bindgen tests (tests/wasm_bindings.rs) only.
 #[cfg(all(target_arch = "wasm32", feature = "crypto"))]
+#[doc(hidden)]
+#[allow(missing_docs)]
 pub mod wasm;
 
 #[cfg(all(feature = "native", not(target_arch = "wasm32")))]

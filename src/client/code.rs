@@ -458,17 +458,22 @@ fn start(
 /// The producer's metadata, sealed in pipe `c` (§14.3).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Offer {
+    /// The offer's version (1).
     #[serde(default)]
     pub v: u32,
+    /// The file's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Plaintext bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// The media type.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
 }
 
 impl Offer {
+    /// A version-1 offer.
     pub fn new(name: Option<String>, size: Option<u64>, content_type: Option<String>) -> Offer {
         Offer {
             v: 1,

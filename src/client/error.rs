@@ -98,7 +98,9 @@ pub type Source = Arc<dyn std::error::Error + Send + Sync>;
 /// An error with a code, a message a person can act on, and its cause.
 #[derive(Clone)]
 pub struct Error {
+    /// What kind of failure (the stable code).
     pub code: ErrorCode,
+    /// What happened, in words a person can act on.
     pub message: String,
     source: Option<Source>,
     /// The other side's error code, when it told us (a `failed` receipt, §12.2).
@@ -106,6 +108,7 @@ pub struct Error {
 }
 
 impl Error {
+    /// An error with `code` and `message` (no cause).
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Error {
             code,
@@ -144,6 +147,7 @@ impl Error {
         self.source.as_ref()
     }
 
+    /// The error's code.
     pub fn code(&self) -> ErrorCode {
         self.code
     }

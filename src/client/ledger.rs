@@ -15,6 +15,7 @@ pub type ReceiptKey = Zeroizing<[u8; 32]>;
 /// What one side counted (and, when [`Ledger::hash`] is set, hashed) of the bytes that passed.
 #[derive(Default, Clone)]
 pub struct Ledger {
+    /// The count and digest so far.
     pub committer: Committer,
     /// Hash the bytes (a receipt commits to them); otherwise only count them.
     pub hash: bool,

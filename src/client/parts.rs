@@ -49,6 +49,7 @@ pub struct PartCutter<T> {
 }
 
 impl<T: ByteChunk> PartCutter<T> {
+    /// A cutter into parts of `size` bytes (the first one smaller: see the type).
     pub fn new(size: usize) -> Self {
         let size = size.max(1);
         PartCutter {

@@ -9,8 +9,11 @@ const WINDOW_MS: f64 = 2000.0;
 /// One progress report: bytes so far, the total if known, bytes per second.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Progress {
+    /// Bytes so far (plaintext when encrypting).
     pub bytes: u64,
+    /// The total, when known.
     pub total: Option<u64>,
+    /// The recent rate.
     pub bytes_per_second: f64,
     /// Breaks resumed after so far (PROTOCOL.md §12.3).
     pub resumed: u32,

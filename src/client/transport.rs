@@ -9,12 +9,16 @@ use super::error::{Error, ErrorCode};
 /// The `upload` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UploadMode {
+    /// Streaming where the runtime and the relay can, else segmented (§10).
     Auto,
+    /// One streaming request body.
     Stream,
+    /// Parts of at most the part size (§4).
     Segmented,
 }
 
 impl UploadMode {
+    /// `'auto'` (or none), `'stream'` or `'segmented'`; else `UNSUPPORTED`.
     pub fn parse(s: Option<&str>) -> Result<Self, Error> {
         match s {
             None | Some("auto") => Ok(UploadMode::Auto),
@@ -31,11 +35,14 @@ impl UploadMode {
 /// The transport actually used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
+    /// One streaming upload.
     Stream,
+    /// A segmented upload (§4).
     Segmented,
 }
 
 impl Transport {
+    /// `"stream"` or `"segmented"`, as reports spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Transport::Stream => "stream",

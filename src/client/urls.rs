@@ -156,6 +156,7 @@ pub enum ConnectMode {
 }
 
 impl ConnectMode {
+    /// The `mode` query value.
     pub fn as_str(self) -> &'static str {
         match self {
             ConnectMode::AwaitReader => query::MODE_AWAIT_READER,
@@ -163,6 +164,7 @@ impl ConnectMode {
         }
     }
 
+    /// A `mode` value (`await-reader` / `await-writer`); else `UNSUPPORTED`.
     pub fn parse(s: &str) -> Result<Self, Error> {
         match s {
             query::MODE_AWAIT_READER => Ok(ConnectMode::AwaitReader),

@@ -130,6 +130,7 @@ pub struct Target {
 }
 
 impl Target {
+    /// The stream `path` on the relay at `relay` (no token, no Connect URL).
     pub fn new(relay: impl Into<String>, path: impl Into<String>) -> Self {
         Target {
             relay: relay.into(),
@@ -159,6 +160,7 @@ impl Target {
 /// Options of [`Client::send`] and [`Client::open_writer`].
 #[derive(Clone)]
 pub struct SendOptions {
+    /// Where to send.
     pub target: Target,
     /// Wait for the consumer on the Connect API first (default `true`).
     pub rendezvous: bool,
@@ -166,6 +168,7 @@ pub struct SendOptions {
     pub timeout: Option<Duration>,
     /// Plain transfers only (nothing about the plaintext is sent in clear when encrypting).
     pub content_type: Option<String>,
+    /// The file name the consumer gets (`Content-Disposition`; plain transfers only).
     pub filename: Option<String>,
     /// The plaintext size, if known: the consumer's progress total (plain transfers).
     pub size: Option<u64>,
@@ -181,6 +184,7 @@ pub struct SendOptions {
     pub upload: UploadMode,
     /// Segmented part size in bytes (default 1 MiB, at most 16 MiB).
     pub part_size: Option<usize>,
+    /// Called with progress as bytes go out.
     pub on_progress: Option<ProgressFn>,
     /// Wait for the consumer's delivery receipt when it sends them (`PROTOCOL.md` §12;
     /// default `true`): the send then succeeds only on a valid receipt. A consumer that sends
@@ -257,6 +261,7 @@ impl std::fmt::Debug for SendOptions {
 /// Options of [`Client::receive`].
 #[derive(Clone)]
 pub struct ReceiveOptions {
+    /// Where to receive from.
     pub target: Target,
     /// Wait for the producer on the Connect API first (default `true`).
     pub rendezvous: bool,
@@ -268,6 +273,7 @@ pub struct ReceiveOptions {
     pub identities: Vec<String>,
     /// The plaintext size, if known (progress total when decrypting).
     pub size: Option<u64>,
+    /// Called with progress as bytes arrive.
     pub on_progress: Option<ProgressFn>,
     /// Delivery receipts (`PROTOCOL.md` §12; default [`ReceiptMode::Auto`]).
     pub receipt: ReceiptMode,
@@ -324,6 +330,7 @@ impl std::fmt::Debug for ReceiveOptions {
 pub struct SendReport {
     /// Plaintext bytes sent.
     pub bytes: u64,
+    /// From the call to the verdict.
     pub duration: Duration,
     /// `Stream`, or `Segmented` (asked for, or the fallback).
     pub transport: Transport,
@@ -339,6 +346,7 @@ pub struct SendReport {
 /// A stream that started ([`Client::receive`]).
 #[derive(Debug)]
 pub struct Received {
+    /// The stream's bytes (only authenticated plaintext when decrypting).
     pub reader: Reader,
     /// The producer's `Content-Type` (plain transfers only).
     pub content_type: Option<String>,
@@ -420,6 +428,7 @@ impl Client {
         ClientBuilder::default().build()
     }
 
+    /// A builder for a client with other settings (TLS, timeouts).
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
     }

@@ -592,6 +592,9 @@ fn concat(chunks: &[Bytes]) -> Bytes {
     }
 }
 
+/// How long [`Writer::abort`] waits for the upload to be cut before it stops it outright.
+pub const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A log-style producer from [`super::Client::open_writer`]: write, flush, finish.
 ///
 /// - [`write_all`](Writer::write_all) waits while the relay or the consumer is slower
@@ -613,9 +616,6 @@ fn concat(chunks: &[Bytes]) -> Bytes {
 /// After the transfer failed, every call returns its error: `PEER_DISCONNECTED` (the consumer
 /// left: seen soon after, on the next write or flush), `NETWORK`, `RELAY_ERROR`, `ABORTED`,
 /// `UNSUPPORTED` (encryption failed, or a call after `finish`).
-/// How long [`Writer::abort`] waits for the upload to be cut before it stops it outright.
-pub const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
 pub struct Writer {
     tx: PollSender<Cmd>,
     task: Option<JoinHandle<Result<SendReport, Error>>>,

@@ -58,7 +58,12 @@ pub enum Rejection {
     /// 400: one consumer more than `n`.
     TooManyReceivers,
     /// 400: producer and consumer disagree on `n` (`expected` is the path's `n`).
-    ReceiverCountMismatch { expected: usize, got: usize },
+    ReceiverCountMismatch {
+        /// The path's `n`.
+        expected: usize,
+        /// The request's `n`.
+        got: usize,
+    },
     /// 400: `n` is not a positive integer.
     InvalidN,
     /// 400: `GET` with `Service-Worker: script`.
@@ -81,11 +86,22 @@ pub enum Rejection {
     /// 404: a segmented part names an upload the relay doesn't know or already ended (§4).
     UnknownUpload,
     /// 409: a part number other than the next one (§4).
-    PartOutOfOrder { expected: u64, got: u64 },
+    PartOutOfOrder {
+        /// The next part's number.
+        expected: u64,
+        /// The part number sent.
+        got: u64,
+    },
     /// 409: a retry of an accepted part with another length (§4).
-    PartLengthMismatch { part: u64 },
+    PartLengthMismatch {
+        /// The part's number.
+        part: u64,
+    },
     /// 413: a part longer than the relay's `--max-part-bytes` (§4).
-    PartTooLarge { max: usize },
+    PartTooLarge {
+        /// The relay's limit in bytes.
+        max: usize,
+    },
     /// 400: a part's request body failed before its end (§4).
     PartBodyFailed,
     /// 503: the relay is shutting down; waiting peers are sent away (§9).
@@ -219,29 +235,53 @@ impl Rejection {
 /// The machine-readable refusal codes of §3.5 (header `X-Httpipe-Error`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
+    /// The code of [`Rejection::ReservedPath`].
     ReservedPath,
+    /// The code of [`Rejection::AnotherSender`].
     AnotherSender,
+    /// The code of [`Rejection::TooManyReceivers`].
     TooManyReceivers,
+    /// The code of [`Rejection::ReceiverCountMismatch`].
     ReceiverCountMismatch,
+    /// The code of [`Rejection::InvalidN`].
     InvalidN,
+    /// The code of [`Rejection::ServiceWorker`].
     ServiceWorker,
+    /// The code of [`Rejection::ContentRange`].
     ContentRange,
+    /// The code of [`Rejection::UnsupportedMethod`].
     UnsupportedMethod,
+    /// The code of [`Rejection::PathTooLong`].
     PathTooLong,
+    /// The code of [`Rejection::InvalidParameter`].
     InvalidParameter,
+    /// The code of [`Rejection::InvalidHeader`].
     InvalidHeader,
+    /// The code of [`Rejection::ConnectNeedsPath`].
     ConnectNeedsPath,
+    /// The code of [`Rejection::NotFound`].
     NotFound,
+    /// The code of [`Rejection::UnknownUpload`].
     UnknownUpload,
+    /// The code of [`Rejection::PartOutOfOrder`].
     PartOutOfOrder,
+    /// The code of [`Rejection::PartLengthMismatch`].
     PartLengthMismatch,
+    /// The code of [`Rejection::PartTooLarge`].
     PartTooLarge,
+    /// The code of [`Rejection::PartBodyFailed`].
     PartBodyFailed,
+    /// The code of [`Rejection::ShuttingDown`].
     ShuttingDown,
+    /// The code of [`Rejection::ClusterUnavailable`].
     ClusterUnavailable,
+    /// The code of [`Rejection::OwnerUnreachable`].
     OwnerUnreachable,
+    /// The code of [`Rejection::TokensNotNeeded`].
     TokensNotNeeded,
+    /// The code of [`Rejection::InvalidTokenRequest`].
     InvalidTokenRequest,
+    /// The code of [`Rejection::ProducerWithdrew`].
     ProducerWithdrew,
 }
 

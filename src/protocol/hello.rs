@@ -57,9 +57,13 @@ pub const RECEIPT_TIMEOUT_S: f64 = 120.0;
 
 /// Receipt items (§12.2), in their order.
 pub const RECEIPT_VERSION: &str = "httpipe-receipt";
+/// The receipt's outcome item (`ok`, `cancelled`, `failed`).
 pub const STATUS: &str = "status";
+/// The receipt's byte count item.
 pub const BYTES: &str = "bytes";
+/// The receipt's digest item (hex).
 pub const DIGEST: &str = "digest";
+/// A `failed` receipt's error code item.
 pub const CODE: &str = "code";
 /// What comes before the MAC in a receipt's text: the MAC covers `ID \n` and this prefix.
 pub const MAC_SEPARATOR: &str = "; mac=";
@@ -104,7 +108,9 @@ pub fn valid_value(value: &str) -> bool {
 pub struct PeerHello {
     /// `httpipe=1` was there.
     pub v1: bool,
+    /// (producer) `transfer=ID`: the transfer id (§12.1).
     pub transfer: Option<String>,
+    /// `receipt`: this side sends (consumer) or waits for (producer) a receipt (§12.2).
     pub receipt: bool,
     /// (consumer) `receipt=decrypted`.
     pub decrypts: bool,
@@ -113,6 +119,7 @@ pub struct PeerHello {
 }
 
 impl PeerHello {
+    /// Reads a hello; unknown and malformed items are ignored.
     pub fn parse(hello: &str) -> PeerHello {
         let v1 = item(hello, VERSION) == Some(VERSION_1);
         PeerHello {
@@ -157,12 +164,23 @@ pub fn consumer_hello(receipt: bool, decrypts: bool, resume: bool) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResumeHello {
     /// The producer can send wire bytes `from..to` again.
-    Offer { from: u64, to: u64 },
+    Offer {
+        /// The first wire byte it can send again.
+        from: u64,
+        /// The wire bytes sent so far.
+        to: u64,
+    },
     /// The consumer holds `offset` wire bytes.
-    Ask { offset: u64 },
+    Ask {
+        /// Wire bytes held.
+        offset: u64,
+    },
     /// The producer failed for another reason than the break (its source, its application),
     /// with this error code: nothing more comes.
-    Failed { code: String },
+    Failed {
+        /// The producer's error code.
+        code: String,
+    },
 }
 
 impl ResumeHello {
