@@ -24,7 +24,7 @@ use super::request::{Headers, Method, Request};
 use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_RECHECK_MS};
 use super::status::{StatusLog, Verdict};
-use super::transport::{OriginMemory, Plan, Transport, UploadMode};
+use super::transport::{OriginMemory, Plan, RuntimeStreams, Transport, UploadMode};
 use super::urls::{origin, part_url, ConnectMode, RelayBase};
 use crate::protocol::control::{Code, WITHDRAW_WAIT_S};
 use crate::protocol::headers::{
@@ -75,8 +75,8 @@ pub struct SendConfig {
     pub meta: Metadata,
     /// The payload is encrypted: no metadata in clear (§11.1).
     pub encrypted: bool,
-    /// The runtime can send a streaming request body (feature detection, §10).
-    pub runtime_streams: bool,
+    /// Whether the runtime can send a streaming request body (feature detection, §10).
+    pub runtime_streams: RuntimeStreams,
     /// Delivery receipts (§12): the transfer's id and whether to wait for a receipt. `None`:
     /// no hello at all (the rendezvous is plain §5).
     pub receipt: Option<ReceiptConfig>,
@@ -1393,7 +1393,11 @@ mod tests {
                 size: Some(10),
             },
             encrypted: false,
-            runtime_streams,
+            runtime_streams: if runtime_streams {
+                RuntimeStreams::Yes
+            } else {
+                RuntimeStreams::No
+            },
             receipt: None,
             resume_s: None,
         }
@@ -1929,7 +1933,8 @@ mod tests {
         assert_eq!(rep.transport, Transport::Stream);
         assert_eq!(rep.relay_state, "[STATE:TRANSFER_SUCCESSFUL]");
         assert_eq!(
-            mem.plan(UploadMode::Auto, true, "http://h:1").unwrap(),
+            mem.plan(UploadMode::Auto, RuntimeStreams::Yes, "http://h:1")
+                .unwrap(),
             Plan::Stream { fallback: false }
         );
     }
@@ -1969,7 +1974,8 @@ mod tests {
         assert_eq!(rep.transport, Transport::Segmented);
         assert_eq!(sent.concat(), b"hello world");
         assert_eq!(
-            mem.plan(UploadMode::Auto, true, "http://h:1").unwrap(),
+            mem.plan(UploadMode::Auto, RuntimeStreams::Yes, "http://h:1")
+                .unwrap(),
             Plan::Segmented
         );
     }

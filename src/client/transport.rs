@@ -51,6 +51,31 @@ impl Transport {
     }
 }
 
+/// Whether the runtime can send a streaming request body (§10), by feature detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeStreams {
+    /// No (Firefox, WebKit, an old runtime): segmented uploads only.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+    No,
+    /// Over any connection (Node, Deno, workerd, the native client).
+    Yes,
+    /// Over HTTP/2 only, which a browser speaks over TLS only (a Chromium page): never to an
+    /// `http:` origin, where the attempt would only fail (Chromium logs
+    /// `ERR_ALPN_NEGOTIATION_FAILED`) before the fallback.
+    OverTls,
+}
+
+impl RuntimeStreams {
+    /// Whether an upload to `origin` can stream.
+    fn to(self, origin: &str) -> bool {
+        match self {
+            RuntimeStreams::No => false,
+            RuntimeStreams::Yes => true,
+            RuntimeStreams::OverTls => origin.starts_with("https:"),
+        }
+    }
+}
+
 /// The plan for one upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
@@ -76,10 +101,17 @@ impl OriginMemory {
     pub fn plan(
         &self,
         mode: UploadMode,
-        runtime_supports_streams: bool,
+        runtime: RuntimeStreams,
         origin: &str,
     ) -> Result<Plan, Error> {
+        let runtime_supports_streams = runtime.to(origin);
         match mode {
+            UploadMode::Stream if runtime == RuntimeStreams::OverTls && !runtime_supports_streams => {
+                Err(Error::new(
+                    ErrorCode::Unsupported,
+                    "a browser streams an upload over HTTP/2 only, which needs an https:// relay; use upload: 'auto' or 'segmented' (or an https relay)",
+                ))
+            }
             UploadMode::Segmented => Ok(Plan::Segmented),
             UploadMode::Stream if runtime_supports_streams => Ok(Plan::Stream { fallback: false }),
             UploadMode::Stream => Err(Error::new(
@@ -111,33 +143,60 @@ mod tests {
         let mut m = OriginMemory::new();
         let o = "http://h:1";
         assert_eq!(
-            m.plan(UploadMode::Auto, true, o).unwrap(),
+            m.plan(UploadMode::Auto, RuntimeStreams::Yes, o).unwrap(),
             Plan::Stream { fallback: true }
         );
-        assert_eq!(m.plan(UploadMode::Auto, false, o).unwrap(), Plan::Segmented);
         assert_eq!(
-            m.plan(UploadMode::Segmented, true, o).unwrap(),
+            m.plan(UploadMode::Auto, RuntimeStreams::No, o).unwrap(),
             Plan::Segmented
         );
         assert_eq!(
-            m.plan(UploadMode::Stream, true, o).unwrap(),
+            m.plan(UploadMode::Segmented, RuntimeStreams::Yes, o)
+                .unwrap(),
+            Plan::Segmented
+        );
+        assert_eq!(
+            m.plan(UploadMode::Stream, RuntimeStreams::Yes, o).unwrap(),
             Plan::Stream { fallback: false }
         );
         assert_eq!(
-            m.plan(UploadMode::Stream, false, o).unwrap_err().code,
+            m.plan(UploadMode::Stream, RuntimeStreams::No, o)
+                .unwrap_err()
+                .code,
             ErrorCode::Unsupported
         );
         m.remember(o, false);
-        assert_eq!(m.plan(UploadMode::Auto, true, o).unwrap(), Plan::Segmented);
         assert_eq!(
-            m.plan(UploadMode::Auto, true, "https://h:2").unwrap(),
+            m.plan(UploadMode::Auto, RuntimeStreams::Yes, o).unwrap(),
+            Plan::Segmented
+        );
+        assert_eq!(
+            m.plan(UploadMode::Auto, RuntimeStreams::Yes, "https://h:2")
+                .unwrap(),
             Plan::Stream { fallback: true }
         );
         m.remember(o, true);
         assert_eq!(
-            m.plan(UploadMode::Auto, true, o).unwrap(),
+            m.plan(UploadMode::Auto, RuntimeStreams::Yes, o).unwrap(),
             Plan::Stream { fallback: false }
         );
+    }
+
+    #[test]
+    fn a_page_streams_to_https_origins_only() {
+        let m = OriginMemory::new();
+        let page = RuntimeStreams::OverTls;
+        assert_eq!(
+            m.plan(UploadMode::Auto, page, "http://h:1").unwrap(),
+            Plan::Segmented
+        );
+        assert_eq!(
+            m.plan(UploadMode::Auto, page, "https://h:1").unwrap(),
+            Plan::Stream { fallback: true }
+        );
+        let e = m.plan(UploadMode::Stream, page, "http://h:1").unwrap_err();
+        assert_eq!(e.code, ErrorCode::Unsupported);
+        assert!(e.message.contains("https://"), "{e}");
     }
 
     #[test]

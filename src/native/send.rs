@@ -32,6 +32,7 @@ use crate::client::resume::MAX_WINDOW;
 use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
+use crate::client::transport::RuntimeStreams;
 use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 use zeroize::Zeroizing;
 
@@ -94,7 +95,7 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
             size: o.size,
         },
         encrypted: enc.is_some(),
-        runtime_streams: true,
+        runtime_streams: RuntimeStreams::Yes,
         receipt: receipt_config(o.receipt, receipt_timeout_s, resume_s)?,
         resume_s,
     };

@@ -17,6 +17,7 @@ use super::bindings::global_fetch;
 use super::error::failure;
 use crate::client::error::{Failure, StopReason};
 use crate::client::request::{Headers as ClientHeaders, Request};
+use crate::client::transport::RuntimeStreams;
 
 /// Response headers for the core (`Headers.get` joins repeated names with ", ").
 pub struct JsHeaders(pub web_sys::Headers);
@@ -197,6 +198,16 @@ pub fn streaming_uploads_supported() -> bool {
     let supported = detect().unwrap_or(false) || is_cloudflare_workers() || is_deno();
     STREAMS_SUPPORTED.with(|c| *c.borrow_mut() = Some(supported));
     supported
+}
+
+/// What the runtime can stream (§10): browsers stream a request body over HTTP/2 only, so a
+/// page's answer is [`RuntimeStreams::OverTls`] (the core plans accordingly).
+pub fn runtime_streams() -> RuntimeStreams {
+    match (streaming_uploads_supported(), super::bindings::in_page()) {
+        (false, _) => RuntimeStreams::No,
+        (true, true) => RuntimeStreams::OverTls,
+        (true, false) => RuntimeStreams::Yes,
+    }
 }
 
 fn detect() -> Result<bool, JsValue> {

@@ -14,7 +14,7 @@ use crate::client::parts::part_size;
 use crate::client::producer::{Metadata, SendConfig};
 use crate::client::rate::Progress;
 use crate::client::resume::window_size;
-use crate::client::transport::UploadMode;
+use crate::client::transport::{RuntimeStreams, UploadMode};
 use crate::client::urls::RelayBase;
 use crate::protocol::hello::RESUME_TIME_S;
 
@@ -129,7 +129,7 @@ impl Parsed {
     }
 
     /// The producer's configuration for the core.
-    pub fn send_config(&self, runtime_streams: bool) -> Result<SendConfig, Error> {
+    pub fn send_config(&self, runtime_streams: RuntimeStreams) -> Result<SendConfig, Error> {
         Ok(SendConfig {
             relay: self.relay()?,
             path: self.path()?.to_string(),

@@ -17,7 +17,7 @@ use super::bindings::{now_ms, sleep, Delay};
 use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, View};
 use super::crypto::{encrypt_stream, encryptor_for, reseal_stream};
 use super::error::{from_js, into_js};
-use super::http::{exchange, fetch, probe, streaming_uploads_supported, text, TEXT_LIMIT};
+use super::http::{exchange, fetch, probe, runtime_streams, text, TEXT_LIMIT};
 use super::options::Parsed;
 use super::pagehide::PageHide;
 use super::receipt::{self, Ledger};
@@ -86,7 +86,7 @@ async fn send_inner(
     abort: &mut Abort,
     meter: Rc<RefCell<RateMeter>>,
 ) -> Result<SendReport, Error> {
-    let mut producer = Producer::<View>::new(p.send_config(streaming_uploads_supported())?)?;
+    let mut producer = Producer::<View>::new(p.send_config(runtime_streams())?)?;
     // What the receipt is checked against (§12.2): the plaintext's count, and the bytes on
     // the wire (hashed only when the consumer commits to them).
     let plain = Rc::new(RefCell::new(Ledger::default()));

@@ -46,7 +46,12 @@ const sum = (0, eval)(SUM_SRC);
 
 async function openPage(origin) {
   const page = await browser.context.newPage();
-  page.on('console', (m) => { if (m.type() === 'error') console.log(`# page: ${m.text()}`); });
+  page.consoleErrors = [];
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    page.consoleErrors.push(m.text());
+    console.log(`# page: ${m.text()}`);
+  });
   await page.goto(`${origin}/version`);
   await page.evaluate(async () => { window.httpipe = await import('/assets/pkg/index.js'); await window.httpipe.init(); });
   return page;
@@ -87,10 +92,13 @@ test('Chromium sends 50 MiB over HTTP/2 (TLS port): streaming upload', { timeout
   console.log(`# chromium h2 streaming: 50 MiB in ${report.durationMs.toFixed(0)} ms`);
 });
 
-test('Chromium sends 50 MiB over HTTP/1.1 (plain port): automatic segmented fallback, remembered', { timeout: 180_000 }, async () => {
+test('Chromium sends 50 MiB over HTTP/1.1 (plain port): segmented from the start, no failed streaming attempt', { timeout: 180_000 }, async () => {
   const { report, page } = await pageSends(relay.http, 50 * MiB, 11);
   try {
     assert.equal(report.transport, 'segmented');
+    // A page streams over HTTP/2 only, so never to an http: origin (PROTOCOL.md §10): no
+    // attempt that fails red in the console before the fallback.
+    assert.deepEqual(page.consoleErrors.filter((t) => /ALPN|ERR_/.test(t)), []);
     console.log(`# chromium http/1.1 segmented: 50 MiB in ${report.durationMs.toFixed(0)} ms`);
     // The origin is remembered: the next upload goes segmented at once, and still arrives.
     const path = uniquePath('chromium-again');
