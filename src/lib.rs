@@ -4,6 +4,7 @@
 //!   control lines, access tokens, segmented-upload parameters.
 //! - [`client`]: target-independent SDK logic (errors, status log, URLs, segmented parts,
 //!   transport choice, progress) used by the bindings.
+//! - [`csv`]: strict RFC 4180 CSV splitting (bytes in chunks → records) behind `csv.decode`.
 //! - `crypto` (feature `crypto`, on by default): streaming age v1 and age-rt v0.2
 //!   encryption (`PROTOCOL.md` §7–§8).
 //! - `wasm` (only on `wasm32`): the JavaScript bindings shipped as the npm package.
@@ -13,6 +14,8 @@
 pub mod protocol;
 
 pub mod client;
+
+pub mod csv;
 
 #[cfg(feature = "crypto")]
 pub mod crypto;
