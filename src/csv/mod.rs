@@ -62,7 +62,8 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    fn message(self) -> &'static str {
+    /// What is wrong, in words (an [`Error`] adds the row).
+    pub fn message(self) -> &'static str {
         match self {
             ErrorKind::QuoteInUnquotedField => {
                 "a quote inside an unquoted field (quote the whole field and double the quote)"
@@ -71,8 +72,8 @@ impl ErrorKind {
             ErrorKind::UnterminatedQuote => "unterminated quoted field at end of input",
             ErrorKind::InvalidUtf8 => "invalid UTF-8",
             ErrorKind::Utf8CutAtEnd => "invalid UTF-8 (a sequence cut short at the end of input)",
-            ErrorKind::TooLarge => "over 4 GiB of field bytes in one call (push smaller chunks)",
-            ErrorKind::AfterFinish => "input after the end of input",
+            ErrorKind::TooLarge => "over 4 GiB in one call",
+            ErrorKind::AfterFinish => "push after finish",
         }
     }
 }
@@ -99,9 +100,15 @@ impl std::error::Error for Error {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BadDelimiter;
 
+impl BadDelimiter {
+    /// What is wrong, in words (its `Display`).
+    pub const MESSAGE: &'static str =
+        "`delimiter` must be one ASCII character other than a quote, CR or LF";
+}
+
 impl fmt::Display for BadDelimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("`delimiter` must be one ASCII character other than a quote, CR or LF")
+        f.write_str(BadDelimiter::MESSAGE)
     }
 }
 
@@ -397,7 +404,9 @@ impl Splitter {
             return Err(ErrorKind::TooLarge);
         };
         // `start + e` is at most `out_len`, which fits.
-        self.ends.extend(fields.iter().map(|&e| (start + e) as u32));
+        for &e in fields {
+            self.ends.push((start + e) as u32);
+        }
         self.counts.push(count);
         self.record_ends.push(record_end);
         self.rec_nends = 0;

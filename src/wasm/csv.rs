@@ -4,7 +4,7 @@
 //! ends are UTF-16 code units, so JavaScript decodes the text once with a fatal `TextDecoder`
 //! and slices the fields out of that string (`badUtf8` names the row if it rejects the text).
 
-use crate::csv::{Error, ErrorKind, Splitter, Units};
+use crate::csv::{BadDelimiter, Error, ErrorKind, Splitter, Units};
 use js_sys::{Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 
@@ -21,7 +21,9 @@ impl JsCsvSplitter {
     pub fn new(delimiter: u8) -> Result<JsCsvSplitter, JsError> {
         match Splitter::new(delimiter, Units::Utf16) {
             Ok(inner) => Ok(JsCsvSplitter { inner }),
-            Err(e) => Err(JsError::new(&format!("csv.decode: {e}"))),
+            Err(_) => Err(JsError::new(
+                &["csv.decode: ", BadDelimiter::MESSAGE].concat(),
+            )),
         }
     }
 
@@ -38,7 +40,7 @@ impl JsCsvSplitter {
 
     /// Why the last call stopped early (the message names the row), if it did.
     pub fn error(&self) -> Option<String> {
-        self.inner.error().map(|e| format!("csv.decode: {e}"))
+        self.inner.error().map(message)
     }
 
     /// The field bytes of the records of the last call. A view into wasm memory: decode it
@@ -71,6 +73,12 @@ impl JsCsvSplitter {
             row: self.inner.rows_before() + self.inner.counts().len() as u64 + 1,
             kind: ErrorKind::InvalidUtf8,
         });
-        format!("csv.decode: {e}")
+        message(&e)
     }
+}
+
+/// `csv.decode: row {row}: {why}` (one format for both kinds of error: less code than
+/// `Error`'s `Display` under a prefix).
+fn message(e: &Error) -> String {
+    format!("csv.decode: row {}: {}", e.row, e.kind.message())
 }
