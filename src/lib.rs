@@ -5,6 +5,7 @@
 //!   control lines, access tokens, segmented-upload parameters.
 //! - `client` (feature `crypto`): the clients' sans-IO core — every protocol decision of the
 //!   producer and the consumer (`docs/ARCHITECTURE.md`); the drivers below only do I/O.
+//! - [`csv`]: strict RFC 4180 CSV splitting (bytes in chunks → records) behind `csv.decode`.
 //! - `crypto` (feature `crypto`, on by default): streaming age v1 and age-rt v0.2
 //!   encryption (`PROTOCOL.md` §7–§8).
 //! - `wasm` (only on `wasm32`): the JavaScript bindings shipped as the npm package.
@@ -16,6 +17,8 @@ pub mod protocol;
 // The clients' core; the relay (built without `crypto`) shares only `protocol`.
 #[cfg(feature = "crypto")]
 pub mod client;
+
+pub mod csv;
 
 #[cfg(feature = "crypto")]
 pub mod crypto;
