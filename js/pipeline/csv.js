@@ -168,7 +168,14 @@ class CsvDecoder {
       const counts = sp.counts();
       let s;
       try {
-        s = this.ascii ? this.tdWhole.decode(bytes) : this.tdStream.decode(bytes, { stream: true });
+        if (this.ascii) {
+          s = this.tdWhole.decode(bytes);
+        } else {
+          s = this.tdStream.decode(bytes, { stream: true });
+          // The batch is whole records: a sequence cut at its end is invalid here, never
+          // the start of one the next batch completes (flushing throws on it: fatal).
+          this.tdStream.decode();
+        }
       } catch {
         throw invalid(sp.badUtf8(atEnd));
       }

@@ -192,6 +192,20 @@ test('the tricky sample pushed byte by byte, and in 300 random splits (empty chu
   }
 });
 
+test('invalid UTF-8 at the end of a batch after non-ASCII text is an error, never dropped or joined to the next batch', () => {
+  const cut = new Uint8Array([0x61, 0xe2, 0x82]);
+  // a sequence cut at the end of a record, completed by the next record's first byte
+  let d = csvDecoder({ header: false });
+  assert.deepEqual(d.push([te.encode('é\n')]), [['é']]);
+  assert.throws(() => { d.push([concat([cut, te.encode('\n')])]); d.push([concat([new Uint8Array([0xac]), te.encode('b\n')])]); },
+    (e) => e instanceof HttpipeError && e.code === 'INVALID_RECORD' && /row 2: invalid UTF-8/.test(e.message));
+  // ... and cut at the end of the input
+  d = csvDecoder({ header: false });
+  assert.deepEqual(d.push([te.encode('é\n')]), [['é']]);
+  assert.throws(() => { d.push([cut]); d.end(); },
+    (e) => e instanceof HttpipeError && e.code === 'INVALID_RECORD' && /row 2: invalid UTF-8/.test(e.message));
+});
+
 test('multi-byte UTF-8 (2, 3, 4 bytes) split inside the sequence, in fields, quotes and column names', () => {
   const text = 'é€😀,"é€😀\n😀"\r\né€😀,x😀\r\n';
   const want = [{ 'é€😀': 'é€😀', 'é€😀\n😀': 'x😀' }];
