@@ -15,6 +15,7 @@ machine's load. MB = 10^6 bytes. Prints a Markdown table and the ratios; asserts
   python3 bench/cli.py                # builds what it needs (release)
   SIZE_MIB=512 RUNS=5 python3 bench/cli.py
   SKIP_ZEBRASTREAM=1 python3 bench/cli.py
+  HTTPIPE_CLI_BEFORE=/path/to/an/older/httpipe python3 bench/cli.py   (before/after, one run)
 """
 import os
 import re
@@ -32,6 +33,7 @@ SIZE = int(os.environ.get("SIZE_MIB", "2048")) * 1024 * 1024
 RUNS = int(os.environ.get("RUNS", "3"))
 PASS = "bench passphrase"
 ZS = ROOT / ".venv" / "bin" / "zebrastream"
+BEFORE = os.environ.get("HTTPIPE_CLI_BEFORE", "")
 
 
 def build():
@@ -56,6 +58,18 @@ def producer_input():
     return subprocess.Popen(["head", "-c", str(SIZE), "/dev/zero"], stdout=subprocess.PIPE)
 
 
+# CPU seconds (user + system) per GiB of the producer and consumer processes of each pair(),
+# in call order: less sensitive to the machine's load than MB/s.
+CPU = []
+
+
+def reap(proc):
+    """Waits for `proc`; returns its CPU seconds (user + system)."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime
+
+
 def pair(consumer, producer, env=None):
     """Runs consumer first, then `head -c SIZE /dev/zero | producer`; returns MB/s."""
     env = {**os.environ, **(env or {})}
@@ -67,10 +81,10 @@ def pair(consumer, producer, env=None):
     src = producer_input()
     p = subprocess.Popen(producer, stdin=src.stdout, stdout=subprocess.DEVNULL, env=env)
     src.stdout.close()
-    p.wait()
-    c.wait()
+    cpu = reap(p) + reap(c)
     got = int(counter.communicate()[0].strip() or 0)
     dt = time.perf_counter() - t0
+    CPU.append(cpu / (SIZE / 2**30))
     if p.returncode or c.returncode or got != SIZE:
         print(f"  ! {producer[0]}: exit {p.returncode}/{c.returncode}, {got} bytes", file=sys.stderr)
         return float("nan")
@@ -85,8 +99,13 @@ def encrypt_only():
                          stdin=src.stdout, stdout=subprocess.DEVNULL,
                          env={**os.environ, "BENCH_PASS": PASS})
     src.stdout.close()
-    e.wait()
+    CPU.append(reap(e) / (SIZE / 2**30))
     return SIZE / (time.perf_counter() - t0) / 1e6
+
+
+def add(results, cpus, key, mbps):
+    results[key].append(mbps)
+    cpus[key].append(CPU[-1])
 
 
 def main():
@@ -95,7 +114,9 @@ def main():
     hp = str(TARGET / "release" / "httpipe")
     connect = f"{base}/connect/v0/"
     zs = ZS.exists() and not os.environ.get("SKIP_ZEBRASTREAM")
-    results = {k: [] for k in ["curl", "plain", "agert", "encrypt", "zs_plain", "zs_agert"]}
+    results = {k: [] for k in ["curl", "plain", "agert", "encrypt", "zs_plain", "zs_agert",
+                               "b_plain", "b_agert"]}
+    cpus = {k: [] for k in results}
     n = 0
     try:
         for run in range(RUNS):
@@ -104,22 +125,29 @@ def main():
                 n += 1
                 return f"/bench/{os.getpid()}/{n}"
             p = path()
-            results["curl"].append(pair(["curl", "-sS", base + p], ["curl", "-sS", "-T", "-", base + p]))
+            add(results, cpus, "curl", pair(["curl", "-sS", base + p], ["curl", "-sS", "-T", "-", base + p]))
             p = path()
-            results["plain"].append(pair([hp, "read", "-s", p, "-U", connect],
+            add(results, cpus, "plain", pair([hp, "read", "-s", p, "-U", connect],
                                          [hp, "write", "-s", p, "-U", connect]))
             p = path()
             env = {"HTTPIPE_PASSPHRASE": PASS}
-            results["agert"].append(pair([hp, "read", "-s", p, "-U", connect],
+            add(results, cpus, "agert", pair([hp, "read", "-s", p, "-U", connect],
                                          [hp, "write", "-s", p, "-U", connect], env))
-            results["encrypt"].append(encrypt_only())
+            add(results, cpus, "encrypt", encrypt_only())
+            if BEFORE:
+                p = path()
+                add(results, cpus, "b_plain", pair([BEFORE, "read", "-s", p, "-U", connect],
+                                               [BEFORE, "write", "-s", p, "-U", connect]))
+                p = path()
+                add(results, cpus, "b_agert", pair([BEFORE, "read", "-s", p, "-U", connect],
+                                               [BEFORE, "write", "-s", p, "-U", connect], env))
             if zs:
                 p = path()
-                results["zs_plain"].append(pair([str(ZS), "read", "-s", p, "-U", connect, "-a", "x"],
+                add(results, cpus, "zs_plain", pair([str(ZS), "read", "-s", p, "-U", connect, "-a", "x"],
                                                 [str(ZS), "write", "-s", p, "-U", connect, "-a", "x"]))
                 p = path()
                 env = {"ZEBRASTREAM_PASSPHRASE": PASS}
-                results["zs_agert"].append(pair([str(ZS), "read", "-s", p, "-U", connect, "-a", "x"],
+                add(results, cpus, "zs_agert", pair([str(ZS), "read", "-s", p, "-U", connect, "-a", "x"],
                                                 [str(ZS), "write", "-s", p, "-U", connect, "-a", "x"], env))
             print(f"run {run + 1}/{RUNS}: " + ", ".join(
                 f"{k} {v[-1]:.0f}" for k, v in results.items() if v), file=sys.stderr)
@@ -134,16 +162,26 @@ def main():
         ("httpipe write → relay → httpipe read (plain)", "plain"),
         ("age-rt encrypt, native, no network (`examples/age`)", "encrypt"),
         ("httpipe write → relay → httpipe read (age-rt passphrase)", "agert"),
+        ("older httpipe (HTTPIPE_CLI_BEFORE), plain", "b_plain"),
+        ("older httpipe (HTTPIPE_CLI_BEFORE), age-rt passphrase", "b_agert"),
         ("zebrastream write → relay → zebrastream read (plain)", "zs_plain"),
         ("zebrastream write → relay → zebrastream read (age-rt passphrase)", "zs_agert"),
     ]
-    print("| transfer | MB/s |\n|---|---:|")
+    cmed = {k: statistics.median(v) for k, v in cpus.items() if v}
+    print("| transfer | MB/s | producer + consumer CPU s/GiB |\n|---|---:|---:|")
     for name, k in rows:
         if k in med:
-            print(f"| {name} | {med[k]:.0f} |")
+            c = f"{cmed[k]:.2f}" if k in cmed else "–"
+            print(f"| {name} | {med[k]:.0f} | {c} |")
     print()
-    print(f"httpipe plain / curl = {med['plain'] / med['curl']:.2f} (target >= 0.8)")
-    print(f"httpipe age-rt / native age-rt encrypt = {med['agert'] / med['encrypt']:.2f} (target >= 0.7)")
+    print(f"httpipe plain / curl = {med['plain'] / med['curl']:.2f} (target >= 0.9)")
+    print(f"httpipe age-rt / native age-rt encrypt = {med['agert'] / med['encrypt']:.2f} (target >= 0.8)")
+    print(f"CPU per GiB, httpipe plain / curl = {cmed['plain'] / cmed['curl']:.2f}")
+    if "b_plain" in med:
+        print(f"CPU per GiB, older httpipe plain / curl = {cmed['b_plain'] / cmed['curl']:.2f}, "
+              f"age-rt older / new = {cmed['b_agert'] / cmed['agert']:.2f}")
+        print(f"older httpipe: plain / curl = {med['b_plain'] / med['curl']:.2f}, "
+              f"age-rt / native encrypt = {med['b_agert'] / med['encrypt']:.2f}")
     if "zs_plain" in med:
         print(f"httpipe plain / zebrastream plain = {med['plain'] / med['zs_plain']:.2f}")
         print(f"httpipe age-rt / zebrastream age-rt = {med['agert'] / med['zs_agert']:.2f}")

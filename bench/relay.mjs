@@ -1,9 +1,15 @@
 #!/usr/bin/env node
-// Relay benchmark: httpipe-relay vs piping-server 1.12.9 (npm, node_modules), same run,
-// loopback. Prints every figure and the ratio ours/theirs.
+// Relay benchmark: httpipe-relay vs piping-server 1.12.9 (npm, node_modules) and, when
+// PIPING_SERVER_RUST names its binary, piping-server-rust (the leanest peer); same run,
+// loopback. Prints every figure and the ratio ours/theirs for each peer.
 //
 //   cargo build --release -p httpipe-relay --example h2_bench && node bench/relay.mjs
 //   BENCH_MB=256 node bench/relay.mjs   (bytes per single-stream run, default 512 MiB)
+//   PIPING_SERVER_RUST=/path/to/piping-server node bench/relay.mjs
+//     piping-server-rust is not on crates.io: build it from its repository
+//     (nwtgck/piping-server-rust: `cargo build --release`, binary target/release/piping-server)
+//   HTTPIPE_RELAY_BEFORE=/path/to/an/older/httpipe-relay node bench/relay.mjs
+//     adds an older build as one more peer (before/after in one run)
 //
 // Measurements
 //   1. single stream, HTTP/1.1: curl -T file → relay → curl -o /dev/null (MB/s, best of 3)
@@ -14,6 +20,8 @@
 //   4. idle memory per waiting receiver: RSS delta of the relay process for 2000 waiting GETs
 //   5. rendezvous latency: receiver waiting, 1-byte POST → byte received (median of 200, raw
 //      TCP sockets opened beforehand)
+//   5b. small transfer (`small`): receiver waiting, 1-byte POST → the producer's response
+//      complete, i.e. the delivery verdict (§3.2) (median of 100, raw TCP sockets)
 //   6. relay CPU seconds per GiB relayed (`cpu`): the relay process's utime+stime from
 //      /proc/PID/stat around one transfer of BENCH_CPU_MB (default 1024) MiB, HTTP/1.1 (curl
 //      pair) and h2 over TLS (h2_bench pair); both relays run at once and the rounds
@@ -34,6 +42,8 @@ const OURS = process.env.HTTPIPE_RELAY_BIN
   || path.join(process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target'), 'release/httpipe-relay');
 const H2_CLIENT = path.join(path.dirname(OURS), 'examples/h2_bench');
 const PIPING = process.env.PIPING_SERVER_JS || path.join(ROOT, 'node_modules/piping-server/dist/src/index.js');
+const PIPING_RUST = process.env.PIPING_SERVER_RUST || '';
+const BEFORE = process.env.HTTPIPE_RELAY_BEFORE || '';
 const MB = 1024 * 1024;
 const SIZE = (Number(process.env.BENCH_MB) || 512) * MB;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -75,8 +85,8 @@ async function freePort() {
   });
 }
 
-async function startOurs(tmp) {
-  const proc = spawn(OURS, ['--host', '127.0.0.1', '--http-port', '0', '--https-port', '0',
+async function startOurs(tmp, bin = OURS, name = 'httpipe-relay') {
+  const proc = spawn(bin, ['--host', '127.0.0.1', '--http-port', '0', '--https-port', '0',
     '--tls-cert', path.join(tmp, 'cert.pem'), '--tls-key', path.join(tmp, 'key.pem')],
   { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, RUST_LOG: 'warn' } });
   started.push(proc);
@@ -87,8 +97,27 @@ async function startOurs(tmp) {
   });
   const http1 = out.match(/listening (http:\/\/\S+)/)[1];
   const https = out.match(/listening (https:\/\/\S+)/)[1];
-  return { name: 'httpipe-relay', proc, http: http1, https };
+  return { name, proc, http: http1, https };
 }
+
+const startBefore = (tmp) => startOurs(tmp, BEFORE, 'httpipe-relay (before)');
+
+async function startPipingRust(tmp) {
+  const hp = await freePort();
+  const sp = await freePort();
+  const proc = spawn(PIPING_RUST, ['--host', '127.0.0.1', '--http-port', String(hp), '--enable-https',
+    '--https-port', String(sp), '--key-path', path.join(tmp, 'key.pem'), '--crt-path', path.join(tmp, 'cert.pem')],
+  { stdio: ['ignore', 'ignore', 'ignore'] });
+  started.push(proc);
+  const url = `http://127.0.0.1:${hp}`;
+  for (let i = 0; i < 100; i++) {
+    try { await fetch(`${url}/version`); break; } catch { await sleep(100); }
+  }
+  return { name: 'piping-server-rust', proc, http: url, https: `https://127.0.0.1:${sp}` };
+}
+
+// every relay measured, ours first
+const STARTERS = [startOurs, ...(BEFORE ? [startBefore] : []), startPiping, ...(PIPING_RUST ? [startPipingRust] : [])];
 
 async function startPiping(tmp) {
   const hp = await freePort();
@@ -210,7 +239,8 @@ const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v[Math.
 
 // Both relays up at once; rounds alternate ours/theirs so load from other jobs hits both alike.
 async function cpuCompare(tmp, file, bytes, rounds) {
-  const servers = [await startOurs(tmp), await startPiping(tmp)];
+  const servers = [];
+  for (const start of STARTERS) servers.push(await start(tmp));
   const ca = path.join(tmp, 'cert.pem');
   const out = {};
   try {
@@ -271,6 +301,39 @@ async function rendezvous(s, n) {
   return samples[Math.floor(samples.length / 2)];
 }
 
+// Raw TCP sockets, opened beforehand: time = 1-byte POST written → the producer's response
+// complete (its status log's last chunk: the delivery verdict, §3.2). The consumer reads as
+// a client does; the producer's response is read to its end.
+async function smallTransfer(s, n) {
+  const port = Number(new URL(s.http).port);
+  const samples = [];
+  for (let i = 0; i < n + 5; i++) {
+    const p = `/bench-small-${i}`;
+    const g = await connected(port);
+    const post = await connected(port);
+    g.on('data', () => {});
+    let buf = '';
+    const done = new Promise((resolve) => {
+      post.on('data', (d) => {
+        buf += d.toString('latin1');
+        if (buf.endsWith('\r\n0\r\n\r\n')) resolve(performance.now()); // the chunked log's end
+      });
+      post.on('end', () => resolve(performance.now()));
+    });
+    g.write(`GET ${p} HTTP/1.1\r\nHost: bench\r\n\r\n`);
+    await sleep(10); // the receiver is waiting
+    const t0 = performance.now();
+    post.write(`POST ${p} HTTP/1.1\r\nHost: bench\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx`);
+    const t1 = await done;
+    if (i >= 5) samples.push(t1 - t0); // skip warm-up
+    if (!/SUCCESS|successfully/.test(buf)) console.error(`small transfer ${s.name}: no success line: ${JSON.stringify(buf.slice(-200))}`);
+    g.destroy();
+    post.destroy();
+    await sleep(5);
+  }
+  return median(samples);
+}
+
 // ---------------------------------------------------------------- main
 if (!fs.existsSync(OURS) || !fs.existsSync(H2_CLIENT)) {
   console.error(`${OURS} or ${H2_CLIENT} missing: run cargo build --release -p httpipe-relay --example h2_bench`);
@@ -297,13 +360,14 @@ const cBytes = Math.floor(SIZE / 4);
 fs.writeFileSync(cFile, Buffer.alloc(want('conc') ? cBytes : 0, 0x5a));
 
 const results = {};
-for (const start of [startOurs, startPiping]) {
+for (const start of STARTERS) {
   const s = await start(tmp);
   try {
     const r = {};
     // memory first, on a fresh process (after bulk transfers a heap has free room to reuse)
     r.mem = want('mem') ? await idleMemory(s, 2000) : NaN;
     r.rtt = want('rtt') ? await rendezvous(s, 200) : NaN;
+    r.small = want('small') ? await smallTransfer(s, 100) : NaN;
     r.h1 = want('h1') ? await h1Single(s, file, SIZE) : NaN;
     r.h2 = want('h2') ? await h2Single(s, SIZE, path.join(tmp, 'cert.pem')) : NaN;
     r.conc = want('conc') ? await h1Concurrent(s, cFile, cBytes, concurrent) : NaN;
@@ -324,20 +388,24 @@ if (want('cpu')) {
 fs.rmSync(tmp, { recursive: true, force: true });
 
 const o = results['httpipe-relay'];
-const t = results['piping-server'];
+const peers = Object.keys(results).filter((k) => k !== 'httpipe-relay');
 const rows = [
-  ['single stream, HTTP/1.1 (curl → relay → curl), MB/s', o.h1, t.h1, 1],
-  ['single stream, h2 over TLS (hyper client h2_bench), MB/s', o.h2, t.h2, 1],
-  [`${concurrent} concurrent HTTP/1.1 streams, aggregate MB/s`, o.conc, t.conc, 1],
-  ['idle memory per waiting receiver (2000 GETs), KiB', o.mem / 1024, t.mem / 1024, 1],
-  ['rendezvous latency, median of 200, ms', o.rtt, t.rtt, 3],
-  [`relay CPU seconds per GiB, HTTP/1.1 (curl pair, ${CPU_BYTES / MB} MiB), median`, o.cpuH1, t.cpuH1, 3],
-  [`relay CPU seconds per GiB, h2 over TLS (h2_bench pair, ${CPU_BYTES / MB} MiB), median`, o.cpuH2, t.cpuH2, 3],
+  ['single stream, HTTP/1.1 (curl → relay → curl), MB/s', 'h1', 1],
+  ['single stream, h2 over TLS (hyper client h2_bench), MB/s', 'h2', 1],
+  [`${concurrent} concurrent HTTP/1.1 streams, aggregate MB/s`, 'conc', 1],
+  ['idle memory per waiting receiver (2000 GETs), KiB', 'mem', 1, 1 / 1024],
+  ['rendezvous latency, median of 200, ms', 'rtt', 3],
+  ['small transfer: 1-byte POST → producer response complete, median of 100, ms', 'small', 3],
+  [`relay CPU seconds per GiB, HTTP/1.1 (curl pair, ${CPU_BYTES / MB} MiB), median`, 'cpuH1', 3],
+  [`relay CPU seconds per GiB, h2 over TLS (h2_bench pair, ${CPU_BYTES / MB} MiB), median`, 'cpuH2', 3],
 ];
-console.log(`\nhttpipe-relay vs piping-server 1.12.9, loopback, ${os.cpus().length} CPUs, ${SIZE / MB} MiB per single stream\n`);
-console.log('| measurement | httpipe-relay | piping-server | ours/theirs |');
-console.log('|---|---:|---:|---:|');
-for (const [name, a, b, d] of rows) {
-  console.log(`| ${name} | ${a.toFixed(d)} | ${b.toFixed(d)} | ${(a / b).toFixed(2)} |`);
+const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+console.log(`\nhttpipe-relay vs ${peers.join(', ')}, loopback, ${os.cpus().length} CPUs, load average ${load}, ${SIZE / MB} MiB per single stream\n`);
+console.log(`| measurement | httpipe-relay | ${peers.join(' | ')} | ${peers.map((p) => `ours/${p}`).join(' | ')} |`);
+console.log(`|---|---:|${peers.map(() => '---:|').join('')}${peers.map(() => '---:|').join('')}`);
+for (const [name, k, d, scale = 1] of rows) {
+  const a = o[k] * scale;
+  const bs = peers.map((p) => results[p][k] * scale);
+  console.log(`| ${name} | ${a.toFixed(d)} | ${bs.map((b) => b.toFixed(d)).join(' | ')} | ${bs.map((b) => (a / b).toFixed(2)).join(' | ')} |`);
 }
 console.log(`\nour h2 / our HTTP/1.1: ${(o.h2 / o.h1).toFixed(2)}`);

@@ -356,6 +356,10 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
                 let progress = Progress::new(true, None, "sent");
                 #[cfg(unix)]
                 pipe::enlarge_pipe(0);
+                #[cfg(unix)]
+                let r =
+                    crate::stdio::copy_stdin_to_sink(&mut sender, whole_blocks, &progress).await;
+                #[cfg(not(unix))]
                 let r = pipe::copy_to_sink(
                     tokio::io::stdin(),
                     &mut sender,
@@ -385,7 +389,6 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
         identities,
         after_break: after_break(&keys)?,
     };
-    let unbuffered = keys.unbuffered_output.unwrap_or(false);
     let serve = keys.serve.unwrap_or(r.serve);
     tracing::info!("opening stream for reading: {path}");
     tracing::debug!(
@@ -412,14 +415,8 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
             let progress = Progress::new(!std::io::stdout().is_terminal(), info.size, "received");
             #[cfg(unix)]
             pipe::enlarge_pipe(1);
-            let stdout = tokio::io::stdout();
-            let copied = if unbuffered {
-                let mut out = stdout;
-                pipe::copy_from_source(&mut rx, &mut out, true, &progress, "stdout").await
-            } else {
-                let mut out = BufWriter::with_capacity(pipe::CHUNK, stdout);
-                pipe::copy_from_source(&mut rx, &mut out, false, &progress, "stdout").await
-            };
+            // each chunk is written as it comes: `-u` (unbuffered) needs nothing more
+            let copied = crate::stdio::copy_to_stdout(&mut rx, &progress).await;
             let complete = matches!(copied, Ok(Copied::Complete(_)));
             settle(rx, complete).await;
             let copied = copied?;
@@ -726,10 +723,7 @@ async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
             match destination(r.output.as_deref(), name.as_deref())? {
                 Dest::Stdout => {
                     let progress = Progress::new(true, size, "received");
-                    let mut out = BufWriter::with_capacity(pipe::CHUNK, tokio::io::stdout());
-                    let copied =
-                        pipe::copy_from_source(&mut rx, &mut out, false, &progress, "stdout")
-                            .await?;
+                    let copied = crate::stdio::copy_to_stdout(&mut rx, &progress).await?;
                     progress.finish();
                     Ok(matches!(copied, Copied::Complete(_)))
                 }

@@ -9,6 +9,7 @@ mod exit;
 mod keys;
 mod pipe;
 mod progress;
+mod stdio;
 mod tarball;
 mod transfer;
 

@@ -22,6 +22,11 @@ pub const READ_MAX: usize = 1024 * 1024;
 /// The producer's end of a stream.
 pub(crate) trait Sink {
     async fn write(&mut self, data: &[u8]) -> Result<(), NetError>;
+
+    /// [`Sink::write`] of a buffer the sink may keep (no copy where it can).
+    async fn write_owned(&mut self, data: Vec<u8>) -> Result<(), NetError> {
+        self.write(&data).await
+    }
 }
 
 /// The consumer's end of a stream: `None` is the clean end.

@@ -306,6 +306,10 @@ mod imp {
         async fn write(&mut self, data: &[u8]) -> Result<(), NetError> {
             self.0.write_all(data).await
         }
+
+        async fn write_owned(&mut self, data: Vec<u8>) -> Result<(), NetError> {
+            self.0.write_bytes(bytes::Bytes::from(data)).await
+        }
     }
 
     impl Source for Receiver {

@@ -11,20 +11,54 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
 
 /// The connection's socket, valid while the connection is open.
 #[derive(Debug)]
 pub struct ConnFd {
     fd: RawFd,
     open: RwLock<bool>,
+    /// Completed flushes of the connection's writes so far (HTTP/1.1: hyper flushes after
+    /// writing what it polled from the response body, in the connection's own task).
+    flushes: AtomicU64,
+    /// Someone waits in [`ConnFd::flushed_after`]: only then does a flush notify.
+    watched: AtomicBool,
+    flushed: Notify,
 }
 
 impl ConnFd {
+    /// How many flushes have completed so far; see [`delivered_h1`].
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(Ordering::Acquire)
+    }
+
+    fn flush_done(&self) {
+        self.flushes.fetch_add(1, Ordering::AcqRel);
+        if self.watched.load(Ordering::Acquire) {
+            self.flushed.notify_waiters();
+        }
+    }
+
+    /// Resolves once more than `epoch` flushes have completed. Cancel-safe.
+    async fn flushed_after(&self, epoch: u64) {
+        self.watched.store(true, Ordering::Release);
+        loop {
+            let notified = self.flushed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.flushes() > epoch {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// A duplicate of the socket, if the connection is still open: it keeps the socket (and
     /// its counters) alive after hyper closes the connection, until dropped.
     fn hold(&self) -> Option<OwnedFd> {
@@ -54,6 +88,9 @@ impl<S: AsRawFd> Tracked<S> {
         let conn = Arc::new(ConnFd {
             fd: inner.as_raw_fd(),
             open: RwLock::new(true),
+            flushes: AtomicU64::new(0),
+            watched: AtomicBool::new(false),
+            flushed: Notify::new(),
         });
         (
             Tracked {
@@ -101,7 +138,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
         self.inner.is_write_vectored()
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        if let Poll::Ready(Ok(())) = polled {
+            self.conn.flush_done();
+        }
+        polled
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
@@ -157,9 +198,14 @@ fn send_state(fd: &OwnedFd) -> Option<SendState> {
     })
 }
 
-/// How often the acknowledged count is checked while waiting.
+/// How often the acknowledged count is checked while waiting: every [`POLL_FIRST`] for the
+/// first [`POLL_FIRST_TIMES`] checks (a loopback or LAN peer acknowledges within them), then
+/// every [`POLL_EVERY`].
+const POLL_FIRST: Duration = Duration::from_millis(1);
+const POLL_FIRST_TIMES: u32 = 20;
 const POLL_EVERY: Duration = Duration::from_millis(10);
-/// Time for hyper (and h2) to write the last bytes to the socket after the body ended.
+/// Time for hyper (and h2) to write the last bytes to the socket after the body ended, when
+/// no flush tells it sooner.
 const WRITE_SETTLE: Duration = Duration::from_millis(5);
 
 /// Waits until the peer's TCP stack has acknowledged every byte written to the connection so
@@ -169,7 +215,19 @@ const WRITE_SETTLE: Duration = Duration::from_millis(5);
 pub async fn delivered(conn: &ConnFd) -> bool {
     tokio::time::sleep(WRITE_SETTLE).await;
     match conn.held() {
-        Some(held) => held.acknowledged().await,
+        Some(held) => held.acked_all().await,
+        None => true,
+    }
+}
+
+/// [`delivered`] for an HTTP/1.1 response whose body ended when the connection had completed
+/// `epoch` flushes: hyper writes the body's last bytes and flushes them in the connection's
+/// task right after polling its end, so the next completed flush means they are in the
+/// socket (no fixed wait; [`WRITE_SETTLE`] at most, as for HTTP/2).
+pub async fn delivered_h1(conn: &ConnFd, epoch: u64) -> bool {
+    let _ = tokio::time::timeout(WRITE_SETTLE, conn.flushed_after(epoch)).await;
+    match conn.held() {
+        Some(held) => held.acked_all().await,
         None => true,
     }
 }
@@ -189,10 +247,17 @@ impl Held {
     /// been acknowledged: `false` if the connection broke first. No timeout.
     pub async fn acknowledged(self) -> bool {
         tokio::time::sleep(WRITE_SETTLE).await;
+        self.acked_all().await
+    }
+
+    /// Waits until every byte written to the socket by now has been acknowledged: `false` if
+    /// the connection broke first. No timeout.
+    async fn acked_all(self) -> bool {
         let Some(start) = send_state(&self.0) else {
             return true;
         };
         let target = start.acked + start.queued;
+        let mut checks = 0u32;
         loop {
             let Some(now) = send_state(&self.0) else {
                 return true;
@@ -203,7 +268,13 @@ impl Held {
             if !now.alive {
                 return false;
             }
-            tokio::time::sleep(POLL_EVERY).await;
+            checks += 1;
+            let wait = if checks <= POLL_FIRST_TIMES {
+                POLL_FIRST
+            } else {
+                POLL_EVERY
+            };
+            tokio::time::sleep(wait).await;
         }
     }
 }

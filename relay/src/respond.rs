@@ -48,6 +48,18 @@ pub fn plain_text(body: Body) -> Resp {
     r
 }
 
+/// 431 for an HTTP/1.1 request head over `--max-header-bytes` (§9); the connection closes, as
+/// when hyper refuses a head itself.
+pub fn head_too_large() -> Resp {
+    let mut r = text(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "Request header fields too large\n",
+    );
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
 /// The §3.5 answer to a rejection: its status, body and code (`X-Httpipe-Error`, readable by
 /// browsers); 405 carries `Allow`.
 pub fn rejection(r: &Rejection) -> Resp {

@@ -239,7 +239,10 @@ fn route(
             (Ack::confirmed_by(req.into_body()), None)
         } else {
             let ack = match req.extensions().get::<Arc<ConnFd>>() {
-                Some(conn) => Ack::Tcp(conn.clone()),
+                Some(conn) => Ack::Tcp {
+                    conn: conn.clone(),
+                    h1: req.version() < http::Version::HTTP_2,
+                },
                 None => Ack::Ended,
             };
             // A body (if a GET has one) stays unread until the answer, then drains

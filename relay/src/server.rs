@@ -12,6 +12,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::future::Either;
 use futures_util::FutureExt;
 use http_body::{Body, Frame, SizeHint};
 
@@ -218,15 +219,24 @@ fn find_static_dirs(config: &mut Config) {
     }
 }
 
+/// HTTP/1.1's largest read (and write queue) in bytes. hyper grows a connection's read
+/// buffer from 8 KiB while reads fill it, so only a connection that streams gets this much;
+/// a relayed upload then arrives in blocks of up to this size, handed on without a copy.
+/// 128 KiB halves the syscalls of 64 KiB blocks; 512 KiB (piping-server-rust's ~400 KiB)
+/// cut them 6× more but cost as much CPU per byte or more (the block no longer stays in
+/// the CPU's cache between the read and the write): docs/benchmarks-native.md.
+const H1_BUF_BYTES: usize = 128 * 1024;
+
 /// HTTP/1.1 + HTTP/2 settings: the HTTP/2 windows of §3.8, the header limits of §9.
 fn http_builder(config: &Config) -> auto::Builder<TokioExecutor> {
     let mut b = auto::Builder::new(TokioExecutor::new());
     // hyper-util's HTTP/1.1 builder has no header size limit of its own: the read buffer's
-    // (at least 8192) is it; a head that doesn't fit is answered 431.
+    // is the hard one (a head that doesn't fit is answered 431 by hyper), `max_header_bytes`
+    // below it is checked per request (`head_too_large`).
     b.http1()
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout)
-        .max_buf_size(config.max_header_bytes.max(8192))
+        .max_buf_size(H1_BUF_BYTES.max(config.max_header_bytes))
         .keep_alive(true)
         .half_close(false);
     b.http2()
@@ -351,8 +361,13 @@ fn serve(
         req.extensions_mut().insert(conn_fd.clone());
         let req = req.map(crate::request_body::RequestBody::new);
         let busy = Busy::start(&act);
+        let handled = if head_too_large(&req, state.config.max_header_bytes) {
+            Either::Left(std::future::ready(crate::respond::head_too_large()))
+        } else {
+            Either::Right(router::handle(state, req))
+        };
         // Not an `async` block around the handler: that would hold its future twice.
-        router::handle(state, req)
+        handled
             .map(move |resp| Ok::<_, Infallible>(resp.map(|inner| BusyBody { inner, _busy: busy })))
     });
     match tls {
@@ -530,4 +545,24 @@ impl Body for BusyBody {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// An HTTP/1.1 request head (start line and header lines, as sent) larger than `limit` bytes
+/// (§9). HTTP/2 heads are bounded by `SETTINGS_MAX_HEADER_LIST_SIZE` instead.
+fn head_too_large<B>(req: &hyper::Request<B>, limit: usize) -> bool {
+    if req.version() >= http::Version::HTTP_2 {
+        return false;
+    }
+    // "METHOD URI HTTP/1.1\r\n", each "name: value\r\n", the final "\r\n"
+    let uri = match req.uri().path_and_query() {
+        Some(pq) if req.uri().authority().is_none() => pq.as_str().len(),
+        _ => req.uri().to_string().len(), // absolute form: rare, allocates
+    };
+    let start = req.method().as_str().len() + uri + 12;
+    let fields: usize = req
+        .headers()
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len() + 4)
+        .sum();
+    start + fields + 2 > limit
 }

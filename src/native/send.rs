@@ -738,6 +738,21 @@ impl Writer {
         Ok(())
     }
 
+    /// [`write_all`](Writer::write_all) for bytes the caller owns: passed on in pieces without
+    /// a copy.
+    ///
+    /// # Errors
+    ///
+    /// As [`write_all`](Writer::write_all).
+    pub async fn write_bytes(&mut self, mut data: Bytes) -> Result<(), Error> {
+        while !data.is_empty() {
+            poll_fn(|cx| self.poll_ready(cx)).await?;
+            let piece = data.split_to(data.len().min(PIECE));
+            self.send_cmd(Cmd::Data(piece))?;
+        }
+        Ok(())
+    }
+
     /// Sends what was written so far now: plain bytes at once; age-rt as one record; age v1
     /// only whole chunks (a partial chunk can't be sent before the end).
     ///

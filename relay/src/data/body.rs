@@ -20,7 +20,9 @@ pub enum Msg {
 /// (the consumer hung up), it reports its index on the `gone` channel.
 pub struct ConsumerBody {
     rx: mpsc::Receiver<Msg>,
-    done: Option<oneshot::Sender<()>>,
+    /// Gets the connection's flush count (`Ack::flushes`) at the end.
+    done: Option<oneshot::Sender<u64>>,
+    ack: super::Ack,
     gone: Option<(mpsc::UnboundedSender<usize>, usize)>,
     ended: bool,
     /// Bytes still expected when the producer declared a `Content-Length`: HTTP/1.1 stops
@@ -29,18 +31,20 @@ pub struct ConsumerBody {
 }
 
 impl ConsumerBody {
-    /// `done` fires when the body has yielded its end; `gone` gets `index` if dropped before.
-    /// `length` is the forwarded `Content-Length`, if any.
+    /// `done` fires when the body has yielded its end, with `ack`'s flush count then; `gone`
+    /// gets `index` if dropped before. `length` is the forwarded `Content-Length`, if any.
     pub fn new(
         rx: mpsc::Receiver<Msg>,
-        done: oneshot::Sender<()>,
-        gone: mpsc::UnboundedSender<usize>,
-        index: usize,
+        done: oneshot::Sender<u64>,
+        ack: super::Ack,
+        gone: (mpsc::UnboundedSender<usize>, usize),
         length: Option<u64>,
     ) -> Self {
+        let (gone, index) = gone;
         let mut body = ConsumerBody {
             rx,
             done: Some(done),
+            ack,
             gone: Some((gone, index)),
             ended: false,
             remaining: length,
@@ -54,7 +58,7 @@ impl ConsumerBody {
 
     fn mark_done(&mut self) {
         if let Some(done) = self.done.take() {
-            let _ = done.send(());
+            let _ = done.send(self.ack.flushes());
         }
     }
 }

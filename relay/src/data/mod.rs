@@ -42,8 +42,12 @@ pub struct Handoff {
 pub enum Ack {
     /// Nothing to inspect (not a TCP connection): the response's end counts.
     Ended,
-    /// The consumer's TCP connection acknowledged every byte written to it.
-    Tcp(Arc<crate::conn::ConnFd>),
+    /// The consumer's TCP connection acknowledged every byte written to it. `h1`: an
+    /// HTTP/1.1 connection, whose flushes tell when the response's last bytes were written.
+    Tcp {
+        conn: Arc<crate::conn::ConnFd>,
+        h1: bool,
+    },
     /// A consumer forwarded by another node of a cluster: that node's confirmation, the end of
     /// the request body it keeps open (§13.3). `Some(true)`: confirmed; `Some(false)`: the
     /// forwarded connection closed first.
@@ -73,13 +77,25 @@ impl Ack {
         Ack::Hop(rx)
     }
 
+    /// The connection's completed flushes now (0 when it isn't watched): what the response
+    /// body notes when it ends, for [`Ack::received`].
+    pub fn flushes(&self) -> u64 {
+        match self {
+            Ack::Tcp { conn, h1: true } => conn.flushes(),
+            _ => 0,
+        }
+    }
+
     /// Waits until the consumer has received everything sent to it (`true`) or can't anymore.
     /// Called once its response has ended. No timeout (a consumer that stops reading holds the
     /// transfer open, as it does mid-stream).
-    pub async fn received(&self) -> bool {
+    /// `flushes`: the connection's completed flushes when the response body ended (see
+    /// [`Ack::flushes`]).
+    pub async fn received(&self, flushes: u64) -> bool {
         match self {
             Ack::Ended => true,
-            Ack::Tcp(conn) => crate::conn::delivered(conn).await,
+            Ack::Tcp { conn, h1: true } => crate::conn::delivered_h1(conn, flushes).await,
+            Ack::Tcp { conn, h1: false } => crate::conn::delivered(conn).await,
             Ack::Hop(rx) => {
                 let mut rx = rx.clone();
                 let ok = match rx.wait_for(Option::is_some).await {

@@ -44,11 +44,12 @@ impl Kind {
 /// One consumer's channel as seen by the transfer.
 struct Sink {
     tx: mpsc::Sender<Msg>,
-    done: oneshot::Receiver<()>,
+    /// The consumer connection's flush count when its body ended.
+    done: oneshot::Receiver<u64>,
     /// How the consumer's receipt of every byte is known at the end (§3.2).
     ack: super::Ack,
-    /// `done` already fired (observed with `try_recv`).
-    finished: bool,
+    /// `done` already fired (observed with `try_recv`), with this flush count.
+    finished: Option<u64>,
 }
 
 /// A transfer in progress: from the match of producer and consumers to its one end.
@@ -92,7 +93,8 @@ impl Transfer {
         for (i, handoff) in consumers.into_iter().enumerate() {
             let (tx, rx) = mpsc::channel(1);
             let (done_tx, done) = oneshot::channel();
-            let body = ConsumerBody::new(rx, done_tx, gone_tx.clone(), i, length);
+            let ack = handoff.ack;
+            let body = ConsumerBody::new(rx, done_tx, ack.clone(), (gone_tx.clone(), i), length);
             // If the consumer left this instant, the body drops inside and reports `gone`.
             let _ = handoff.tx.send(Ok(Start {
                 headers: forwarded.clone(),
@@ -101,8 +103,8 @@ impl Transfer {
             sinks.push(Some(Sink {
                 tx,
                 done,
-                ack: handoff.ack,
-                finished: false,
+                ack,
+                finished: None,
             }));
             log.line("[INFO] A receiver was connected.");
         }
@@ -189,8 +191,8 @@ impl Transfer {
             };
             // A body that reached its Content-Length may be gone already, having finished.
             if sink.tx.send(Msg::End).await.is_err() {
-                if sink.done.try_recv().is_ok() {
-                    sink.finished = true;
+                if let Ok(flushes) = sink.done.try_recv() {
+                    sink.finished = Some(flushes);
                 } else {
                     self.drop_sink(i);
                 }
@@ -201,10 +203,14 @@ impl Transfer {
         // Every consumer's response ended (hyper has the last byte), then its connection
         // acknowledged every byte (§3.2: the bytes reached the consumer's TCP stack).
         let received = sinks.into_iter().flatten().map(|sink| async move {
-            if !sink.finished && sink.done.await.is_err() {
-                return false;
-            }
-            sink.ack.received().await
+            let flushes = match sink.finished {
+                Some(f) => f,
+                None => match sink.done.await {
+                    Ok(f) => f,
+                    Err(_) => return false,
+                },
+            };
+            sink.ack.received(flushes).await
         });
         for ok in futures_util::future::join_all(received).await {
             if !ok {
