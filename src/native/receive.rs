@@ -131,7 +131,8 @@ pub(crate) async fn receive(
     }
 }
 
-type DecryptJob = JoinHandle<(Decryptor, Vec<u8>, Result<(), crate::crypto::Error>)>;
+type DecryptJobOutput = (Decryptor, Vec<u8>, Result<(), crate::crypto::Error>);
+type DecryptJob = JoinHandle<DecryptJobOutput>;
 
 /// The consumer's stream: only authenticated plaintext when decrypting; a cut stream ends in
 /// `TRUNCATED`, never in a clean end.
@@ -344,15 +345,9 @@ impl Reader {
             if let Some(r) = self.resuming.as_mut() {
                 let (resumer, resumed) = ready!(r.as_mut().poll(cx));
                 self.resuming = None;
-                self.meter.set_resume(false, resumer.resumes);
-                self.resumer = Some(resumer);
-                match resumed {
-                    Ok((body, check, at)) => {
-                        self.body = body;
-                        self.check = check;
-                        self.received = at;
-                    }
-                    Err(e) => return self.fail(cx, e),
+                let r = self.on_resumed(resumer, resumed);
+                if let Some(p) = self.settle(cx, r) {
+                    return p;
                 }
                 continue;
             }
@@ -365,24 +360,9 @@ impl Reader {
             if let Some(job) = self.job.as_mut() {
                 let joined = ready!(Pin::new(job).poll(cx));
                 self.job = None;
-                let (dec, out, r) = match joined {
-                    Ok(j) => j,
-                    Err(e) => {
-                        return self.fail(
-                            cx,
-                            Error::new(
-                                ErrorCode::Unsupported,
-                                format!("a worker thread failed: {e}"),
-                            ),
-                        )
-                    }
-                };
-                self.dec = Some(dec);
-                if let Err(e) = r {
-                    return self.fail(cx, e.into());
-                }
-                if let Some(b) = self.plaintext(out) {
-                    return Poll::Ready(Ok(Some(b)));
+                let r = self.on_job(joined);
+                if let Some(p) = self.settle(cx, r) {
+                    return p;
                 }
                 continue;
             }
@@ -402,81 +382,124 @@ impl Reader {
                 return Poll::Pending;
             };
             self.waiting_since = None;
-            match item {
-                Some(Ok(chunk)) => {
-                    self.check.on_bytes(chunk.len() as u64);
-                    self.received += chunk.len() as u64;
-                    let slow = self.slow_header;
-                    match self.dec.take() {
-                        None => {
-                            if chunk.is_empty() {
-                                continue;
-                            }
-                            self.meter.add(chunk.len());
-                            self.ledger.add(&chunk);
-                            return Poll::Ready(Ok(Some(chunk)));
-                        }
-                        Some(mut dec) if slow => {
-                            // Until the first plaintext, the header (and its scrypt) may be in
-                            // this chunk: decrypt on the blocking pool.
-                            self.job = Some(tokio::task::spawn_blocking(move || {
-                                let mut out = Vec::with_capacity(chunk.len());
-                                let r = dec.update(&chunk, &mut out);
-                                (dec, out, r)
-                            }));
-                        }
-                        Some(mut dec) => {
-                            let mut out = Vec::with_capacity(chunk.len());
-                            let r = dec.update(&chunk, &mut out);
-                            self.dec = Some(dec);
-                            if let Err(e) = r {
-                                return self.fail(cx, e.into());
-                            }
-                            if let Some(b) = self.plaintext(out) {
-                                return Poll::Ready(Ok(Some(b)));
-                            }
-                        }
-                    }
-                }
-                Some(Err(e)) => {
-                    let f = failure(e, &Stop::new());
-                    if let Some(e) = self.on_break(f) {
-                        return self.fail(cx, e);
-                    }
-                }
-                None => {
-                    if let Err(e) = self.check.on_end() {
-                        return self.fail(cx, e);
-                    }
-                    self.done = true;
-                    let mut out = Vec::new();
-                    if let Some(dec) = self.dec.as_mut() {
-                        if let Err(e) = dec.finish(&mut out) {
-                            return self.fail(cx, e.into());
-                        }
-                    }
-                    let last = self.plaintext(out);
-                    self.meter.finish();
-                    if self.mode == ReceiptMode::Auto {
-                        // The `ok` receipt goes before the end is reported, so a caller that
-                        // saw the end knows the producer was told. The data is the caller's
-                        // either way: a receipt that can't be delivered leaves the producer
-                        // unconfirmed, which it reports.
-                        if let Some(call) = self.receipt_call(Outcome::Ok) {
-                            self.last_word = Some(
-                                async move {
-                                    let _ = call.await;
-                                }
-                                .boxed(),
-                            );
-                        }
-                    }
-                    if let Some(b) = last {
-                        return Poll::Ready(Ok(Some(b)));
-                    }
-                }
+            let r = match item {
+                Some(Ok(chunk)) => self.on_chunk(chunk),
+                Some(Err(e)) => match self.on_break(failure(e, &Stop::new())) {
+                    Some(e) => Err(e),
+                    None => Ok(None),
+                },
+                None => self.on_end(),
+            };
+            if let Some(p) = self.settle(cx, r) {
+                return p;
             }
         }
+    }
+
+    /// What a step of [`Reader::poll_next_chunk`] gave: a chunk to hand out, nothing (read
+    /// on: `None`), or the stream's error.
+    fn settle(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Result<Option<Bytes>, Error>,
+    ) -> Option<Poll<Result<Option<Bytes>, Error>>> {
+        match r {
+            Ok(Some(b)) => Some(Poll::Ready(Ok(Some(b)))),
+            Ok(None) => None,
+            Err(e) => Some(self.fail(cx, e)),
+        }
+    }
+
+    /// A resume ended (§12.3): read on from the resumed body, or its error.
+    fn on_resumed(
+        &mut self,
+        resumer: Resumer,
+        resumed: Result<(Body, BodyCheck, u64), Error>,
+    ) -> Result<Option<Bytes>, Error> {
+        self.meter.set_resume(false, resumer.resumes);
+        self.resumer = Some(resumer);
+        let (body, check, at) = resumed?;
+        self.body = body;
+        self.check = check;
+        self.received = at;
+        Ok(None)
+    }
+
+    /// A decryption on the blocking pool ended.
+    fn on_job(
+        &mut self,
+        joined: Result<DecryptJobOutput, tokio::task::JoinError>,
+    ) -> Result<Option<Bytes>, Error> {
+        let (dec, out, r) = joined.map_err(|e| {
+            Error::new(
+                ErrorCode::Unsupported,
+                format!("a worker thread failed: {e}"),
+            )
+        })?;
+        self.dec = Some(dec);
+        r?;
+        Ok(self.plaintext(out))
+    }
+
+    /// A chunk of the body: handed out as it is (plain), or decrypted (only authenticated
+    /// plaintext comes out; until the first plaintext on the blocking pool, where a
+    /// passphrase's scrypt may run).
+    fn on_chunk(&mut self, chunk: Bytes) -> Result<Option<Bytes>, Error> {
+        self.check.on_bytes(chunk.len() as u64);
+        self.received += chunk.len() as u64;
+        let slow = self.slow_header;
+        match self.dec.take() {
+            None => {
+                if chunk.is_empty() {
+                    return Ok(None);
+                }
+                self.meter.add(chunk.len());
+                self.ledger.add(&chunk);
+                Ok(Some(chunk))
+            }
+            Some(mut dec) if slow => {
+                self.job = Some(tokio::task::spawn_blocking(move || {
+                    let mut out = Vec::with_capacity(chunk.len());
+                    let r = dec.update(&chunk, &mut out);
+                    (dec, out, r)
+                }));
+                Ok(None)
+            }
+            Some(mut dec) => {
+                let mut out = Vec::with_capacity(chunk.len());
+                let r = dec.update(&chunk, &mut out);
+                self.dec = Some(dec);
+                r?;
+                Ok(self.plaintext(out))
+            }
+        }
+    }
+
+    /// The body's end: verified (the core's check, the decryptor's final chunk), then the
+    /// last plaintext; with automatic receipts the `ok` receipt goes out before the end is
+    /// reported, so a caller that saw the end knows the producer was told. The data is the
+    /// caller's either way: a receipt that can't be delivered leaves the producer
+    /// unconfirmed, which it reports.
+    fn on_end(&mut self) -> Result<Option<Bytes>, Error> {
+        self.check.on_end()?;
+        self.done = true;
+        let mut out = Vec::new();
+        if let Some(dec) = self.dec.as_mut() {
+            dec.finish(&mut out)?;
+        }
+        let last = self.plaintext(out);
+        self.meter.finish();
+        if self.mode == ReceiptMode::Auto {
+            if let Some(call) = self.receipt_call(Outcome::Ok) {
+                self.last_word = Some(
+                    async move {
+                        let _ = call.await;
+                    }
+                    .boxed(),
+                );
+            }
+        }
+        Ok(last)
     }
 
     /// The next piece of plaintext as it arrives; `Ok(None)` only at the verified clean end.

@@ -13,8 +13,14 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::EventTarget;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use super::bindings::in_page;
 use super::http::send_keepalive;
+use crate::client::error::{Error, ErrorCode};
+use crate::client::parts::ByteChunk;
+use crate::client::producer::Producer;
 use crate::client::request::Request;
 
 /// The `pagehide` listener of one transfer, removed when this is dropped.
@@ -49,5 +55,53 @@ impl Drop for PageHide {
             "pagehide",
             self.listener.as_ref().unchecked_ref(),
         );
+    }
+}
+
+/// The producer's last word for `pagehide` (§12.3): unarmed → armed (once the core has a
+/// failure notice to give, right after the step that starts the stream) → withdrawn
+/// (delivered, or failed with its own notice on the way). Outside a page: nothing.
+pub struct ProducerPageNotice {
+    notice: Rc<RefCell<Option<Request>>>,
+    _hide: Option<PageHide>,
+    armed: bool,
+    withdrawn: bool,
+}
+
+impl ProducerPageNotice {
+    pub fn watch() -> Self {
+        let notice: Rc<RefCell<Option<Request>>> = Rc::default();
+        let hide = PageHide::watch({
+            let notice = notice.clone();
+            move || notice.borrow_mut().take()
+        });
+        let idle = hide.is_none();
+        ProducerPageNotice {
+            notice,
+            _hide: hide,
+            armed: idle,
+            withdrawn: idle,
+        }
+    }
+
+    /// Follows the producer after each of its polls.
+    pub fn update<T: ByteChunk>(&mut self, producer: &Producer<T>) {
+        if !self.armed {
+            if let Some(n) = producer.failure_notice(&Error::new(
+                ErrorCode::Aborted,
+                "the sending page went away (closed, reloaded or navigated elsewhere)",
+            )) {
+                *self.notice.borrow_mut() = Some(n);
+                self.armed = true;
+            }
+        } else if !self.withdrawn && producer.delivered() {
+            self.withdraw();
+        }
+    }
+
+    /// Nothing to say any more (delivered, or the producer's own last words replace it).
+    pub fn withdraw(&mut self) {
+        self.notice.borrow_mut().take();
+        self.withdrawn = true;
     }
 }

@@ -19,7 +19,7 @@ use super::crypto::{encrypt_stream, encryptor_for, reseal_stream};
 use super::error::{from_js, into_js};
 use super::http::{exchange, fetch, probe, runtime_streams, text, TEXT_LIMIT};
 use super::options::Parsed;
-use super::pagehide::PageHide;
+use super::pagehide::ProducerPageNotice;
 use super::receipt::{self, Ledger};
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
@@ -87,60 +87,20 @@ async fn send_inner(
     meter: Rc<RefCell<RateMeter>>,
 ) -> Result<SendReport, Error> {
     let mut producer = Producer::<View>::new(p.send_config(runtime_streams())?)?;
-    // What the receipt is checked against (§12.2): the plaintext's count, and the bytes on
-    // the wire (hashed only when the consumer commits to them).
-    let plain = Rc::new(RefCell::new(Ledger::default()));
-    let wire = Rc::new(RefCell::new(Ledger::default()));
-    let mut stream: ByteStream = receipt::committed(
-        chunks::metered(
-            chunks::source(source, abort.reason_cell()),
-            meter.clone(),
-            p.on_progress.clone(),
-        ),
-        plain.clone(),
-    );
-    // A source that can be read again (a `Blob`, bytes) resumes by reading it again (§12.3):
-    // a plain one's bytes are the wire bytes; an encrypted one is sealed again from a chunk.
+    // A source that can be read again (a `Blob`, bytes) resumes by reading it again (§12.3).
     let reopen = reopen.filter(|_| p.resume_s.is_some());
-    let web = super::webcrypto::active();
-    let enc = if p.encrypted() {
-        let e = encryptor_for(&p.o)?;
-        let e = if reopen.is_some() { e.seekable() } else { e };
-        // WebCrypto's cipher seals the chunks the encryptor hands out (src/wasm/webcrypto.rs)
-        let e = if web.is_some() { e.defer_seals() } else { e };
-        Some(Rc::new(RefCell::new(e)))
-    } else {
-        None
-    };
-    if let Some(e) = &enc {
-        stream = match web {
-            Some(w) => super::webcrypto::encrypt_stream(stream, e.clone(), w)?,
-            None => encrypt_stream(stream, e.clone())?,
-        };
-    }
-    stream = receipt::committed(stream, wire.clone());
-    // The replay window (§12.3) keeps what goes to the upload once both sides resume; a source
-    // that can be reopened keeps only an encrypted stream's header.
-    let window = Rc::new(RefCell::new(ReplayWindow::<Kept>::new(0)));
-    // What the source has not yielded yet, however many uploads read from it: a resumed
-    // upload is the window's bytes, then this (never what an earlier replay left unsent).
-    let source = Shared::new(chunks::recorded(
-        chunks::stoppable(stream, abort.reason_cell()),
-        window.clone(),
-    ));
+    let Pipeline {
+        plain,
+        wire,
+        enc,
+        window,
+        source,
+    } = pipeline(source, reopen.is_some(), p, abort, meter.clone())?;
     let mut stream: ByteStream = source.reader().boxed_local();
 
     let mut reconnecting = false;
     // In a page: if it goes away mid-transfer, tell a consumer that may be resuming (§12.3).
-    let page_left: Rc<RefCell<Option<Request>>> = Rc::default();
-    let _page_hide = PageHide::watch({
-        let page_left = page_left.clone();
-        move || page_left.borrow_mut().take()
-    });
-    // Unarmed → armed (once the core knows the stream) → withdrawn (delivered, or failed
-    // with its own notice on the way).
-    let mut page_notice_armed = _page_hide.is_none();
-    let mut page_notice_withdrawn = _page_hide.is_none();
+    let mut page_left = ProducerPageNotice::watch();
     loop {
         {
             let w = window.borrow();
@@ -154,19 +114,7 @@ async fn send_inner(
             Parsed::report_progress(&p.on_progress, m.report(now_ms()));
         }
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
-        if !page_notice_armed {
-            // armed once the core knows the stream (right after the step that starts it)
-            if let Some(n) = producer.failure_notice(&Error::new(
-                ErrorCode::Aborted,
-                "the sending page went away (closed, reloaded or navigated elsewhere)",
-            )) {
-                *page_left.borrow_mut() = Some(n);
-                page_notice_armed = true;
-            }
-        } else if !page_notice_withdrawn && producer.delivered() {
-            page_left.borrow_mut().take();
-            page_notice_withdrawn = true;
-        }
+        page_left.update(&producer);
         match step {
             Step::Rendezvous(req) => {
                 match exchange(&req, abort, None).await {
@@ -267,35 +215,104 @@ async fn send_inner(
             Step::Done(report) => return Ok(report),
             Step::Failed(e) => {
                 // its own notice (a last word that outlives the page) replaces the page's
-                page_left.borrow_mut().take();
-                // The consumer may be meeting us to resume (§12.3): tell it nothing more comes.
-                // It may be waiting for an upload that never reached the relay: withdraw
-                // (§3.10). `send()` waits a moment until one is answered — either way the
-                // consumer knows then — (work left in the background dies with a Worker's
-                // request or a script that exits; the consumer is there within moments), then
-                // the calls go on without it.
-                let calls: Vec<_> = producer
-                    .last_words(&e)
-                    .into_iter()
-                    .map(|req| {
-                        wasm_bindgen_futures::JsFuture::from(
-                            wasm_bindgen_futures::future_to_promise(async move {
-                                if let Ok(mut a) = Abort::new(None) {
-                                    let _ = exchange(&req, &mut a, None).await;
-                                }
-                                Ok(JsValue::UNDEFINED)
-                            }),
-                        )
-                    })
-                    .collect();
-                if !calls.is_empty() {
-                    let first = futures::future::select_all(calls);
-                    let wait = Box::pin(sleep(FAILURE_NOTICE_WAIT_MS));
-                    let _ = futures::future::select(first, wait).await;
-                }
+                page_left.withdraw();
+                last_words(producer.last_words(&e)).await;
                 return Err(e);
             }
         }
+    }
+}
+
+/// The producer's bytes on their way to the upload: counted for the receipt, encrypted,
+/// recorded in the replay window, shared by every upload attempt.
+struct Pipeline {
+    /// What the receipt is checked against (§12.2): the plaintext's count, and the bytes on
+    /// the wire (hashed only when the consumer commits to them).
+    plain: Rc<RefCell<Ledger>>,
+    wire: Rc<RefCell<Ledger>>,
+    enc: Option<Rc<RefCell<Encryptor>>>,
+    /// The replay window (§12.3): what went to the upload once both sides resume; a source
+    /// that can be reopened keeps only an encrypted stream's header.
+    window: Rc<RefCell<ReplayWindow<Kept>>>,
+    /// What the source has not yielded yet, however many uploads read from it: a resumed
+    /// upload is the window's bytes, then this (never what an earlier replay left unsent).
+    source: Rc<Shared>,
+}
+
+/// Builds the [`Pipeline`] over the caller's stream; `reopens`: the source can be read again
+/// (a plain one's bytes are the wire bytes; an encrypted one is sealed again from a chunk).
+fn pipeline(
+    source: ReadableStream,
+    reopens: bool,
+    p: &Parsed,
+    abort: &Abort,
+    meter: Rc<RefCell<RateMeter>>,
+) -> Result<Pipeline, Error> {
+    let plain = Rc::new(RefCell::new(Ledger::default()));
+    let wire = Rc::new(RefCell::new(Ledger::default()));
+    let mut stream: ByteStream = receipt::committed(
+        chunks::metered(
+            chunks::source(source, abort.reason_cell()),
+            meter,
+            p.on_progress.clone(),
+        ),
+        plain.clone(),
+    );
+    let web = super::webcrypto::active();
+    let enc = if p.encrypted() {
+        let e = encryptor_for(&p.o)?;
+        let e = if reopens { e.seekable() } else { e };
+        // WebCrypto's cipher seals the chunks the encryptor hands out (src/wasm/webcrypto.rs)
+        let e = if web.is_some() { e.defer_seals() } else { e };
+        Some(Rc::new(RefCell::new(e)))
+    } else {
+        None
+    };
+    if let Some(e) = &enc {
+        stream = match web {
+            Some(w) => super::webcrypto::encrypt_stream(stream, e.clone(), w)?,
+            None => encrypt_stream(stream, e.clone())?,
+        };
+    }
+    stream = receipt::committed(stream, wire.clone());
+    let window = Rc::new(RefCell::new(ReplayWindow::<Kept>::new(0)));
+    let source = Shared::new(chunks::recorded(
+        chunks::stoppable(stream, abort.reason_cell()),
+        window.clone(),
+    ));
+    Ok(Pipeline {
+        plain,
+        wire,
+        enc,
+        window,
+        source,
+    })
+}
+
+/// Makes the producer's last words (the core's [`Producer::last_words`]: a failure notice for
+/// a consumer that may be resuming, §12.3; a withdrawal for one that may wait for an upload
+/// that never reached the relay, §3.10) and waits until one is answered — either way the
+/// consumer knows then — or [`FAILURE_NOTICE_WAIT_MS`]; the calls go on without `send()`
+/// after that (work left in the background dies with a Worker's request or a script that
+/// exits; the consumer is there within moments).
+async fn last_words(calls: Vec<Request>) {
+    let calls: Vec<_> = calls
+        .into_iter()
+        .map(|req| {
+            wasm_bindgen_futures::JsFuture::from(wasm_bindgen_futures::future_to_promise(
+                async move {
+                    if let Ok(mut a) = Abort::new(None) {
+                        let _ = exchange(&req, &mut a, None).await;
+                    }
+                    Ok(JsValue::UNDEFINED)
+                },
+            ))
+        })
+        .collect();
+    if !calls.is_empty() {
+        let first = futures::future::select_all(calls);
+        let wait = Box::pin(sleep(FAILURE_NOTICE_WAIT_MS));
+        let _ = futures::future::select(first, wait).await;
     }
 }
 
