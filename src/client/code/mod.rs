@@ -1,22 +1,22 @@
-//! Short codes (`PROTOCOL.md` §14), sans-IO: the code (`7-guitarist-revenge`), the SPAKE2
-//! exchange of each side as a state machine that takes the bytes read from a pipe and returns
-//! the bytes to write next, the keys derived from it (the data path, the age identity and
-//! recipient of the transfer), the sealed offer, the channel requests and how to read their
-//! answers. The adapters (`crate::wasm::code`, `crate::native::code`) only move bytes.
+//! Short codes (`PROTOCOL.md` §14), sans-IO: the code (`7-guitarist-revenge`), the exchange
+//! of each side as a poll machine ([`CodeSend`], [`CodeReceive`]: which request comes next,
+//! the busy-channel loop, when to show the code, the verdicts), the SPAKE2 steps they take,
+//! the keys derived from it (the data path, the age identity and recipient of the transfer)
+//! and the sealed offer. The drivers (`crate::native::code`, `crate::wasm::code`) only
+//! perform the machines' requests and feed the answers back.
 //!
-//! Sender: [`CodeSender::new`] → `A` (POST pipe `a`) → [`CodeSender::on_b`] with pipe `b`'s
-//! bytes → always POST its `c`, then fail `WRONG_CODE` or send to [`CodeKeys`].
-//! Receiver: [`Code::parse`] → [`CodeReceiver::on_a`] with pipe `a`'s bytes → POST its
-//! `B ‖ confirm_r` to `b` → [`CodeReceiver::on_c`] with pipe `c`'s bytes → [`CodeKeys`] and
-//! the [`Offer`], or `WRONG_CODE`.
-//!
+//! - `exchange`: the two machines.
+//! - `call`: what a machine asks ([`CodeStep`]), what it takes ([`CodeMachine`]), and one
+//!   request's life from its step to its whole answer.
 //! - `channel`: the code (§14.1), the channel the sender picks, the channel's pipes.
 //! - `relay`: the requests of the exchange and how to read their answers.
+//! - `spake`: each side's SPAKE2 steps and the sealed offer.
 //! - `keys`: what HKDF derives from the SPAKE2 key (§14.3).
-//! - `spake`: each side's SPAKE2 exchange and the sealed offer.
 //! - `words`: the PGP word list.
 
+mod call;
 mod channel;
+mod exchange;
 mod keys;
 mod relay;
 mod spake;
@@ -24,9 +24,11 @@ mod words;
 
 use super::error::{Error, ErrorCode};
 
+pub use call::{CodeMachine, CodeStep, BODY_LIMIT};
 pub use channel::{next_code, pick_channel, Code, Pipe};
+pub use exchange::{CodeRandom, CodeReceive, CodeSend};
 pub use keys::CodeKeys;
-pub use relay::{on_await_sender, on_get, on_post, on_post_log, CodeRelay, Posted};
+pub use relay::CodeRelay;
 pub use spake::{CodeReceiver, CodeSender, Offer, SenderReply};
 pub use words::{EVEN, ODD};
 
@@ -48,7 +50,6 @@ pub const MAX_TRIES: u32 = 20;
 pub const SPAKE2_MSG_LEN: usize = 33;
 /// A key confirmation.
 pub const CONFIRM_LEN: usize = 32;
-/// The Poly1305 tag of the sealed offer.
 
 /// A `WRONG_CODE` error: its message starts "wrong code: ".
 fn wrong_code(message: impl std::fmt::Display) -> Error {
@@ -57,7 +58,7 @@ fn wrong_code(message: impl std::fmt::Display) -> Error {
 
 /// A POST on pipe `b` (receiver) or `c` (sender) found another writer there: someone else is in
 /// this code's exchange (§14.4).
-pub fn busy_pipe(pipe: Pipe) -> Error {
+fn busy_pipe(pipe: Pipe) -> Error {
     match pipe {
         Pipe::C => wrong_code("someone else is answering on this code's channel; make a new code"),
         Pipe::A | Pipe::B => wrong_code("someone else answered this code first"),

@@ -19,7 +19,7 @@ pub struct CodeRelay {
 
 /// What a POST on a pipe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Posted {
+pub(super) enum Posted {
     /// `200`: the pipe is ours; its status log follows.
     Held,
     /// `400 another-sender`: someone else writes on this pipe.
@@ -73,50 +73,71 @@ impl CodeRelay {
     }
 }
 
-/// The answer's head to a POST on a pipe (`body`: the error body when not 200).
-pub fn on_post(
-    status: u16,
-    headers: &dyn Headers,
-    body: &str,
-    what: &str,
-) -> Result<Posted, Error> {
-    if status == 200 {
-        return Ok(Posted::Held);
-    }
-    let code = headers.get(ERROR_CODE).and_then(|c| RefusalCode::parse(&c));
-    if status == 400 && code == Some(RefusalCode::AnotherSender) {
-        return Ok(Posted::Busy);
-    }
-    Err(classify_response(status, body, what))
+/// The whole answer to one request of the exchange: its status, the relay's refusal code
+/// (`X-Httpipe-Error`, §3.5) and its body, at most 64 KiB.
+#[derive(Debug)]
+pub(super) struct Answer {
+    /// The request, for messages (`"POST http://relay/code/v1/7/a"`).
+    pub what: String,
+    pub status: u16,
+    pub refusal: Option<RefusalCode>,
+    pub body: Vec<u8>,
 }
 
-/// The end of a POST's status log: `Ok` once the reader took the bytes.
-pub fn on_post_log(log: &[u8], what: &str) -> Result<(), Error> {
-    let mut s = StatusLog::new();
-    s.push(log);
-    s.finish(what).map(|_| ())
-}
-
-/// The answer to [`CodeRelay::await_sender`]: `408` → `WRONG_CODE` (no sender waits).
-pub fn on_await_sender(status: u16, body: &str, what: &str) -> Result<(), Error> {
-    match status {
-        200 => Ok(()),
-        408 => Err(wrong_code(
-            "no sender is waiting for this code (it was used already, has expired, or was mistyped)",
-        )),
-        _ => Err(classify_response(status, body, what)),
-    }
-}
-
-/// The answer to a GET on a pipe: its bytes.
-pub fn on_get(status: u16, body: Vec<u8>, what: &str) -> Result<Vec<u8>, Error> {
-    if status == 200 {
-        Ok(body)
-    } else {
-        Err(classify_response(
-            status,
-            &String::from_utf8_lossy(&body),
+impl Answer {
+    /// The answer's head; its body follows.
+    pub fn head(what: String, status: u16, headers: &dyn Headers) -> Answer {
+        Answer {
             what,
-        ))
+            status,
+            refusal: headers.get(ERROR_CODE).and_then(|c| RefusalCode::parse(&c)),
+            body: Vec::new(),
+        }
+    }
+
+    /// Whether the relay holds a POST (`200`: the pipe is ours and its status log follows).
+    pub fn held(&self) -> bool {
+        self.status == 200
+    }
+
+    /// A POST on a pipe: [`Posted::Held`] once its status log says the reader took the
+    /// bytes, [`Posted::Busy`] for `400 another-sender`.
+    pub fn posted(self) -> Result<Posted, Error> {
+        if self.held() {
+            let mut log = StatusLog::new();
+            log.push(&self.body);
+            return log.finish(&self.what).map(|_| Posted::Held);
+        }
+        if self.status == 400 && self.refusal == Some(RefusalCode::AnotherSender) {
+            return Ok(Posted::Busy);
+        }
+        Err(self.refused())
+    }
+
+    /// A GET on a pipe: its bytes.
+    pub fn got(self) -> Result<Vec<u8>, Error> {
+        match self.status {
+            200 => Ok(self.body),
+            _ => Err(self.refused()),
+        }
+    }
+
+    /// [`CodeRelay::await_sender`]: `408` → `WRONG_CODE` (no sender waits).
+    pub fn sender_waits(self) -> Result<(), Error> {
+        match self.status {
+            200 => Ok(()),
+            408 => Err(wrong_code(
+                "no sender is waiting for this code (it was used already, has expired, or was mistyped)",
+            )),
+            _ => Err(self.refused()),
+        }
+    }
+
+    fn refused(&self) -> Error {
+        classify_response(
+            self.status,
+            &String::from_utf8_lossy(&self.body),
+            &self.what,
+        )
     }
 }

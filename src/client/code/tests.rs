@@ -1,5 +1,6 @@
 //! Unit tests of the code, its keys and the exchange's messages.
 
+use super::relay::{Answer, Posted};
 use super::spake::TAG_LEN;
 use super::*;
 use crate::client::urls::RelayBase;
@@ -224,7 +225,7 @@ fn channels() {
 }
 
 #[test]
-fn requests_and_answers() {
+fn requests() {
     let relay = CodeRelay::new(RelayBase::parse("http://h:1").unwrap(), Some("t".into()));
     let a = relay.post(7, Pipe::A, None).unwrap();
     assert_eq!(a.url, "http://h:1/code/v1/7/a");
@@ -243,37 +244,46 @@ fn requests_and_answers() {
         relay.await_sender(7).unwrap().url,
         "http://h:1/connect/v0/code/v1/7/a?mode=await-writer&timeout=10"
     );
-    let busy: Vec<(&str, &str)> = vec![("x-httpipe-error", "another-sender")];
-    assert_eq!(on_post(200, &busy, "", "POST").unwrap(), Posted::Held);
+}
+
+/// A whole answer to `what`, with `headers` and `body`.
+fn answer(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let mut a = Answer::head("POST http://h:1/code/v1/7/a".into(), status, &headers);
+    a.body = body.to_vec();
+    a
+}
+
+#[test]
+fn answers() {
+    let busy = [("x-httpipe-error", "another-sender")];
+    let log = b"[INFO] Waiting\n[STATE:TRANSFER_SUCCESSFUL]\n";
+    assert!(answer(200, &[], log).held());
+    assert_eq!(answer(200, &busy, log).posted().unwrap(), Posted::Held);
     assert_eq!(
-        on_post(400, &busy, "[ERROR] x", "POST").unwrap(),
+        answer(400, &busy, b"[ERROR] x").posted().unwrap(),
         Posted::Busy
     );
-    let none: Vec<(&str, &str)> = vec![];
-    assert_eq!(
-        on_post(400, &none, "[ERROR] x", "POST").unwrap_err().code,
-        ErrorCode::RelayError
+    assert!(!answer(400, &busy, b"[ERROR] x").held());
+    let posted = |status, body: &[u8]| answer(status, &[], body).posted().unwrap_err();
+    assert_eq!(posted(400, b"[ERROR] x").code, ErrorCode::RelayError);
+    assert_eq!(posted(401, b"").code, ErrorCode::Unauthorized);
+    let cut = posted(200, b"[INFO] x\n[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+    assert_eq!(cut.code, ErrorCode::PeerDisconnected);
+    assert!(
+        cut.message.contains("POST http://h:1/code/v1/7/a"),
+        "{}",
+        cut.message
     );
+    let e = answer(408, &[], b"").sender_waits().unwrap_err();
+    assert_eq!(e.code, ErrorCode::WrongCode);
+    assert!(e.message.contains("no sender is waiting"), "{}", e.message);
+    assert!(answer(200, &[], b"http://h:1/code/v1/7/a\n")
+        .sender_waits()
+        .is_ok());
+    assert_eq!(answer(200, &[], &[1, 2]).got().unwrap(), vec![1, 2]);
     assert_eq!(
-        on_post(401, &none, "", "POST").unwrap_err().code,
-        ErrorCode::Unauthorized
-    );
-    assert_eq!(
-        on_await_sender(408, "", "GET").unwrap_err().code,
-        ErrorCode::WrongCode
-    );
-    assert!(on_await_sender(200, "http://h:1/code/v1/7/a\n", "GET").is_ok());
-    assert_eq!(on_get(200, vec![1, 2], "GET").unwrap(), vec![1, 2]);
-    assert_eq!(
-        on_get(403, vec![], "GET").unwrap_err().code,
+        answer(403, &[], b"").got().unwrap_err().code,
         ErrorCode::Forbidden
-    );
-    assert!(on_post_log(b"[INFO] Waiting\n[STATE:TRANSFER_SUCCESSFUL]\n", "POST").is_ok());
-    assert_eq!(
-        on_post_log(b"[INFO] x\n[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n", "POST")
-            .unwrap_err()
-            .code,
-        ErrorCode::PeerDisconnected
     );
 }
 

@@ -1,0 +1,253 @@
+//! The exchange of each side as a poll machine (§14.2): which request comes next, the
+//! sender's busy-channel loop and its limit, when the code is shown, the verdicts. The
+//! drivers (`crate::native::code`, `crate::wasm::code`) loop: [`CodeMachine::poll`], perform
+//! the [`CodeStep`], feed its answer back.
+//!
+//! Sender ([`CodeSend`]): POST `a` on a channel it picks (busy → another code on another
+//! channel, [`super::MAX_TRIES`] at most) → announce the code once the relay holds it → the
+//! POST ends when a receiver took `A` → GET `b` → always POST `c` → the keys, or
+//! `WRONG_CODE` after that POST.
+//! Receiver ([`CodeReceive`]): await a sender on the channel (`408` → `WRONG_CODE`) → GET `a`
+//! → POST `b` → GET `c` → the keys and the offer, or `WRONG_CODE`.
+
+use super::busy_pipe;
+use super::call::{misuse, Call, CodeMachine, CodeStep};
+use super::channel::{next_code, Code, Pipe};
+use super::keys::CodeKeys;
+use super::relay::{Answer, CodeRelay, Posted};
+use super::spake::{CodeReceiver, CodeSender, Offer};
+use crate::client::error::{Error, Failure};
+use crate::client::request::Headers;
+use crate::crypto::RandomSource;
+
+/// The randomness of the codes and of SPAKE2 (`crate::crypto::OsRandom` outside tests).
+pub type CodeRandom = Box<dyn RandomSource + Send>;
+
+/// The answer to the step a machine waits on (`None`: it asked nothing yet).
+type Got = Option<Result<Answer, Error>>;
+
+// ---- the sender -------------------------------------------------------------------------
+
+/// The sender's exchange: holds a free channel, announces its code, runs the exchange, and
+/// ends with the data transfer's keys (send to [`CodeKeys::path`], age-rt to
+/// [`CodeKeys::recipient`]).
+pub struct CodeSend {
+    relay: CodeRelay,
+    offer: Offer,
+    timeout_s: Option<f64>,
+    rng: CodeRandom,
+    /// Busy channels in a row so far.
+    busy: u32,
+    state: Sending,
+    call: Call,
+}
+
+enum Sending {
+    /// Pick a code and POST its `A` on pipe `a` of its channel.
+    Pick,
+    /// POST `a`: the channel is ours (or busy); it ends when a receiver took `A`.
+    HoldA(CodeSender),
+    /// GET `b`: `B ‖ confirm_r`.
+    AwaitB(CodeSender),
+    /// POST `c` (always); the verdict on `b` waits for it.
+    PostC(Result<CodeKeys, Error>),
+    End(Result<CodeKeys, Error>),
+    Over,
+}
+
+impl CodeSend {
+    /// The sender's exchange on `relay`, sealing `offer` for the receiver. Step 1 waits for a
+    /// receiver at most `timeout_s` seconds (`None`: until the driver stops).
+    pub fn new(relay: CodeRelay, offer: Offer, timeout_s: Option<f64>, rng: CodeRandom) -> Self {
+        CodeSend {
+            relay,
+            offer,
+            timeout_s,
+            rng,
+            busy: 0,
+            state: Sending::Pick,
+            call: Call::Idle,
+        }
+    }
+
+    /// A new code on a channel picked after `busy` busy ones: POST its `A`.
+    fn hold(&mut self) -> Result<Sending, Error> {
+        let code = next_code(self.busy, &mut *self.rng)?;
+        let sender = CodeSender::new(code, self.offer.clone(), &mut *self.rng)?;
+        let req = self.relay.post(code.channel(), Pipe::A, self.timeout_s)?;
+        self.call = Call::ask(req, Some(sender.message_a().to_vec()), Some(code));
+        Ok(Sending::HoldA(sender))
+    }
+
+    fn advance(&mut self, state: Sending, got: Got) -> Result<Sending, Error> {
+        Ok(match (state, got) {
+            (Sending::Pick, None) => self.hold()?,
+            (Sending::HoldA(sender), Some(a)) => match a?.posted()? {
+                Posted::Held => {
+                    let req = self.relay.get(sender.code().channel(), Pipe::B)?;
+                    self.call = Call::ask(req, None, None);
+                    Sending::AwaitB(sender)
+                }
+                Posted::Busy => {
+                    self.busy += 1;
+                    self.hold()?
+                }
+            },
+            (Sending::AwaitB(sender), Some(b)) => {
+                let channel = sender.code().channel();
+                let reply = sender.on_b(&b?.got()?);
+                let req = self.relay.post(channel, Pipe::C, None)?;
+                self.call = Call::ask(req, Some(reply.c), None);
+                Sending::PostC(reply.result)
+            }
+            (Sending::PostC(verdict), Some(c)) => {
+                let keys = verdict?;
+                match c?.posted()? {
+                    Posted::Held => Sending::End(Ok(keys)),
+                    Posted::Busy => return Err(busy_pipe(Pipe::C)),
+                }
+            }
+            _ => return Err(misuse("no answer to go on with")),
+        })
+    }
+}
+
+impl CodeMachine for CodeSend {
+    type Done = CodeKeys;
+
+    fn poll(&mut self) -> CodeStep<CodeKeys> {
+        loop {
+            if let Some(step) = self.call.poll() {
+                return step;
+            }
+            let got = self.call.take();
+            self.state = match std::mem::replace(&mut self.state, Sending::Over) {
+                Sending::End(r) => return CodeStep::end(r),
+                Sending::Over => return CodeStep::Failed(misuse("poll after the end")),
+                state => self
+                    .advance(state, got)
+                    .unwrap_or_else(|e| Sending::End(Err(e))),
+            };
+        }
+    }
+
+    fn on_head(&mut self, status: u16, headers: &dyn Headers) {
+        self.call.on_head(status, headers);
+    }
+
+    fn on_body(&mut self, body: Vec<u8>) {
+        self.call.on_body(body);
+    }
+
+    fn on_failure(&mut self, f: Failure) {
+        self.call.on_failure(f);
+    }
+}
+
+// ---- the receiver -----------------------------------------------------------------------
+
+/// The receiver's exchange on a code's channel: ends with the data transfer's keys (receive
+/// from [`CodeKeys::path`] with [`CodeKeys::identity`]) and the sender's [`Offer`].
+pub struct CodeReceive {
+    relay: CodeRelay,
+    code: Code,
+    rng: CodeRandom,
+    state: Receiving,
+    call: Call,
+}
+
+enum Receiving {
+    Start,
+    /// Is a sender waiting on the channel?
+    AwaitSender,
+    /// GET `a`: `A`.
+    AwaitA,
+    /// POST `b`: `B ‖ confirm_r`; it ends when the sender took it.
+    PostB(CodeReceiver),
+    /// GET `c`: `confirm_s ‖ seal(offer)`.
+    AwaitC(CodeReceiver),
+    End(Result<(CodeKeys, Offer), Error>),
+    Over,
+}
+
+impl CodeReceive {
+    /// The receiver's exchange on `relay` for `code` (parsed first: a malformed code fails
+    /// before any request, [`Code::parse`]).
+    pub fn new(relay: CodeRelay, code: Code, rng: CodeRandom) -> Self {
+        CodeReceive {
+            relay,
+            code,
+            rng,
+            state: Receiving::Start,
+            call: Call::Idle,
+        }
+    }
+
+    fn advance(&mut self, state: Receiving, got: Got) -> Result<Receiving, Error> {
+        let channel = self.code.channel();
+        Ok(match (state, got) {
+            (Receiving::Start, None) => {
+                self.call = Call::ask(self.relay.await_sender(channel)?, None, None);
+                Receiving::AwaitSender
+            }
+            (Receiving::AwaitSender, Some(w)) => {
+                w?.sender_waits()?;
+                self.call = Call::ask(self.relay.get(channel, Pipe::A)?, None, None);
+                Receiving::AwaitA
+            }
+            (Receiving::AwaitA, Some(a)) => {
+                let a = a?.got()?;
+                let mut receiver = CodeReceiver::new(&self.code, &mut *self.rng)?;
+                let b = receiver.on_a(&a)?;
+                let req = self.relay.post(channel, Pipe::B, None)?;
+                self.call = Call::ask(req, Some(b), None);
+                Receiving::PostB(receiver)
+            }
+            (Receiving::PostB(receiver), Some(b)) => match b?.posted()? {
+                Posted::Held => {
+                    self.call = Call::ask(self.relay.get(channel, Pipe::C)?, None, None);
+                    Receiving::AwaitC(receiver)
+                }
+                Posted::Busy => return Err(busy_pipe(Pipe::B)),
+            },
+            (Receiving::AwaitC(receiver), Some(c)) => Receiving::End(receiver.on_c(&c?.got()?)),
+            _ => return Err(misuse("no answer to go on with")),
+        })
+    }
+}
+
+impl CodeMachine for CodeReceive {
+    type Done = (CodeKeys, Offer);
+
+    fn poll(&mut self) -> CodeStep<(CodeKeys, Offer)> {
+        loop {
+            if let Some(step) = self.call.poll() {
+                return step;
+            }
+            let got = self.call.take();
+            self.state = match std::mem::replace(&mut self.state, Receiving::Over) {
+                Receiving::End(r) => return CodeStep::end(r),
+                Receiving::Over => return CodeStep::Failed(misuse("poll after the end")),
+                state => self
+                    .advance(state, got)
+                    .unwrap_or_else(|e| Receiving::End(Err(e))),
+            };
+        }
+    }
+
+    fn on_head(&mut self, status: u16, headers: &dyn Headers) {
+        self.call.on_head(status, headers);
+    }
+
+    fn on_body(&mut self, body: Vec<u8>) {
+        self.call.on_body(body);
+    }
+
+    fn on_failure(&mut self, f: Failure) {
+        self.call.on_failure(f);
+    }
+}
+
+#[cfg(test)]
+#[path = "exchange_tests.rs"]
+mod tests;
