@@ -60,6 +60,21 @@ async fn body_bytes(mut resp: reqwest::Response, limit: usize) -> Result<Vec<u8>
 }
 
 impl Client {
+    /// Sends `req` (with `body`, a complete body) and waits for its answer's head.
+    async fn code_request(
+        &self,
+        req: &Request,
+        body: Option<Vec<u8>>,
+        deadline: Deadline,
+        stop: &Stop,
+    ) -> Result<reqwest::Response, Failure> {
+        let mut rb = http::build(&self.http, req)?;
+        if let Some(b) = body {
+            rb = rb.body(Bytes::from(b));
+        }
+        deadline.within(stop, rb.send()).await
+    }
+
     /// Drives a short-code machine to its end: performs each request it asks for and feeds
     /// the answer back; `announce` shows the code.
     async fn drive<M: CodeMachine>(
@@ -73,17 +88,7 @@ impl Client {
             match m.poll() {
                 CodeStep::Send { req, body } => {
                     let deadline = Deadline::of(&req);
-                    let sent = match http::build(&self.http, &req) {
-                        Ok(rb) => {
-                            let rb = match body {
-                                Some(b) => rb.body(Bytes::from(b)),
-                                None => rb,
-                            };
-                            deadline.within(&stop, rb.send()).await
-                        }
-                        Err(f) => Err(f),
-                    };
-                    match sent {
+                    match self.code_request(&req, body, deadline, &stop).await {
                         Ok(resp) => {
                             m.on_head(resp.status().as_u16(), &HeaderView(resp.headers()));
                             answer = Some((resp, deadline));
