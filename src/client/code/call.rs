@@ -1,7 +1,7 @@
 //! What a short-code machine asks its driver ([`CodeStep`]), the inputs every machine takes
-//! ([`CodeMachine`]), and one request's life from the step that asks for it to its whole
-//! answer: sent, its head, the code announced (if the relay holds the sender's channel), its
-//! body read.
+//! ([`CodeMachine`]), the loop both machines share ([`Machine`] over one side's [`Steps`]),
+//! and one request's life from the step that asks for it to its whole answer: sent, its
+//! head, the code announced (if the relay holds the sender's channel), its body read.
 
 use super::channel::Code;
 use super::relay::Answer;
@@ -34,7 +34,7 @@ pub enum CodeStep<T> {
 }
 
 impl<T> CodeStep<T> {
-    pub(super) fn end(r: Result<T, Error>) -> Self {
+    fn end(r: Result<T, Error>) -> Self {
         match r {
             Ok(t) => CodeStep::Done(t),
             Err(e) => CodeStep::Failed(e),
@@ -58,6 +58,78 @@ pub trait CodeMachine {
     fn on_failure(&mut self, f: Failure);
 }
 
+/// One side's steps (§14.2): what it asks for next, given the whole answer to what it asked
+/// last.
+pub trait Steps {
+    /// What the exchange gives when it succeeds.
+    type Done;
+    /// The next request into `call`, from `got` (the answer to the last one; `None` before
+    /// the first); `Some` when the exchange is over.
+    fn next(&mut self, call: &mut Call, got: Got) -> Result<Option<Self::Done>, Error>;
+}
+
+/// The answer a side waits on (`None`: it asked nothing yet).
+pub type Got = Option<Result<Answer, Error>>;
+
+/// A short-code machine: one side's [`Steps`] and the request in flight.
+pub struct Machine<S: Steps> {
+    steps: S,
+    call: Call,
+    end: End<S::Done>,
+}
+
+enum End<T> {
+    Running,
+    Over(Result<T, Error>),
+    Told,
+}
+
+impl<S: Steps> Machine<S> {
+    pub(super) fn of(steps: S) -> Self {
+        Machine {
+            steps,
+            call: Call::Idle,
+            end: End::Running,
+        }
+    }
+}
+
+impl<S: Steps> CodeMachine for Machine<S> {
+    type Done = S::Done;
+
+    fn poll(&mut self) -> CodeStep<S::Done> {
+        loop {
+            if let Some(step) = self.call.poll() {
+                return step;
+            }
+            match std::mem::replace(&mut self.end, End::Told) {
+                End::Running => {
+                    let got = self.call.take();
+                    self.end = match self.steps.next(&mut self.call, got) {
+                        Ok(None) => End::Running,
+                        Ok(Some(done)) => End::Over(Ok(done)),
+                        Err(e) => End::Over(Err(e)),
+                    };
+                }
+                End::Over(r) => return CodeStep::end(r),
+                End::Told => return CodeStep::Failed(misuse("poll after the end")),
+            }
+        }
+    }
+
+    fn on_head(&mut self, status: u16, headers: &dyn Headers) {
+        self.call.on_head(status, headers);
+    }
+
+    fn on_body(&mut self, body: Vec<u8>) {
+        self.call.on_body(body);
+    }
+
+    fn on_failure(&mut self, f: Failure) {
+        self.call.on_failure(f);
+    }
+}
+
 pub(super) fn misuse(what: &str) -> Error {
     Error::new(
         ErrorCode::Unsupported,
@@ -66,7 +138,7 @@ pub(super) fn misuse(what: &str) -> Error {
 }
 
 /// One request of the exchange.
-pub(super) enum Call {
+pub enum Call {
     /// Nothing asked, or the answer was taken.
     Idle,
     /// To send; `announce`: the code to show once the relay holds this POST.

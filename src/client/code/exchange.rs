@@ -11,27 +11,26 @@
 //! → POST `b` → GET `c` → the keys and the offer, or `WRONG_CODE`.
 
 use super::busy_pipe;
-use super::call::{misuse, Call, CodeMachine, CodeStep};
+use super::call::{misuse, Call, Got, Machine, Steps};
 use super::channel::{next_code, Code, Pipe};
 use super::keys::CodeKeys;
-use super::relay::{Answer, CodeRelay, Posted};
+use super::relay::{CodeRelay, Posted};
 use super::spake::{CodeReceiver, CodeSender, Offer};
-use crate::client::error::{Error, Failure};
-use crate::client::request::Headers;
+use crate::client::error::Error;
 use crate::crypto::RandomSource;
 
 /// The randomness of the codes and of SPAKE2 (`crate::crypto::OsRandom` outside tests).
 pub type CodeRandom = Box<dyn RandomSource + Send>;
 
-/// The answer to the step a machine waits on (`None`: it asked nothing yet).
-type Got = Option<Result<Answer, Error>>;
-
 // ---- the sender -------------------------------------------------------------------------
 
-/// The sender's exchange: holds a free channel, announces its code, runs the exchange, and
-/// ends with the data transfer's keys (send to [`CodeKeys::path`], age-rt to
-/// [`CodeKeys::recipient`]).
-pub struct CodeSend {
+/// The sender's exchange ([`CodeSend::new`]): holds a free channel, announces its code, runs
+/// the exchange, and ends with the data transfer's keys (send to [`CodeKeys::path`], age-rt
+/// to [`CodeKeys::recipient`]).
+pub type CodeSend = Machine<Sender>;
+
+/// The sender's steps.
+pub struct Sender {
     relay: CodeRelay,
     offer: Offer,
     timeout_s: Option<f64>,
@@ -39,7 +38,6 @@ pub struct CodeSend {
     /// Busy channels in a row so far.
     busy: u32,
     state: Sending,
-    call: Call,
 }
 
 enum Sending {
@@ -51,7 +49,6 @@ enum Sending {
     AwaitB(CodeSender),
     /// POST `c` (always); the verdict on `b` waits for it.
     PostC(Result<CodeKeys, Error>),
-    End(Result<CodeKeys, Error>),
     Over,
 }
 
@@ -59,101 +56,84 @@ impl CodeSend {
     /// The sender's exchange on `relay`, sealing `offer` for the receiver. Step 1 waits for a
     /// receiver at most `timeout_s` seconds (`None`: until the driver stops).
     pub fn new(relay: CodeRelay, offer: Offer, timeout_s: Option<f64>, rng: CodeRandom) -> Self {
-        CodeSend {
+        Machine::of(Sender {
             relay,
             offer,
             timeout_s,
             rng,
             busy: 0,
             state: Sending::Pick,
-            call: Call::Idle,
-        }
+        })
     }
+}
 
+impl Sender {
     /// A new code on a channel picked after `busy` busy ones: POST its `A`.
-    fn hold(&mut self) -> Result<Sending, Error> {
+    fn hold(&mut self, call: &mut Call) -> Result<Sending, Error> {
         let code = next_code(self.busy, &mut *self.rng)?;
         let sender = CodeSender::new(code, self.offer.clone(), &mut *self.rng)?;
         let req = self.relay.post(code.channel(), Pipe::A, self.timeout_s)?;
-        self.call = Call::ask(req, Some(sender.message_a().to_vec()), Some(code));
+        *call = Call::ask(req, Some(sender.message_a().to_vec()), Some(code));
         Ok(Sending::HoldA(sender))
     }
+}
 
-    fn advance(&mut self, state: Sending, got: Got) -> Result<Sending, Error> {
-        Ok(match (state, got) {
-            (Sending::Pick, None) => self.hold()?,
+impl Steps for Sender {
+    type Done = CodeKeys;
+
+    fn next(&mut self, call: &mut Call, got: Got) -> Result<Option<CodeKeys>, Error> {
+        self.state = match (std::mem::replace(&mut self.state, Sending::Over), got) {
+            (Sending::Pick, None) => self.hold(call)?,
             (Sending::HoldA(sender), Some(a)) => match a?.posted()? {
                 Posted::Held => {
-                    let req = self.relay.get(sender.code().channel(), Pipe::B)?;
-                    self.call = Call::ask(req, None, None);
+                    *call = Call::ask(
+                        self.relay.get(sender.code().channel(), Pipe::B)?,
+                        None,
+                        None,
+                    );
                     Sending::AwaitB(sender)
                 }
                 Posted::Busy => {
                     self.busy += 1;
-                    self.hold()?
+                    self.hold(call)?
                 }
             },
             (Sending::AwaitB(sender), Some(b)) => {
                 let channel = sender.code().channel();
                 let reply = sender.on_b(&b?.got()?);
-                let req = self.relay.post(channel, Pipe::C, None)?;
-                self.call = Call::ask(req, Some(reply.c), None);
+                *call = Call::ask(
+                    self.relay.post(channel, Pipe::C, None)?,
+                    Some(reply.c),
+                    None,
+                );
                 Sending::PostC(reply.result)
             }
             (Sending::PostC(verdict), Some(c)) => {
                 let keys = verdict?;
-                match c?.posted()? {
-                    Posted::Held => Sending::End(Ok(keys)),
-                    Posted::Busy => return Err(busy_pipe(Pipe::C)),
-                }
+                return match c?.posted()? {
+                    Posted::Held => Ok(Some(keys)),
+                    Posted::Busy => Err(busy_pipe(Pipe::C)),
+                };
             }
             _ => return Err(misuse("no answer to go on with")),
-        })
-    }
-}
-
-impl CodeMachine for CodeSend {
-    type Done = CodeKeys;
-
-    fn poll(&mut self) -> CodeStep<CodeKeys> {
-        loop {
-            if let Some(step) = self.call.poll() {
-                return step;
-            }
-            let got = self.call.take();
-            self.state = match std::mem::replace(&mut self.state, Sending::Over) {
-                Sending::End(r) => return CodeStep::end(r),
-                Sending::Over => return CodeStep::Failed(misuse("poll after the end")),
-                state => self
-                    .advance(state, got)
-                    .unwrap_or_else(|e| Sending::End(Err(e))),
-            };
-        }
-    }
-
-    fn on_head(&mut self, status: u16, headers: &dyn Headers) {
-        self.call.on_head(status, headers);
-    }
-
-    fn on_body(&mut self, body: Vec<u8>) {
-        self.call.on_body(body);
-    }
-
-    fn on_failure(&mut self, f: Failure) {
-        self.call.on_failure(f);
+        };
+        Ok(None)
     }
 }
 
 // ---- the receiver -----------------------------------------------------------------------
 
-/// The receiver's exchange on a code's channel: ends with the data transfer's keys (receive
-/// from [`CodeKeys::path`] with [`CodeKeys::identity`]) and the sender's [`Offer`].
-pub struct CodeReceive {
+/// The receiver's exchange on a code's channel ([`CodeReceive::new`]): ends with the data
+/// transfer's keys (receive from [`CodeKeys::path`] with [`CodeKeys::identity`]) and the
+/// sender's [`Offer`].
+pub type CodeReceive = Machine<Receiver>;
+
+/// The receiver's steps.
+pub struct Receiver {
     relay: CodeRelay,
     code: Code,
     rng: CodeRandom,
     state: Receiving,
-    call: Call,
 }
 
 enum Receiving {
@@ -166,7 +146,6 @@ enum Receiving {
     PostB(CodeReceiver),
     /// GET `c`: `confirm_s ‖ seal(offer)`.
     AwaitC(CodeReceiver),
-    End(Result<(CodeKeys, Offer), Error>),
     Over,
 }
 
@@ -174,77 +153,48 @@ impl CodeReceive {
     /// The receiver's exchange on `relay` for `code` (parsed first: a malformed code fails
     /// before any request, [`Code::parse`]).
     pub fn new(relay: CodeRelay, code: Code, rng: CodeRandom) -> Self {
-        CodeReceive {
+        Machine::of(Receiver {
             relay,
             code,
             rng,
             state: Receiving::Start,
-            call: Call::Idle,
-        }
+        })
     }
+}
 
-    fn advance(&mut self, state: Receiving, got: Got) -> Result<Receiving, Error> {
+impl Steps for Receiver {
+    type Done = (CodeKeys, Offer);
+
+    fn next(&mut self, call: &mut Call, got: Got) -> Result<Option<(CodeKeys, Offer)>, Error> {
         let channel = self.code.channel();
-        Ok(match (state, got) {
+        self.state = match (std::mem::replace(&mut self.state, Receiving::Over), got) {
             (Receiving::Start, None) => {
-                self.call = Call::ask(self.relay.await_sender(channel)?, None, None);
+                *call = Call::ask(self.relay.await_sender(channel)?, None, None);
                 Receiving::AwaitSender
             }
             (Receiving::AwaitSender, Some(w)) => {
                 w?.sender_waits()?;
-                self.call = Call::ask(self.relay.get(channel, Pipe::A)?, None, None);
+                *call = Call::ask(self.relay.get(channel, Pipe::A)?, None, None);
                 Receiving::AwaitA
             }
             (Receiving::AwaitA, Some(a)) => {
                 let a = a?.got()?;
                 let mut receiver = CodeReceiver::new(&self.code, &mut *self.rng)?;
                 let b = receiver.on_a(&a)?;
-                let req = self.relay.post(channel, Pipe::B, None)?;
-                self.call = Call::ask(req, Some(b), None);
+                *call = Call::ask(self.relay.post(channel, Pipe::B, None)?, Some(b), None);
                 Receiving::PostB(receiver)
             }
             (Receiving::PostB(receiver), Some(b)) => match b?.posted()? {
                 Posted::Held => {
-                    self.call = Call::ask(self.relay.get(channel, Pipe::C)?, None, None);
+                    *call = Call::ask(self.relay.get(channel, Pipe::C)?, None, None);
                     Receiving::AwaitC(receiver)
                 }
                 Posted::Busy => return Err(busy_pipe(Pipe::B)),
             },
-            (Receiving::AwaitC(receiver), Some(c)) => Receiving::End(receiver.on_c(&c?.got()?)),
+            (Receiving::AwaitC(receiver), Some(c)) => return receiver.on_c(&c?.got()?).map(Some),
             _ => return Err(misuse("no answer to go on with")),
-        })
-    }
-}
-
-impl CodeMachine for CodeReceive {
-    type Done = (CodeKeys, Offer);
-
-    fn poll(&mut self) -> CodeStep<(CodeKeys, Offer)> {
-        loop {
-            if let Some(step) = self.call.poll() {
-                return step;
-            }
-            let got = self.call.take();
-            self.state = match std::mem::replace(&mut self.state, Receiving::Over) {
-                Receiving::End(r) => return CodeStep::end(r),
-                Receiving::Over => return CodeStep::Failed(misuse("poll after the end")),
-                state => self
-                    .advance(state, got)
-                    .unwrap_or_else(|e| Receiving::End(Err(e))),
-            };
-        }
-    }
-
-    fn on_head(&mut self, status: u16, headers: &dyn Headers) {
-        self.call.on_head(status, headers);
-    }
-
-    fn on_body(&mut self, body: Vec<u8>) {
-        self.call.on_body(body);
-    }
-
-    fn on_failure(&mut self, f: Failure) {
-        self.call.on_failure(f);
+        };
+        Ok(None)
     }
 }
 

@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::client::code::{Code, BODY_LIMIT, CHANNEL_MAX, CHANNEL_NARROW, MAX_TRIES, NARROW_TRIES};
-use crate::client::error::{ErrorCode, StopReason};
+use crate::client::code::{
+    Code, CodeMachine, CodeStep, BODY_LIMIT, CHANNEL_MAX, CHANNEL_NARROW, MAX_TRIES, NARROW_TRIES,
+};
+use crate::client::error::{ErrorCode, Failure, StopReason};
 use crate::client::request::{Method, NoHeaders, Request};
 use crate::client::urls::RelayBase;
 use crate::crypto::OsRandom;

@@ -19,7 +19,7 @@ pub struct CodeRelay {
 
 /// What a POST on a pipe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Posted {
+pub enum Posted {
     /// `200`: the pipe is ours; its status log follows.
     Held,
     /// `400 another-sender`: someone else writes on this pipe.
@@ -76,7 +76,7 @@ impl CodeRelay {
 /// The whole answer to one request of the exchange: its status, the relay's refusal code
 /// (`X-Httpipe-Error`, §3.5) and its body, at most 64 KiB.
 #[derive(Debug)]
-pub(super) struct Answer {
+pub struct Answer {
     /// The request, for messages (`"POST http://relay/code/v1/7/a"`).
     pub what: String,
     pub status: u16,
