@@ -269,6 +269,21 @@ fn hold(relay: &mut Relay, s: &mut Party<CodeSend>) -> String {
     s.announced[0].clone()
 }
 
+/// A fresh relay and a sender holding a channel: its code and channel.
+fn held() -> (Relay, Party<CodeSend>, String, u16) {
+    let mut relay = Relay::default();
+    let mut s = sender(None);
+    let code = hold(&mut relay, &mut s);
+    let n = Code::parse(&code).unwrap().channel();
+    (relay, s, code, n)
+}
+
+/// `e` has `code` and says `words`.
+fn says(e: &Error, code: ErrorCode, words: &str) {
+    assert_eq!(e.code, code, "{}", e.message);
+    assert!(e.message.contains(words), "{}", e.message);
+}
+
 fn channel_of(key: &str) -> u16 {
     key.split('/').nth(3).unwrap().parse().unwrap()
 }
@@ -361,13 +376,10 @@ fn the_busy_limit() {
     relay.all_busy(1..=CHANNEL_MAX, 'a');
     let mut s = sender(None);
     run(&mut relay, &mut [&mut s]);
-    let e = s.error();
-    assert_eq!(e.code, ErrorCode::RelayError);
-    assert!(
-        e.message
-            .contains(&format!("{MAX_TRIES} channels in a row were busy")),
-        "{}",
-        e.message
+    says(
+        s.error(),
+        ErrorCode::RelayError,
+        &format!("{MAX_TRIES} channels in a row were busy"),
     );
     assert_eq!(s.sent.len(), MAX_TRIES as usize);
     assert!(s.announced.is_empty());
@@ -375,10 +387,7 @@ fn the_busy_limit() {
 
 #[test]
 fn a_wrong_code_fails_both_sides_and_the_real_code_finds_no_sender() {
-    let mut relay = Relay::default();
-    let mut s = sender(None);
-    let code = hold(&mut relay, &mut s);
-    let n = Code::parse(&code).unwrap().channel();
+    let (mut relay, mut s, code, n) = held();
     let words: Vec<&str> = code.split('-').collect();
     let other = if words[1] == "adroitness" {
         "adviser"
@@ -388,38 +397,29 @@ fn a_wrong_code_fails_both_sides_and_the_real_code_finds_no_sender() {
     let mut r = receiver(&format!("{n}-{other}-{}", words[2]));
     run(&mut relay, &mut [&mut s, &mut r]);
 
-    let e = s.error();
-    assert_eq!(e.code, ErrorCode::WrongCode);
-    assert!(
-        e.message.contains("the receiver used another code"),
-        "{}",
-        e.message
+    says(
+        s.error(),
+        ErrorCode::WrongCode,
+        "the receiver used another code",
     );
     // c is sent all the same, so that the receiver fails too
     assert_eq!(s.log().last().unwrap(), &format!("POST /code/v1/{n}/c"));
-    let e = r.error();
-    assert_eq!(e.code, ErrorCode::WrongCode);
-    assert!(
-        e.message.contains("the sender's code is another one"),
-        "{}",
-        e.message
+    says(
+        r.error(),
+        ErrorCode::WrongCode,
+        "the sender's code is another one",
     );
 
     // a code works once: the real receiver now finds nobody (the relay's 408)
     let mut late = receiver(&code);
     run(&mut relay, &mut [&mut late]);
-    let e = late.error();
-    assert_eq!(e.code, ErrorCode::WrongCode);
-    assert!(e.message.contains("no sender is waiting"), "{}", e.message);
+    says(late.error(), ErrorCode::WrongCode, "no sender is waiting");
     assert_eq!(late.sent.len(), 1);
 }
 
 #[test]
 fn wrong_code_is_the_verdict_even_when_c_fails() {
-    let mut relay = Relay::default();
-    let mut s = sender(None);
-    let code = hold(&mut relay, &mut s);
-    let n = Code::parse(&code).unwrap().channel();
+    let (mut relay, mut s, code, n) = held();
     relay.cut.push(format!("POST /code/v1/{n}/c"));
     let words: Vec<&str> = code.split('-').collect();
     let other = if words[2] == "aardvark" {
@@ -438,64 +438,44 @@ fn wrong_code_is_the_verdict_even_when_c_fails() {
 fn someone_else_on_the_channel() {
     // another writer already on b (the receiver comes first): the receiver's POST b is
     // refused as busy, and the sender reads the stranger's b
-    let mut relay = Relay::default();
-    let mut s = sender(None);
-    let code = hold(&mut relay, &mut s);
+    let (mut relay, mut s, code, _) = held();
     relay.all_busy(1..=CHANNEL_MAX, 'b');
     let mut r = receiver(&code);
     run(&mut relay, &mut [&mut r]);
     run(&mut relay, &mut [&mut s]);
-    let e = r.error();
-    assert_eq!(e.code, ErrorCode::WrongCode);
-    assert!(
-        e.message.contains("someone else answered this code first"),
-        "{}",
-        e.message
+    says(
+        r.error(),
+        ErrorCode::WrongCode,
+        "someone else answered this code first",
     );
     assert_eq!(s.error().code, ErrorCode::WrongCode);
 
     // another writer on c (before the receiver reads it): the sender's POST c is refused
     // as busy
-    let mut relay = Relay::default();
-    let mut s = sender(None);
-    let code = hold(&mut relay, &mut s);
+    let (mut relay, mut s, code, _) = held();
     relay.all_busy(1..=CHANNEL_MAX, 'c');
     let mut r = receiver(&code);
     while r.step(&mut relay) {} // up to its POST b
     run(&mut relay, &mut [&mut s]);
-    let e = s.error();
-    assert_eq!(e.code, ErrorCode::WrongCode);
-    assert!(
-        e.message.contains("someone else is answering"),
-        "{}",
-        e.message
-    );
+    says(s.error(), ErrorCode::WrongCode, "someone else is answering");
 }
 
 #[test]
 fn a_failed_step_ends_the_exchange() {
     // GET b fails below HTTP: NETWORK naming the request; the receiver's POST b runs out
-    let mut relay = Relay::default();
-    let mut s = sender(None);
-    let code = hold(&mut relay, &mut s);
-    let n = Code::parse(&code).unwrap().channel();
+    let (mut relay, mut s, code, n) = held();
     relay.cut.push(format!("GET /code/v1/{n}/b"));
     let mut r = receiver(&code);
     run(&mut relay, &mut [&mut s, &mut r]);
-    let e = s.error();
-    assert_eq!(e.code, ErrorCode::Network);
-    assert!(
-        e.message.contains(&format!("GET {RELAY}/code/v1/{n}/b")),
-        "{}",
-        e.message
+    says(
+        s.error(),
+        ErrorCode::Network,
+        &format!("GET {RELAY}/code/v1/{n}/b"),
     );
     assert_eq!(r.error().code, ErrorCode::ConnectTimeout);
 
     // the relay refuses the receiver's POST b (a token that only reads): FORBIDDEN
-    let mut relay = Relay::default();
-    let mut s = sender(None);
-    let code = hold(&mut relay, &mut s);
-    let n = Code::parse(&code).unwrap().channel();
+    let (mut relay, mut s, code, n) = held();
     relay.refuse.insert(format!("POST /code/v1/{n}/b"), 403);
     let mut r = receiver(&code);
     run(&mut relay, &mut [&mut s, &mut r]);
@@ -507,9 +487,7 @@ fn a_failed_step_ends_the_exchange() {
     let mut relay = Relay::default();
     let mut s = sender(Some(1.0));
     run(&mut relay, &mut [&mut s]);
-    let e = s.error();
-    assert_eq!(e.code, ErrorCode::ConnectTimeout);
-    assert!(e.message.contains("/a: no peer arrived"), "{}", e.message);
+    says(s.error(), ErrorCode::ConnectTimeout, "/a: no peer arrived");
     assert_eq!(s.announced.len(), 1);
 }
 
