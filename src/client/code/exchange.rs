@@ -1,7 +1,7 @@
 //! The exchange of each side as a poll machine (§14.2): which request comes next, the
 //! sender's busy-channel loop and its limit, when the code is shown, the verdicts. The
-//! drivers (`crate::native::code`, `crate::wasm::code`) loop: [`CodeMachine::poll`], perform
-//! the [`CodeStep`], feed its answer back.
+//! drivers (`crate::native::code`, `crate::wasm::code`) loop: [`super::CodeMachine::poll`],
+//! perform the [`super::CodeStep`], feed its answer back.
 //!
 //! Sender ([`CodeSend`]): POST `a` on a channel it picks (busy → another code on another
 //! channel, [`super::MAX_TRIES`] at most) → announce the code once the relay holds it → the
@@ -24,7 +24,7 @@ pub type CodeRandom = Box<dyn RandomSource + Send>;
 
 // ---- the sender -------------------------------------------------------------------------
 
-/// The sender's exchange ([`CodeSend::new`]): holds a free channel, announces its code, runs
+/// The sender's exchange (`CodeSend::new`): holds a free channel, announces its code, runs
 /// the exchange, and ends with the data transfer's keys (send to [`CodeKeys::path`], age-rt
 /// to [`CodeKeys::recipient`]).
 pub type CodeSend = Machine<Sender>;
@@ -123,7 +123,7 @@ impl Steps for Sender {
 
 // ---- the receiver -----------------------------------------------------------------------
 
-/// The receiver's exchange on a code's channel ([`CodeReceive::new`]): ends with the data
+/// The receiver's exchange on a code's channel (`CodeReceive::new`): ends with the data
 /// transfer's keys (receive from [`CodeKeys::path`] with [`CodeKeys::identity`]) and the
 /// sender's [`Offer`].
 pub type CodeReceive = Machine<Receiver>;
