@@ -7,8 +7,8 @@
 //! - [`producer`]: `send` — rendezvous, streaming vs segmented upload and the fallback, the
 //!   part loop and its retries, the status log, failure verdicts.
 //! - [`consumer`]: `receive` — rendezvous, the `GET`, metadata, truncation checks.
-//! - `code` (feature `crypto`): short codes (§14): the code, the SPAKE2 exchange of each
-//!   side, the keys and the data path derived from it.
+//! - `code`: short codes (§14): the code, the exchange of each side as a poll machine (step
+//!   order, busy channels, verdicts), the keys and the data path derived.
 //! - [`delivery`]: a consumer's receipt on its way, sent again while the relay is away (§12.2).
 //! - [`rendezvous`]: one wait on the Connect API (§5).
 //! - `keys` (feature `crypto`): which keys make an encryptor or a decryptor (§7.1), key

@@ -1,7 +1,8 @@
-//! `sendWithCode` / `receiveWithCode` (`PROTOCOL.md` §14): the fetch adapter of the short-code
-//! core (`crate::client::code`): it moves the exchange's bytes through the three pipes of the
-//! channel and returns the options of the data transfer (the derived path and key, age-rt),
-//! which `js/api.js` hands to `send` / `receive`. Every protocol decision is the core's.
+//! `sendWithCode` / `receiveWithCode` (`PROTOCOL.md` §14): the fetch driver of the short-code
+//! machines (`crate::client::code`). It performs each request a machine asks for, feeds the
+//! answer back, and returns the options of the data transfer (the derived path and key,
+//! age-rt), which `js/api.js` hands to `send` / `receive`. Every protocol decision is the
+//! core's; the native client drives the same machines over reqwest (`src/native/code.rs`).
 
 use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -9,14 +10,10 @@ use wasm_bindgen::JsCast;
 
 use super::abort::Abort;
 use super::error::into_js;
-use super::http::{body_bytes, exchange, fetch, text, JsHeaders, TEXT_LIMIT};
+use super::http::{body_bytes, fetch, JsHeaders};
 use super::options::Parsed;
-use crate::client::code::{
-    busy_pipe, next_code, on_await_sender, on_get, on_post, on_post_log, Code, CodeReceiver,
-    CodeRelay, CodeSender, Offer, Pipe, Posted,
-};
-use crate::client::error::{Error, ErrorCode};
-use crate::client::request::Request;
+use crate::client::code::{Code, CodeMachine, CodeReceive, CodeRelay, CodeSend, CodeStep, Offer};
+use crate::client::error::{Error, ErrorCode, Failure};
 use crate::crypto::OsRandom;
 
 /// Options the code derives: refused when given.
@@ -53,66 +50,54 @@ fn js_failed(e: &JsValue) -> Error {
     )
 }
 
-/// Largest pipe message read (`c` carries the offer: a file name and a type).
-const PIPE_LIMIT: usize = 64 * 1024;
-
-/// GET a pipe: its bytes.
-async fn get_pipe(req: &Request, abort: &mut Abort) -> Result<Vec<u8>, Error> {
-    let what = req.describe();
-    if let Some(ms) = req.timeout_ms {
-        abort.arm_timeout(ms);
-    }
-    let r = async {
-        let resp = fetch(req, &abort.signal(), None, false)
-            .await
-            .map_err(|e| abort.failure(&e).into_error(ErrorCode::Network, &what))?;
-        let body = body_bytes(&resp, PIPE_LIMIT)
-            .await
-            .map_err(|e| abort.failure(&e).into_error(ErrorCode::Network, &what))?;
-        on_get(resp.status(), body, &what)
-    }
-    .await;
-    abort.disarm_timeout();
-    r
-}
-
-/// POST `body` on a pipe; `on_held` runs once the relay took it (`200`), then the status log
-/// is read to its end (the reader took the bytes). `Ok(Posted::Busy)`: another writer holds
-/// the pipe.
-async fn post_pipe(
-    req: &Request,
+/// Drives a short-code machine to its end over `fetch`: performs each request it asks for
+/// (on `abort`'s signal, with its `timeout_ms` armed through the end of its body) and feeds
+/// the answer back; `announce` shows the code.
+async fn drive<M: CodeMachine>(
+    mut m: M,
     abort: &mut Abort,
-    body: &[u8],
-    on_held: impl FnOnce() -> Result<(), Error>,
-) -> Result<Posted, Error> {
-    let what = req.describe();
-    if let Some(ms) = req.timeout_ms {
-        abort.arm_timeout(ms);
-    }
-    let r = async {
-        let fail =
-            |abort: &Abort, e: &JsValue| abort.failure(e).into_error(ErrorCode::Network, &what);
-        let resp = fetch(
-            req,
-            &abort.signal(),
-            Some(Uint8Array::from(body).into()),
-            false,
-        )
-        .await
-        .map_err(|e| fail(abort, &e))?;
-        if resp.status() != 200 {
-            let t = text(&resp, TEXT_LIMIT).await.unwrap_or_default();
-            return on_post(resp.status(), &JsHeaders(resp.headers()), &t, &what);
+    mut announce: impl FnMut(&Code) -> Result<(), Error>,
+) -> Result<M::Done, Error> {
+    let mut answer = None;
+    let done = async {
+        loop {
+            match m.poll() {
+                CodeStep::Send { req, body } => {
+                    match req.timeout_ms {
+                        Some(ms) => abort.arm_timeout(ms),
+                        None => abort.disarm_timeout(),
+                    }
+                    let body = body.map(|b| Uint8Array::from(b.as_slice()).into());
+                    match fetch(&req, &abort.signal(), body, false).await {
+                        Ok(resp) => {
+                            m.on_head(resp.status(), &JsHeaders(resp.headers()));
+                            answer = Some(resp);
+                        }
+                        Err(e) => m.on_failure(abort.failure(&e)),
+                    }
+                }
+                CodeStep::Announce(code) => announce(&code)?,
+                CodeStep::ReadBody { limit } => {
+                    let read = match answer.take() {
+                        Some(resp) => body_bytes(&resp, limit)
+                            .await
+                            .map_err(|e| abort.failure(&e)),
+                        None => Err(Failure::coded(Error::usage("no answer to read"))),
+                    };
+                    abort.disarm_timeout();
+                    match read {
+                        Ok(body) => m.on_body(body),
+                        Err(f) => m.on_failure(f),
+                    }
+                }
+                CodeStep::Done(done) => return Ok(done),
+                CodeStep::Failed(e) => return Err(e),
+            }
         }
-        on_held()?;
-        let log = body_bytes(&resp, TEXT_LIMIT)
-            .await
-            .map_err(|e| fail(abort, &e))?;
-        on_post_log(&log, &what).map(|_| Posted::Held)
     }
     .await;
     abort.disarm_timeout();
-    r
+    done
 }
 
 /// `codeSend(options, onCode) → Promise<options>`, the first half of `sendWithCode`: holds a
@@ -131,40 +116,14 @@ async fn send_exchange(options: &JsValue, on_code: &Function) -> Result<JsValue,
     let relay = CodeRelay::new(p.relay()?, p.o.token.clone());
     let offer = Offer::new(p.o.filename.clone(), p.size(), p.o.content_type.clone());
     let mut abort = Abort::new(p.signal.clone())?;
-    // 1: hold a channel (another one while busy) until a receiver took A
-    let mut busy = 0;
-    let sender = loop {
-        let code = next_code(busy, &mut OsRandom)?;
-        let sender = CodeSender::new(code, offer.clone(), &mut OsRandom)?;
-        let req = relay.post(code.channel(), Pipe::A, p.o.timeout)?;
-        let shown = code.to_string();
-        let held = post_pipe(&req, &mut abort, sender.message_a(), || {
-            on_code
-                .call1(&JsValue::UNDEFINED, &shown.as_str().into())
-                .map(|_| ())
-                .map_err(|e| js_failed(&e))
-        })
-        .await?;
-        match held {
-            Posted::Held => break sender,
-            Posted::Busy => busy += 1,
-        }
-    };
-    let channel = sender.code().channel();
-    // 3: B ‖ confirm_r → always c, then the verdict
-    let b = get_pipe(&relay.get(channel, Pipe::B)?, &mut abort).await?;
-    let reply = sender.on_b(&b);
-    let posted = post_pipe(
-        &relay.post(channel, Pipe::C, None)?,
-        &mut abort,
-        &reply.c,
-        || Ok(()),
-    )
-    .await;
-    let keys = reply.result?;
-    if posted? == Posted::Busy {
-        return Err(busy_pipe(Pipe::C));
-    }
+    let sender = CodeSend::new(relay, offer, p.o.timeout, Box::new(OsRandom));
+    let keys = drive(sender, &mut abort, |code| {
+        on_code
+            .call1(&JsValue::UNDEFINED, &code.to_string().into())
+            .map(|_| ())
+            .map_err(|e| js_failed(&e))
+    })
+    .await?;
     with_members(
         options,
         &[
@@ -208,27 +167,8 @@ async fn receive_exchange(code: &str, options: &JsValue) -> Result<(JsValue, Off
     refuse_derived(options, "receiveWithCode")?;
     let relay = CodeRelay::new(p.relay()?, p.o.token.clone());
     let mut abort = Abort::new(p.signal.clone())?;
-    let channel = code.channel();
-    // 2: a sender on the channel? A → B ‖ confirm_r
-    let req = relay.await_sender(channel)?;
-    match exchange(&req, &mut abort, None).await {
-        Ok((status, _, body)) => on_await_sender(status, &body, &req.describe())?,
-        Err(f) => return Err(f.into_error(ErrorCode::Network, &req.describe())),
-    }
-    let a = get_pipe(&relay.get(channel, Pipe::A)?, &mut abort).await?;
-    let mut receiver = CodeReceiver::new(&code, &mut OsRandom)?;
-    let b = receiver.on_a(&a)?;
-    if post_pipe(&relay.post(channel, Pipe::B, None)?, &mut abort, &b, || {
-        Ok(())
-    })
-    .await?
-        == Posted::Busy
-    {
-        return Err(busy_pipe(Pipe::B));
-    }
-    // 4: confirm_s ‖ seal(offer)
-    let c = get_pipe(&relay.get(channel, Pipe::C)?, &mut abort).await?;
-    let (keys, offer) = receiver.on_c(&c)?;
+    let receiver = CodeReceive::new(relay, code, Box::new(OsRandom));
+    let (keys, offer) = drive(receiver, &mut abort, |_| Ok(())).await?;
     let mut members = vec![
         ("path", JsValue::from(keys.path.as_str())),
         (

@@ -1,0 +1,143 @@
+//! The code (§14.1), the channel the sender picks (§14.2 step 1), the channel's pipes.
+
+use std::fmt;
+
+use super::words::{EVEN, ODD};
+use super::{wrong_code, CHANNEL_MAX, CHANNEL_NARROW, MAX_TRIES, NARROW_TRIES};
+use crate::client::error::{Error, ErrorCode};
+use crate::crypto::RandomSource;
+
+/// A short code `N-ODD-EVEN` (§14.1): the channel, then a word of the PGP "odd" list (three
+/// syllables) and one of its "even" list (two syllables), one random byte each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code {
+    channel: u16,
+    odd: u8,
+    even: u8,
+}
+
+impl Code {
+    /// The code on `channel` (1–999) with the words of `bytes`.
+    pub fn new(channel: u16, bytes: [u8; 2]) -> Result<Code, Error> {
+        if !(1..=CHANNEL_MAX).contains(&channel) {
+            return Err(Error::usage(format!(
+                "a code's channel is 1–{CHANNEL_MAX}, not {channel}"
+            )));
+        }
+        Ok(Code {
+            channel,
+            odd: bytes[0],
+            even: bytes[1],
+        })
+    }
+
+    /// Reads a code as a person typed it: case-insensitive, parts separated by any run of
+    /// `-` and spaces. `WRONG_CODE` naming the part that is wrong.
+    pub fn parse(input: &str) -> Result<Code, Error> {
+        let lower = input.to_lowercase();
+        let parts: Vec<&str> = lower
+            .split(|c: char| c == '-' || c.is_whitespace())
+            .filter(|p| !p.is_empty())
+            .collect();
+        if parts.len() != 3 {
+            return Err(wrong_code(format!(
+                "{input:?} is not a code: a code is a number and two words, like 7-guitarist-revenge"
+            )));
+        }
+        let n = parts[0];
+        let channel = (!n.is_empty()
+            && n.len() <= 3
+            && n.bytes().all(|b| b.is_ascii_digit())
+            && !n.starts_with('0'))
+        .then(|| n.parse::<u16>().ok())
+        .flatten()
+        .ok_or_else(|| {
+            wrong_code(format!(
+                "the code's number {n:?} is wrong: it is 1–999, as the 7 in 7-guitarist-revenge"
+            ))
+        })?;
+        let word = |w: &str, list: &[&str; 256], other: &[&str; 256], which: &str| {
+            if let Some(i) = list.iter().position(|x| *x == w) {
+                return Ok(i as u8);
+            }
+            let hint = if other.contains(&w) {
+                " (it is a word of the other place: are the two words swapped?)"
+            } else {
+                ""
+            };
+            Err(wrong_code(format!(
+                "the code's {which} word {w:?} is not one a code uses{hint}"
+            )))
+        };
+        let odd = word(parts[1], &ODD, &EVEN, "first")?;
+        let even = word(parts[2], &EVEN, &ODD, "second")?;
+        Ok(Code { channel, odd, even })
+    }
+
+    /// The channel number N.
+    pub fn channel(&self) -> u16 {
+        self.channel
+    }
+
+    /// The stream path of one of the channel's pipes `a`, `b`, `c`: `/code/v1/N/{pipe}`.
+    pub fn pipe_path(&self, pipe: Pipe) -> String {
+        pipe_path(self.channel, pipe)
+    }
+}
+
+impl fmt::Display for Code {
+    /// The canonical form, the SPAKE2 password: `7-guitarist-revenge`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}-{}-{}",
+            self.channel, ODD[self.odd as usize], EVEN[self.even as usize]
+        )
+    }
+}
+
+/// The channel for the sender's next try, after `busy` busy channels, from a random `r`:
+/// 1–99 for the first [`NARROW_TRIES`] tries, then 1–999 (§14.2 step 1).
+pub fn pick_channel(busy: u32, r: u32) -> u16 {
+    let range = if busy < NARROW_TRIES {
+        CHANNEL_NARROW
+    } else {
+        CHANNEL_MAX
+    };
+    (r % u32::from(range)) as u16 + 1
+}
+
+/// The sender's next code after `busy` busy channels: a channel by [`pick_channel`] and two
+/// random words. `RELAY_ERROR` after [`MAX_TRIES`] busy channels in a row.
+pub fn next_code(busy: u32, rng: &mut dyn RandomSource) -> Result<Code, Error> {
+    if busy >= MAX_TRIES {
+        return Err(Error::new(
+            ErrorCode::RelayError,
+            format!("{busy} channels in a row were busy on the relay; try again later"),
+        ));
+    }
+    let mut r = [0u8; 6];
+    rng.fill(&mut r)?;
+    let channel = pick_channel(busy, u32::from_le_bytes([r[0], r[1], r[2], r[3]]));
+    Code::new(channel, [r[4], r[5]])
+}
+
+/// One of a channel's three pipes (§14.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipe {
+    /// Sender → receiver: `A`.
+    A,
+    /// Receiver → sender: `B ‖ confirm_r`.
+    B,
+    /// Sender → receiver: `confirm_s ‖ seal(offer)`.
+    C,
+}
+
+pub(super) fn pipe_path(channel: u16, pipe: Pipe) -> String {
+    let p = match pipe {
+        Pipe::A => 'a',
+        Pipe::B => 'b',
+        Pipe::C => 'c',
+    };
+    format!("/code/v1/{channel}/{p}")
+}
