@@ -102,10 +102,11 @@ async function startOurs(tmp, bin = OURS, name = 'httpipe-relay') {
 
 const startBefore = (tmp) => startOurs(tmp, BEFORE, 'httpipe-relay (before)');
 
-async function startPipingRust(tmp) {
+/** A Piping Server (`argv`: how to run it) on free ports, TLS with the bench's certificate. */
+async function startPipingLike(tmp, name, argv) {
   const hp = await freePort();
   const sp = await freePort();
-  const proc = spawn(PIPING_RUST, ['--host', '127.0.0.1', '--http-port', String(hp), '--enable-https',
+  const proc = spawn(argv[0], [...argv.slice(1), '--host', '127.0.0.1', '--http-port', String(hp), '--enable-https',
     '--https-port', String(sp), '--key-path', path.join(tmp, 'key.pem'), '--crt-path', path.join(tmp, 'cert.pem')],
   { stdio: ['ignore', 'ignore', 'ignore'] });
   started.push(proc);
@@ -113,25 +114,15 @@ async function startPipingRust(tmp) {
   for (let i = 0; i < 100; i++) {
     try { await fetch(`${url}/version`); break; } catch { await sleep(100); }
   }
-  return { name: 'piping-server-rust', proc, http: url, https: `https://127.0.0.1:${sp}` };
+  return { name, proc, http: url, https: `https://127.0.0.1:${sp}` };
 }
+
+const startPiping = (tmp) => startPipingLike(tmp, 'piping-server', [process.execPath, PIPING]);
+const startPipingRust = (tmp) => startPipingLike(tmp, 'piping-server-rust', [PIPING_RUST]);
 
 // every relay measured, ours first
 const STARTERS = [startOurs, ...(BEFORE ? [startBefore] : []), startPiping, ...(PIPING_RUST ? [startPipingRust] : [])];
 
-async function startPiping(tmp) {
-  const hp = await freePort();
-  const sp = await freePort();
-  const proc = spawn(process.execPath, [PIPING, '--host', '127.0.0.1', '--http-port', String(hp), '--enable-https',
-    '--https-port', String(sp), '--key-path', path.join(tmp, 'key.pem'), '--crt-path', path.join(tmp, 'cert.pem')],
-  { stdio: ['ignore', 'ignore', 'ignore'] });
-  started.push(proc);
-  const url = `http://127.0.0.1:${hp}`;
-  for (let i = 0; i < 100; i++) {
-    try { await fetch(`${url}/version`); break; } catch { await sleep(100); }
-  }
-  return { name: 'piping-server', proc, http: url, https: `https://127.0.0.1:${sp}` };
-}
 
 function stop(s) { s.proc.kill('SIGKILL'); }
 

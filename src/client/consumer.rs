@@ -749,20 +749,25 @@ mod tests {
         )));
     }
 
-    /// §12.4 timing, on a fake clock: a read waiting less than STALL_AFTER_S sleeps until
-    /// then; then the call; after an answer without a meeting, another 10 s; no offset known
-    /// yet: look again later; a resume under way: no watch.
-    #[test]
-    fn the_stall_watch_asks_after_ten_starving_seconds() {
+    /// The resumer of a consumer whose rendezvous met a producer that resumes (§12.3).
+    fn resuming_consumer(resume_s: f64) -> Resumer {
         let mut c = cfg(true, false);
-        c.resume_s = Some(60.0);
+        c.resume_s = Some(resume_s);
         let mut c = Consumer::new(c).unwrap();
         let Step::Rendezvous(_) = c.poll() else {
             panic!()
         };
         let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; resume")];
         c.on_response(200, &h, "http://h:1/p\n");
-        let mut r = c.resumer().expect("both sides resume");
+        c.resumer().expect("both sides resume")
+    }
+
+    /// §12.4 timing, on a fake clock: a read waiting less than STALL_AFTER_S sleeps until
+    /// then; then the call; after an answer without a meeting, another 10 s; no offset known
+    /// yet: look again later; a resume under way: no watch.
+    #[test]
+    fn the_stall_watch_asks_after_ten_starving_seconds() {
+        let mut r = resuming_consumer(60.0);
         let wake = |s: StallStep| match s {
             StallStep::WakeAt(t) => t,
             s => panic!("{s:?}"),
@@ -796,15 +801,7 @@ mod tests {
     /// producer waiting too resumes as after a break; its failure notice ends the stream.
     #[test]
     fn a_stalled_body_resumes_when_the_producer_waits_too() {
-        let mut c = cfg(true, false);
-        c.resume_s = Some(5.0);
-        let mut c = Consumer::new(c).unwrap();
-        let Step::Rendezvous(_) = c.poll() else {
-            panic!()
-        };
-        let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; resume")];
-        c.on_response(200, &h, "http://h:1/p\n");
-        let mut r = c.resumer().expect("both sides resume");
+        let mut r = resuming_consumer(5.0);
         let call = r.stall_call(70).unwrap();
         assert_eq!(
             call.url,
