@@ -144,12 +144,20 @@ pub fn fix_for(code: ErrorCode, role: Role) -> &'static str {
 /// left the producer's replay window (PROTOCOL.md §12.3: "cannot resume: ...").
 const GAP_FIX: &str = "the connection broke and the missing bytes were older than the sender's replay window; raise --resume-window on the sending side, then run both sides again";
 
+/// What to do when the relay's TLS certificate was not trusted (rustls: "invalid peer
+/// certificate"), e.g. the self-signed one a local relay makes for its https port.
+const UNTRUSTED_TLS_FIX: &str = "the relay's TLS certificate is not trusted (a local relay's self-signed one?): use the relay's http:// URL, or set HTTPIPE_INSECURE_TLS=1 for a test relay you trust";
+
 /// An SDK error as the CLI reports it.
 pub fn from_net(err: &NetError, role: Role) -> CliError {
     let gap = matches!(err.code, ErrorCode::PeerDisconnected | ErrorCode::Truncated)
         && err.message.starts_with("cannot resume:");
+    let untrusted =
+        err.code == ErrorCode::Network && err.message.contains("invalid peer certificate");
     let fix = if gap {
         GAP_FIX
+    } else if untrusted {
+        UNTRUSTED_TLS_FIX
     } else {
         fix_for(err.code, role)
     };
@@ -170,6 +178,18 @@ mod tests {
         assert_eq!(Exit::PeerDisconnected.code(), 5);
         assert_eq!(Exit::ProducerFailed.code(), 6);
         assert_eq!(Exit::ConsumerFailed.code(), 7);
+    }
+
+    #[test]
+    fn an_untrusted_certificate_says_how_to_reach_a_local_relay() {
+        let e = NetError::new(
+            ErrorCode::Network,
+            "POST https://127.0.0.1:8443/code/v1/21/a: error sending request: client error (Connect): invalid peer certificate: UnknownIssuer",
+        );
+        let c = from_net(&e, Role::Producer);
+        assert_eq!(c.exit, Exit::Generic);
+        assert!(c.to_string().contains("HTTPIPE_INSECURE_TLS=1"), "{c}");
+        assert!(c.to_string().contains("http:// URL"), "{c}");
     }
 
     #[test]
