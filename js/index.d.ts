@@ -83,7 +83,7 @@ export interface CommonOptions {
   signal?: AbortSignal;
   /** Called with the progress, at most every 100 ms and once at the end. */
   onProgress?: (p: Progress) => void;
-  /** Encrypt (send) / decrypt (receive) with a passphrase (age scrypt stanza). */
+  /** Encrypt (send) / decrypt (receive) with a passphrase (age scrypt stanza); an empty one is refused (UNSUPPORTED). */
   passphrase?: string;
   /**
    * Resume after a break (PROTOCOL.md §12.3): when both sides ask for it, a cut connection
@@ -123,9 +123,13 @@ export interface SendOptions extends CommonOptions {
    * Delivery receipts (PROTOCOL.md §12). Default true: when the receiver sends receipts (this
    * SDK does), `send()` resolves only on its valid receipt (`report.receipt`); otherwise (curl,
    * the ZebraStream clients, `rendezvous: false`) on the relay's verdict, without `receipt`.
-   * false: no receipt asked for.
+   * An encrypted send counts as delivered only on an authenticated receipt (made with the
+   * transfer's key): the receipt of a receiver without keys, for the ciphertext it stored, is
+   * UNCONFIRMED — anyone who knows the path could have sent it (PROTOCOL.md §12.2).
+   * 'ciphertext': accept such receipts too (`receipt.authenticated` false, `receipt.bytes` the
+   * ciphertext's). false: no receipt asked for.
    */
-  receipt?: boolean;
+  receipt?: boolean | 'ciphertext';
   /** Seconds to wait for the receipt after the relay delivered every byte, then UNCONFIRMED. Default 120. */
   receiptTimeout?: number;
   /**
@@ -150,11 +154,18 @@ export interface ReceiveOptions extends CommonOptions {
    * never. A cancelled stream tells the sender so; a failed one sends its error code.
    */
   receipt?: boolean | 'manual';
+  /**
+   * Without `passphrase` or `identities`: hand out an encrypted stream's ciphertext as it is
+   * (to store it and decrypt later). Default false: a stream that begins like age or age-rt
+   * fails WRONG_KEY ("the stream is encrypted") before its header line is handed out
+   * (PROTOCOL.md §11.3).
+   */
+  ciphertext?: boolean;
 }
 
 /** A verified delivery receipt (PROTOCOL.md §12.2). */
 export interface Receipt {
-  /** Plaintext bytes the receiver released to its application: equal to `report.bytes`. */
+  /** Plaintext bytes the receiver released to its application: equal to `report.bytes` (with `receipt: 'ciphertext'` and a receiver without keys, `authenticated` false: the ciphertext's bytes). */
   bytes: number;
   /** Hex, equal to the sender's: SHA-256 of the chunk tags (a receiver that decrypts), else XXH3-128 of the bytes as they arrived (PROTOCOL.md §12.2). */
   digest: string;

@@ -61,6 +61,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Receive(r) => {
             let mut k = stream_keys(&r.stream);
             k.identities = paths(&r.identities);
+            k.ciphertext = r.ciphertext.then_some(true);
             let keys = settings(k.or(global), file()?, "read")?;
             receive(r, keys).await
         }
@@ -133,6 +134,7 @@ fn producer_keys(p: &ProducerArgs, keys: Keys) -> Keys {
     Keys {
         resume_window: p.resume_window.clone().map(config::SizeSpec::Text),
         receipt_timeout: p.receipt_timeout,
+        ciphertext_receipt: p.ciphertext_receipt.then_some(true),
         ..keys
     }
 }
@@ -144,6 +146,8 @@ fn after_break(keys: &Keys) -> Result<AfterBreak, CliError> {
         std::sync::Arc::new(move |reconnecting, resumed| lines.on_resume(reconnecting, resumed));
     Ok(AfterBreak {
         receipt: !keys.no_receipt.unwrap_or(false),
+        ciphertext: keys.ciphertext.unwrap_or(false),
+        ciphertext_receipt: keys.ciphertext_receipt.unwrap_or(false),
         resume: config::resume_time(keys)?,
         on_resume: Some(on_resume),
     })
@@ -155,8 +159,16 @@ fn delivered(d: &Delivery) {
         0 => String::new(),
         n => format!(" (after {n} reconnect{})", if n == 1 { "" } else { "s" }),
     };
+    // §12.2: only a receipt made with the transfer's key is a proof
+    let proof = match (d.encrypted, d.authenticated) {
+        (true, true) => "authenticated: it decrypted them",
+        (true, false) => "ciphertext, not authenticated: the receiver holds no key",
+        (false, _) => "a plain transfer's receipt: a checksum, not a proof",
+    };
     match d.confirmed {
-        Some(n) => eprintln!("httpipe: delivered: the receiver confirmed {n} bytes{resumed}"),
+        Some(n) => {
+            eprintln!("httpipe: delivered: the receiver confirmed {n} bytes ({proof}){resumed}")
+        }
         None => eprintln!(
             "httpipe: sent {} bytes{resumed}; the receiver did not confirm (it sends no receipts)",
             d.bytes
@@ -194,6 +206,7 @@ fn read_keys(r: &ReadArgs) -> Keys {
     Keys {
         unbuffered_output: r.unbuffered_output.then_some(true),
         identities: paths(&r.identities),
+        ciphertext: r.ciphertext.then_some(true),
         serve: r.serve.then_some(true),
         command: non_empty(&r.command).map(config::CommandSpec::Argv),
         ..stream_keys(&r.stream)

@@ -110,6 +110,11 @@ pub struct ProducerArgs {
     /// Seconds to wait for the receiver's receipt after the relay delivered (default 120)
     #[arg(long, value_name = "SECONDS")]
     pub receipt_timeout: Option<u64>,
+
+    /// Count an encrypted stream delivered on the receipt of a receiver without the key,
+    /// for the ciphertext it stored (not authenticated: anyone who knows the path could send it)
+    #[arg(long)]
+    pub ciphertext_receipt: bool,
 }
 
 #[derive(Debug, Args, Default, Clone)]
@@ -166,6 +171,11 @@ pub struct ReadArgs {
     #[arg(short = 'i', long = "identity", value_name = "FILE")]
     pub identities: Vec<PathBuf>,
 
+    /// Without a passphrase or identity, write an encrypted stream's ciphertext as it is
+    /// (to decrypt later); otherwise it fails with WRONG_KEY
+    #[arg(long)]
+    pub ciphertext: bool,
+
     /// After a transfer, wait for the next producer and run COMMAND again (until SIGINT/SIGTERM)
     #[arg(long)]
     pub serve: bool,
@@ -209,6 +219,11 @@ pub struct ReceiveArgs {
     /// Decrypt with the age identities in FILE; repeatable
     #[arg(short = 'i', long = "identity", value_name = "FILE")]
     pub identities: Vec<PathBuf>,
+
+    /// Without a passphrase or identity, save an encrypted stream's ciphertext as it is
+    /// (to decrypt later); otherwise it fails with WRONG_KEY
+    #[arg(long)]
+    pub ciphertext: bool,
 
     /// Where to save: a file, a directory, or - for stdout (default: the sent name, here)
     #[arg(short = 'o', long, value_name = "PATH")]

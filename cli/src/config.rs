@@ -78,6 +78,10 @@ pub struct Keys {
     pub no_receipt: Option<bool>,
     /// Seconds the producer waits for the receipt (§12.2).
     pub receipt_timeout: Option<u64>,
+    /// (consumer) Without keys, write an encrypted stream's ciphertext as it is (§11.3).
+    pub ciphertext: Option<bool>,
+    /// (producer) Accept a receipt for the ciphertext from a receiver without the key (§12.2).
+    pub ciphertext_receipt: Option<bool>,
 }
 
 /// The `resume` key: seconds, or off (`off`, `false`, `0`).
@@ -188,6 +192,8 @@ pub const KNOWN_KEYS: &[&str] = &[
     "resume_window",
     "no_receipt",
     "receipt_timeout",
+    "ciphertext",
+    "ciphertext_receipt",
 ];
 
 impl Keys {
@@ -216,6 +222,8 @@ impl Keys {
             resume_window: self.resume_window.or(lower.resume_window),
             no_receipt: self.no_receipt.or(lower.no_receipt),
             receipt_timeout: self.receipt_timeout.or(lower.receipt_timeout),
+            ciphertext: self.ciphertext.or(lower.ciphertext),
+            ciphertext_receipt: self.ciphertext_receipt.or(lower.ciphertext_receipt),
         }
     }
 }
@@ -322,6 +330,16 @@ pub fn keys_from_env(get: &dyn Fn(&str) -> Option<String>) -> Result<Keys, CliEr
                 .collect::<Vec<_>>()
         })
     };
+    // Empty means unset for every key but the passphrase: an empty one set by mistake
+    // (`HTTPIPE_PASSPHRASE="$UNSET_VAR"`) would silently send unencrypted (PROTOCOL.md §11.3).
+    for var in ["HTTPIPE_PASSPHRASE", "ZEBRASTREAM_PASSPHRASE"] {
+        if get(var).is_some_and(|v| v.is_empty()) {
+            return Err(CliError::usage(
+                format!("{var} is set but empty"),
+                format!("set {var} to the passphrase, or unset it for an unencrypted transfer"),
+            ));
+        }
+    }
     Ok(Keys {
         mode: None,
         stream_path: string("stream_path"),
@@ -345,6 +363,8 @@ pub fn keys_from_env(get: &dyn Fn(&str) -> Option<String>) -> Result<Keys, CliEr
         resume_window: string("resume_window").map(SizeSpec::Text),
         no_receipt: flag("no_receipt")?,
         receipt_timeout: number("receipt_timeout")?,
+        ciphertext: flag("ciphertext")?,
+        ciphertext_receipt: flag("ciphertext_receipt")?,
     })
 }
 
@@ -477,10 +497,15 @@ pub fn resolve(
         }
         None => Keys::default(),
     };
-    Ok(Resolved {
-        keys: cli.or(env).or(file_keys),
-        warnings,
-    })
+    let keys = cli.or(env).or(file_keys);
+    // PROTOCOL.md §11.3 step 6 (the SDK refuses it too, as UNSUPPORTED): a usage error here
+    if keys.passphrase.as_deref() == Some("") {
+        return Err(CliError::usage(
+            "the passphrase is empty (-p or the config file's passphrase)",
+            "give a passphrase, or none for an unencrypted transfer",
+        ));
+    }
+    Ok(Resolved { keys, warnings })
 }
 
 /// How to reach a stream: where the Connect API is, and (for an httpipe relay) the data
@@ -677,12 +702,24 @@ mod tests {
         assert!(r.warnings.is_empty());
     }
 
+    /// Regression (#26): `HTTPIPE_PASSPHRASE=` meant "no passphrase" (a plain transfer).
+    #[test]
+    fn an_empty_passphrase_variable_is_a_usage_error() {
+        for var in ["HTTPIPE_PASSPHRASE", "ZEBRASTREAM_PASSPHRASE"] {
+            let Err(e) = keys_from_env(&env(&[(var, "")])) else {
+                panic!("{var}= was accepted");
+            };
+            assert!(e.to_string().contains("set but empty"), "{e}");
+        }
+    }
+
     #[test]
     fn httpipe_env_wins_over_zebrastream_env_and_empty_is_unset() {
         let k = keys_from_env(&env(&[
             ("HTTPIPE_ACCESS_TOKEN", "h"),
             ("ZEBRASTREAM_ACCESS_TOKEN", "z"),
-            ("HTTPIPE_PASSPHRASE", ""),
+            ("HTTPIPE_CONTENT_TYPE", ""),
+            ("ZEBRASTREAM_CONTENT_TYPE", "text/csv"),
             ("ZEBRASTREAM_PASSPHRASE", "zp"),
             ("ZEBRASTREAM_UNBUFFERED_INPUT", "true"),
             ("HTTPIPE_RECIPIENTS", "age1a, age1b"),
@@ -690,6 +727,7 @@ mod tests {
         .expect("env");
         assert_eq!(k.access_token.as_deref(), Some("h"));
         assert_eq!(k.passphrase.as_deref(), Some("zp"));
+        assert_eq!(k.content_type.as_deref(), Some("text/csv"));
         assert_eq!(k.unbuffered_input, Some(true));
         assert_eq!(
             k.recipients,

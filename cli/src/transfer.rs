@@ -58,6 +58,10 @@ pub struct SendSpec {
 pub struct AfterBreak {
     /// Delivery receipts.
     pub receipt: bool,
+    /// (consumer) Without keys, hand out an encrypted stream's ciphertext (§11.3).
+    pub ciphertext: bool,
+    /// (producer) Accept a receipt for the ciphertext from a receiver without keys (§12.2).
+    pub ciphertext_receipt: bool,
     /// How long to keep trying to resume (`None`: off).
     pub resume: Option<Duration>,
     /// Called when a break starts being resumed (`true`) and when it was (`false`, with the
@@ -76,6 +80,10 @@ pub struct Delivery {
     pub bytes: u64,
     /// Bytes the receiver confirmed (its receipt, §12.2); `None`: it sends none.
     pub confirmed: Option<u64>,
+    /// The transfer was encrypted.
+    pub encrypted: bool,
+    /// The receipt was made with the transfer's key (§12.2).
+    pub authenticated: bool,
     /// Breaks resumed after (§12.3).
     pub resumes: u32,
 }
@@ -197,7 +205,8 @@ mod imp {
         target
     }
 
-    pub struct Sender(Writer);
+    /// The writer, and whether it encrypts.
+    pub struct Sender(Writer, bool);
     pub struct Receiver(Reader);
 
     /// The sender's half of a handoff by short code (PROTOCOL.md §14): `on_code` gets the code
@@ -235,6 +244,7 @@ mod imp {
         opts.format = spec.format;
         opts.auto_flush = spec.auto_flush.map(|d| d.max(Duration::from_millis(1))); // -d 0: at once
         opts.receipt = spec.after_break.receipt;
+        opts.ciphertext_receipt = spec.after_break.ciphertext_receipt;
         opts.resume = spec.after_break.resume;
         if let Some(w) = spec.resume_window {
             opts.resume_window = w;
@@ -243,7 +253,8 @@ mod imp {
             opts.receipt_timeout = t;
         }
         opts.on_progress = resume_watch(spec.after_break.on_resume);
-        Ok(Sender(client.open_writer(opts).await?))
+        let encrypted = opts.passphrase.is_some() || !opts.recipients.is_empty();
+        Ok(Sender(client.open_writer(opts).await?, encrypted))
     }
 
     pub async fn open_receiver(spec: ReceiveSpec) -> Result<(StreamInfo, Receiver), NetError> {
@@ -261,6 +272,7 @@ mod imp {
                     ReceiptMode::Off
                 },
                 resume: spec.after_break.resume,
+                ciphertext: spec.after_break.ciphertext,
                 on_progress: resume_watch(spec.after_break.on_resume),
                 ..ReceiveOptions::new(target(&spec.target))
             })
@@ -278,7 +290,9 @@ mod imp {
             let r = self.0.finish().await?;
             Ok(Delivery {
                 bytes: r.bytes,
-                confirmed: r.receipt.map(|c| c.bytes),
+                confirmed: r.receipt.as_ref().map(|c| c.bytes),
+                encrypted: self.1,
+                authenticated: r.receipt.is_some_and(|c| c.authenticated),
                 resumes: r.resumes,
             })
         }

@@ -14,6 +14,7 @@ use super::request::{Headers, Request};
 use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_AFTER_MS};
 use super::urls::{ConnectMode, RelayBase};
+use crate::crypto::{sniff, Sniff, SNIFF_BYTES};
 use crate::protocol::headers::resumed_at;
 use crate::protocol::headers::{
     declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, PEER_HELLO, X_PIPING,
@@ -40,6 +41,9 @@ pub struct ReceiveConfig {
     pub receipt: bool,
     /// Resume after a break (§12.3): seconds to keep trying; `None`: no resume.
     pub resume_s: Option<f64>,
+    /// Without keys, hand out an encrypted stream's ciphertext (§11.3 step 5); otherwise an
+    /// age / age-rt stream fails `WRONG_KEY` (the body's [`BodyCheck::check_start`]).
+    pub ciphertext: bool,
 }
 
 /// What the consumer learns when the stream starts.
@@ -271,6 +275,8 @@ impl Consumer {
             what,
             length,
             seen: 0,
+            // §11.3 step 5: a consumer without keys asks what the stream's start is
+            start: (!encrypted && !self.cfg.ciphertext).then(Vec::new),
         };
         self.state = State::Streaming(Some((incoming, check)));
     }
@@ -597,6 +603,8 @@ impl Resumer {
                     what,
                     length: None,
                     seen: 0,
+                    // the start was looked at before the break
+                    start: None,
                 };
                 ResumeStep::Resumed(check, offset)
             }
@@ -634,9 +642,44 @@ pub struct BodyCheck {
     what: String,
     length: Option<u64>,
     seen: u64,
+    /// The stream's first bytes while it is not known whether they begin ciphertext (a
+    /// consumer without keys, §11.3 step 5); `None` once known, or when nobody asks.
+    start: Option<Vec<u8>>,
 }
 
 impl BodyCheck {
+    /// True while [`BodyCheck::check_start`] wants the next chunk's first bytes.
+    pub fn checks_start(&self) -> bool {
+        self.start.is_some()
+    }
+
+    /// Before a chunk is handed out (plain bytes, a consumer without keys): `head` is its
+    /// first bytes (at most [`SNIFF_BYTES`]). An age or age-rt start fails `WRONG_KEY`
+    /// before the chunk that completes it is handed out (§11.3 step 5).
+    pub fn check_start(&mut self, head: &[u8]) -> Result<(), Error> {
+        let Some(start) = self.start.as_mut() else {
+            return Ok(());
+        };
+        let room = SNIFF_BYTES.saturating_sub(start.len());
+        start.extend_from_slice(&head[..head.len().min(room)]);
+        match sniff(start) {
+            Sniff::Undecided => Ok(()),
+            Sniff::Plain => {
+                self.start = None;
+                Ok(())
+            }
+            Sniff::Encrypted(format) => Err(Error::new(
+                ErrorCode::WrongKey,
+                format!(
+                    "{}: the stream is encrypted ({format}) and no passphrase or identities were \
+                     given (PROTOCOL.md §11.3); receive with the sender's passphrase or your \
+                     identity, or ask for the ciphertext to store it as it is",
+                    self.what
+                ),
+            )),
+        }
+    }
+
     /// `n` more bytes arrived.
     pub fn on_bytes(&mut self, n: u64) {
         self.seen += n;
@@ -697,6 +740,7 @@ mod tests {
             size: Some(99),
             receipt: true,
             resume_s: None,
+            ciphertext: false,
         }
     }
 
@@ -1039,5 +1083,39 @@ mod tests {
                 .code,
             ErrorCode::Aborted
         );
+    }
+
+    /// Regression (#26): a consumer without keys wrote an age-rt stream's ciphertext out and
+    /// reported success; now it fails `WRONG_KEY` before the chunk that completes the header
+    /// line, unless it asked for the ciphertext.
+    #[test]
+    fn a_consumer_without_keys_refuses_ciphertext() {
+        let start = |ciphertext: bool, encrypted: bool| {
+            let mut cfg = cfg(false, encrypted);
+            cfg.ciphertext = ciphertext;
+            let mut c = Consumer::new(cfg).unwrap();
+            let Step::Get(_) = c.poll() else { panic!() };
+            c.on_head(200, &NoHeaders);
+            let Step::Stream(_, check) = c.poll() else {
+                panic!()
+            };
+            check
+        };
+        let mut check = start(false, false);
+        assert!(check.checks_start());
+        check.check_start(b"github.com/parsimonit/").unwrap();
+        let e = check.check_start(b"age-rt-encryption/v0.2\n").unwrap_err();
+        assert_eq!(e.code, ErrorCode::WrongKey);
+        assert!(
+            e.message.contains("the stream is encrypted (age-rt)"),
+            "{e}"
+        );
+        // plain data is decided on its first bytes, and asked about no more
+        let mut check = start(false, false);
+        check.check_start(b"id,name\n").unwrap();
+        assert!(!check.checks_start());
+        // asked for the ciphertext, or decrypting: nothing to ask
+        assert!(!start(true, false).checks_start());
+        assert!(!start(false, true).checks_start());
     }
 }

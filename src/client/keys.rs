@@ -53,6 +53,17 @@ fn parse_keys<T>(
     Ok(keys)
 }
 
+/// An empty passphrase is refused (PROTOCOL.md §11.3 step 6): it would be a plain transfer to
+/// one client and a key anyone can guess to another.
+fn non_empty(passphrase: Option<&str>) -> Result<Option<&str>, Error> {
+    match passphrase {
+        Some("") => Err(Error::usage(
+            "`passphrase` is empty: give a passphrase, or leave the option out for an unencrypted transfer",
+        )),
+        p => Ok(p),
+    }
+}
+
 /// The encryptor for a passphrase or recipients in `format`; `None` when neither is given
 /// (a plain transfer).
 pub fn encryptor(
@@ -60,6 +71,7 @@ pub fn encryptor(
     recipients: &[String],
     format: Format,
 ) -> Result<Option<Encryptor>, Error> {
+    let passphrase = non_empty(passphrase)?;
     match (passphrase, recipients.is_empty()) {
         (Some(_), false) => Err(Error::usage(
             "use either `passphrase` or `recipients`, not both (age allows one scrypt stanza only)",
@@ -79,6 +91,7 @@ pub fn decryptor(
     passphrase: Option<&str>,
     identities: &[String],
 ) -> Result<Option<Decryptor>, Error> {
+    let passphrase = non_empty(passphrase)?;
     let mut ids = parse_keys(identities, "`identities`", Identity::from_str)?;
     if let Some(p) = passphrase {
         ids.insert(0, Identity::passphrase(p));
@@ -106,6 +119,21 @@ mod tests {
             text.push_str(&format!("# public key: {public}\n{}\n\n", secret.as_str()));
         }
         text
+    }
+
+    /// Regression (#26): `passphrase: ''` encrypted with the empty passphrase in the SDK while
+    /// `HTTPIPE_PASSPHRASE=` meant "no passphrase" to the CLI.
+    #[test]
+    fn an_empty_passphrase_is_refused_on_both_sides() {
+        for e in [
+            encryptor(Some(""), &[], Format::AgeRt).err(),
+            decryptor(Some(""), &[]).err(),
+        ] {
+            let e = e.expect("refused");
+            assert_eq!(e.code, ErrorCode::Unsupported);
+            assert!(e.message.contains("`passphrase` is empty"), "{e}");
+        }
+        assert!(encryptor(Some("p"), &[], Format::AgeRt).is_ok());
     }
 
     #[test]

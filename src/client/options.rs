@@ -18,12 +18,14 @@ pub fn positive_seconds(name: &str, seconds: Option<f64>) -> Result<Option<f64>,
     }
 }
 
-/// The producer's side of §12 for the caller's `receipt` (wait for one) and `resume`
+/// The producer's side of §12 for the caller's `receipt` (wait for one; `ciphertext`: accept
+/// a receipt for the ciphertext from a consumer without keys, §12.2) and `resume`
 /// (seconds, `None`: off): a fresh transfer id whenever either is on — the id serves both
 /// (§12.1, §12.3) — with the receipt's wait (`RECEIPT_TIMEOUT_S` unless given); `None` when
 /// both are off (the rendezvous is plain §5).
 pub fn receipt_config(
     wait: bool,
+    ciphertext: bool,
     timeout_s: Option<f64>,
     resume_s: Option<f64>,
 ) -> Result<Option<ReceiptConfig>, Error> {
@@ -34,6 +36,7 @@ pub fn receipt_config(
         transfer: new_transfer_id()?,
         wait,
         timeout_s: timeout_s.unwrap_or(RECEIPT_TIMEOUT_S),
+        ciphertext,
     }))
 }
 
@@ -55,17 +58,19 @@ mod tests {
 
     #[test]
     fn a_transfer_id_serves_receipts_and_resume() {
-        assert!(receipt_config(false, None, None).expect("ok").is_none());
-        let r = receipt_config(false, None, Some(60.0))
+        assert!(receipt_config(false, false, None, None)
+            .expect("ok")
+            .is_none());
+        let r = receipt_config(false, false, None, Some(60.0))
             .expect("ok")
             .expect("an id");
         assert!(!r.wait);
         assert_eq!(r.timeout_s, RECEIPT_TIMEOUT_S);
-        let r = receipt_config(true, Some(5.0), None)
+        let r = receipt_config(true, false, Some(5.0), None)
             .expect("ok")
             .expect("an id");
         assert!(r.wait && r.timeout_s == 5.0 && r.transfer.len() == 22);
-        let other = receipt_config(true, None, None)
+        let other = receipt_config(true, false, None, None)
             .expect("ok")
             .expect("an id");
         assert_ne!(r.transfer, other.transfer, "fresh each time");

@@ -94,6 +94,9 @@ pub struct ReceiptConfig {
     pub wait: bool,
     /// Seconds to wait for it after the relay's success.
     pub timeout_s: f64,
+    /// Accept a consumer's receipt for the ciphertext of an encrypted transfer (a consumer
+    /// without keys: unauthenticated, §12.2); otherwise only an authenticated one delivers.
+    pub ciphertext: bool,
 }
 
 /// Headers of the producer's request: token, `Content-Type`, `Content-Disposition` (§3.3) and
@@ -955,8 +958,7 @@ impl<T: ByteChunk> Producer<T> {
             return true;
         }
         // A receipt: the consumer cancelled or failed meanwhile (§12.2).
-        let transfer = self.transfer_id().unwrap_or_default().to_string();
-        let outcome = receipt::verify(&text, &transfer, ours, key).map(|r| SendReport {
+        let outcome = self.verify_receipt(&text, ours, key).map(|r| SendReport {
             transport: self.transport,
             relay_state: String::new(),
             receipt: Some(r),
@@ -964,6 +966,32 @@ impl<T: ByteChunk> Producer<T> {
         });
         self.state = State::Finished(Some(outcome));
         true
+    }
+
+    /// The producer's verdict on a receipt (§12.2): [`receipt::verify`], and an encrypted
+    /// transfer is delivered only on an authenticated receipt unless the caller accepts one
+    /// for the ciphertext (a consumer without keys — anyone who knows the path could be it).
+    fn verify_receipt(
+        &self,
+        text: &str,
+        ours: &Commitment,
+        key: Option<&[u8; 32]>,
+    ) -> Result<ReceiptReport, Error> {
+        let transfer = self.transfer_id().unwrap_or_default();
+        let r = receipt::verify(text, transfer, ours, key)?;
+        let ciphertext_ok = self.cfg.receipt.as_ref().is_some_and(|rc| rc.ciphertext);
+        if self.cfg.encrypted && !r.authenticated && !ciphertext_ok {
+            return Err(Error::new(
+                ErrorCode::Unconfirmed,
+                format!(
+                    "the receiver holds no key: it stored the {} bytes of ciphertext without \
+                     decrypting them, and its receipt (PROTOCOL.md §12.2) can't show the \
+                     recipient can read them; the delivery is not confirmed",
+                    r.bytes
+                ),
+            ));
+        }
+        Ok(r)
     }
 
     /// The answer to a [`Step::Receipt`] call: `ours` is what was sent (plaintext bytes and
@@ -993,12 +1021,11 @@ impl<T: ByteChunk> Producer<T> {
             return self.fail_final(misuse("a receipt nobody asked for"));
         };
         let mut report = report.clone();
-        let (transfer, timeout) = match &self.cfg.receipt {
-            Some(rc) => (rc.transfer.clone(), rc.timeout_s),
-            None => return self.fail(misuse("a receipt without a transfer")),
+        let Some(timeout) = self.cfg.receipt.as_ref().map(|rc| rc.timeout_s) else {
+            return self.fail(misuse("a receipt without a transfer"));
         };
         let outcome = match (status, text) {
-            (200, Some(text)) => receipt::verify(&text, &transfer, ours, key).map(|r| {
+            (200, Some(text)) => self.verify_receipt(&text, ours, key).map(|r| {
                 report.receipt = Some(r);
                 report
             }),
@@ -1036,16 +1063,10 @@ impl<T: ByteChunk> Producer<T> {
         report: Option<SendReport>,
         error: Error,
     ) {
-        let transfer = self
-            .cfg
-            .receipt
-            .as_ref()
-            .map(|r| r.transfer.clone())
-            .unwrap_or_default();
         match (status, text) {
             // The consumer has everything and says so: the break cut only our side.
             (200, Some(text)) => {
-                let outcome = receipt::verify(&text, &transfer, ours, key).map(|r| SendReport {
+                let outcome = self.verify_receipt(&text, ours, key).map(|r| SendReport {
                     receipt: Some(r),
                     resumes: self.resumes,
                     ..report.clone().unwrap_or(SendReport {
@@ -1408,6 +1429,7 @@ mod tests {
             transfer: "TID".into(),
             wait: true,
             timeout_s: 5.0,
+            ciphertext: false,
         });
         c
     }
@@ -1806,6 +1828,45 @@ mod tests {
         let r = rep.receipt.expect("a receipt");
         assert_eq!(r.bytes, 10);
         assert!(!r.authenticated);
+    }
+
+    /// Regression (#26): an encrypted send resolved on the receipt of a reader without keys
+    /// (anyone who knows the path, or the relay) for the ciphertext it stored.
+    #[test]
+    fn an_encrypted_send_needs_an_authenticated_receipt() {
+        for accept_ciphertext in [false, true] {
+            let mut mem = OriginMemory::new();
+            let mut c = with_receipt(cfg(UploadMode::Auto, true, true));
+            c.encrypted = true;
+            if let Some(r) = c.receipt.as_mut() {
+                r.ciphertext = accept_ciphertext;
+            }
+            let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+            // the consumer's hello: receipts, but it does not decrypt
+            streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+            assert!(!p.receipt_commits_to_plaintext());
+            let Step::Receipt(_) = p.poll(&mut mem) else {
+                panic!("the producer waits for the receipt")
+            };
+            let mut wire = receipt::Committer::new();
+            wire.update(b"age-rt ciphertext");
+            let ours = wire.commitment();
+            let text = receipt::receipt_text("TID", receipt::Outcome::Ok, &ours, None);
+            let h = vec![(PEER_HELLO, text.as_str())];
+            p.on_receipt(200, &h, "", &ours, None);
+            match (p.poll(&mut mem), accept_ciphertext) {
+                (Step::Failed(e), false) => {
+                    assert_eq!(e.code, ErrorCode::Unconfirmed);
+                    assert!(e.message.contains("holds no key"), "{e}");
+                }
+                (Step::Done(rep), true) => {
+                    let r = rep.receipt.expect("a receipt");
+                    assert!(!r.authenticated);
+                    assert_eq!(r.bytes, 17);
+                }
+                (s, _) => panic!("{accept_ciphertext}: {s:?}"),
+            }
+        }
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod recipients;
 mod reseal;
 mod rng;
 mod runtime;
+mod sniff;
 mod stream;
 
 pub use decryptor::{DecryptOptions, Decryptor};
@@ -46,6 +47,7 @@ pub use rng::{FixedRandom, OsRandom, RandomSource};
 pub use runtime::{crypto_backend, RuntimeCrypto, RuntimeKey, ScryptElsewhere};
 #[cfg(target_arch = "wasm32")]
 pub use runtime::{set_runtime_crypto, set_scrypt_elsewhere};
+pub use sniff::{sniff, Sniff, SNIFF_BYTES};
 #[cfg(target_arch = "wasm32")]
 pub(crate) use stream::SealJob;
 pub use stream::{External, PlainSink, CHUNK_SIZE};

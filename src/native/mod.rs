@@ -191,6 +191,11 @@ pub struct SendOptions {
     /// none (curl, ZebraStream, `receipt` off) leaves the relay's verdict, with
     /// [`SendReport::receipt`] `None`.
     pub receipt: bool,
+    /// Accept a receipt for the ciphertext of an encrypted send from a consumer without keys
+    /// (§12.2; default `false`: such a receipt is `UNCONFIRMED`, since anyone who knows the
+    /// path could have sent it). The report's receipt is then not authenticated and counts
+    /// ciphertext bytes.
+    pub ciphertext_receipt: bool,
     /// How long to wait for the receipt after the relay's success (default 120 s;
     /// `UNCONFIRMED` after it).
     pub receipt_timeout: Duration,
@@ -228,6 +233,7 @@ impl SendOptions {
             part_size: None,
             on_progress: None,
             receipt: true,
+            ciphertext_receipt: false,
             receipt_timeout: Duration::from_secs_f64(RECEIPT_TIMEOUT_S),
             resume: Some(Duration::from_secs_f64(RESUME_TIME_S)),
             resume_window: DEFAULT_WINDOW,
@@ -251,6 +257,7 @@ impl std::fmt::Debug for SendOptions {
             .field("upload", &self.upload)
             .field("part_size", &self.part_size)
             .field("receipt", &self.receipt)
+            .field("ciphertext_receipt", &self.ciphertext_receipt)
             .field("receipt_timeout", &self.receipt_timeout)
             .field("resume", &self.resume)
             .field("resume_window", &self.resume_window)
@@ -280,6 +287,10 @@ pub struct ReceiveOptions {
     /// Resume after a break (§12.3) when the producer resumes too: how long to keep trying to
     /// meet it again (default 60 s); `None`: a break is `TRUNCATED` at once.
     pub resume: Option<Duration>,
+    /// Without keys: hand out an encrypted stream's ciphertext as it is (to store it and
+    /// decrypt later). Default `false`: an age / age-rt stream fails `WRONG_KEY` before its
+    /// first byte is handed out (§11.3 step 5).
+    pub ciphertext: bool,
 }
 
 /// When a consumer sends its delivery receipt (`PROTOCOL.md` §12.2).
@@ -306,6 +317,7 @@ impl ReceiveOptions {
             on_progress: None,
             receipt: ReceiptMode::Auto,
             resume: Some(Duration::from_secs_f64(RESUME_TIME_S)),
+            ciphertext: false,
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::client::options::positive_seconds;
 use crate::client::receipt::{Outcome, ReceiptPlan};
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
-use crate::crypto::Decryptor;
+use crate::crypto::{Decryptor, SNIFF_BYTES};
 use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 
 /// The decryptor the options ask for (`None`: plain), and whether it holds a passphrase (whose
@@ -56,6 +56,7 @@ pub(crate) async fn receive(
         size: opts.size,
         receipt: opts.receipt != ReceiptMode::Off,
         resume_s: positive_seconds("resume", opts.resume.map(|d| d.as_secs_f64()))?,
+        ciphertext: opts.ciphertext,
     };
     let mut c = Consumer::new(cfg)?;
     let stop = Stop::new();
@@ -452,6 +453,10 @@ impl Reader {
             None => {
                 if chunk.is_empty() {
                     return Ok(None);
+                }
+                if self.check.checks_start() {
+                    self.check
+                        .check_start(&chunk[..chunk.len().min(SNIFF_BYTES)])?;
                 }
                 self.meter.add(chunk.len());
                 self.ledger.add(&chunk);

@@ -96,7 +96,7 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         },
         encrypted: enc.is_some(),
         runtime_streams: RuntimeStreams::Yes,
-        receipt: receipt_config(o.receipt, receipt_timeout_s, resume_s)?,
+        receipt: receipt_config(o.receipt, o.ciphertext_receipt, receipt_timeout_s, resume_s)?,
         resume_s,
     };
     let producer = Producer::new(cfg)?;

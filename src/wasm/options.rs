@@ -42,15 +42,19 @@ pub struct Options {
     pub receipt_timeout: Option<f64>,
     /// `send`: bytes of the replay window (§12.3).
     pub resume_window: Option<f64>,
+    /// `receive` without keys: hand out an encrypted stream's ciphertext (§11.3 step 5).
+    pub ciphertext: Option<bool>,
 }
 
-/// The `receipt` option (§12): `send` takes `true` / `false`; `receive` also `'manual'`
-/// (the application calls `confirm()` after it saved the data).
+/// The `receipt` option (§12): `true` / `false`; `receive` also `'manual'` (the application
+/// calls `confirm()` after it saved the data), `send` also `'ciphertext'` (accept a receipt for
+/// the ciphertext from a receiver without keys, §12.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReceiptMode {
     Off,
     Auto,
     Manual,
+    Ciphertext,
 }
 
 /// Parsed options plus the JavaScript-only members.
@@ -91,7 +95,12 @@ impl Parsed {
             Some(v) if v.as_bool() == Some(true) => ReceiptMode::Auto,
             Some(v) if v.as_bool() == Some(false) => ReceiptMode::Off,
             Some(v) if v.as_string().as_deref() == Some("manual") => ReceiptMode::Manual,
-            Some(_) => return Err(usage("`receipt` must be true, false or 'manual'")),
+            Some(v) if v.as_string().as_deref() == Some("ciphertext") => ReceiptMode::Ciphertext,
+            Some(_) => {
+                return Err(usage(
+                    "`receipt` must be true, false, 'manual' (receive) or 'ciphertext' (send)",
+                ))
+            }
         };
         // On by default (docs/js-api.md): a break is worth waiting `RESUME_TIME_S` for; an
         // app shows `reconnecting` meanwhile (the demo does), a peer that failed says so at once.
@@ -147,6 +156,7 @@ impl Parsed {
             runtime_streams,
             receipt: receipt_config(
                 self.receipt != ReceiptMode::Off,
+                self.receipt == ReceiptMode::Ciphertext,
                 self.o.receipt_timeout,
                 self.resume_s,
             )?,
@@ -166,6 +176,7 @@ impl Parsed {
             size: self.size(),
             receipt: self.receipt != ReceiptMode::Off,
             resume_s: self.resume_s,
+            ciphertext: self.o.ciphertext.unwrap_or(false),
         })
     }
 

@@ -24,7 +24,7 @@ use crate::client::error::{Error, ErrorCode};
 use crate::client::rate::RateMeter;
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
-use crate::crypto::Decryptor;
+use crate::crypto::{Decryptor, SNIFF_BYTES};
 use futures::stream::LocalBoxStream;
 
 /// `receive(options) → Promise<{ stream, contentType?, filename?, size? }>`: resolves when the
@@ -207,6 +207,13 @@ fn checked(
             let failure = match item {
                 Some(Ok(v)) => match v.dyn_into::<Uint8Array>() {
                     Ok(chunk) => {
+                        if b.check.checks_start() {
+                            let n = chunk.length().min(SNIFF_BYTES as u32);
+                            if let Err(e) = b.check.check_start(&chunk.subarray(0, n).to_vec()) {
+                                b.done = true;
+                                return Some((Err(e), b));
+                            }
+                        }
                         b.check.on_bytes(chunk.length() as u64);
                         b.received += chunk.length() as u64;
                         return Some((Ok(chunk), b));

@@ -92,7 +92,7 @@ test('CLI → CLI: the producer reports the receiver\'s receipt (stdin → stdou
   assert.equal(rd.code, 0, rd.err);
   assert.equal(wd.code, 0, wd.err);
   assert.equal(fileHash(out), digest);
-  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes`), wd.err);
+  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\([^)]*\\)`), wd.err);
   // send → receive -o FILE, encrypted: confirmed once the file is saved
   p = uniquePath('cli-confirm-enc');
   const saved = path.join(dir, 'confirm-saved.bin');
@@ -103,7 +103,7 @@ test('CLI → CLI: the producer reports the receiver\'s receipt (stdin → stdou
   assert.equal(rvd.code, 0, rvd.err);
   assert.equal(sd.code, 0, sd.err);
   assert.equal(fileHash(saved), digest);
-  assert.match(sd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes`), sd.err);
+  assert.match(sd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\([^)]*\\)`), sd.err);
 });
 
 test('CLI write → Node SDK receive, and Node SDK send → CLI read: receipts both ways', { timeout: 60_000 }, async () => {
@@ -118,7 +118,7 @@ test('CLI write → Node SDK receive, and Node SDK send → CLI read: receipts b
   const wd = await within(w.done, 40_000, 'CLI write');
   assert.equal(got.sha256, digest);
   assert.equal(wd.code, 0, wd.err);
-  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes`), wd.err);
+  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\([^)]*\\)`), wd.err);
   // SDK producer, CLI consumer: the SDK's report carries the CLI's authenticated receipt
   p = uniquePath('sdk-to-cli');
   const out = path.join(dir, 'sdk.out');
@@ -148,7 +148,7 @@ test('read -- COMMAND confirms once the command has the whole stream, not after 
   const r = httpipe(['read', '--relay', relay.http, '-s', p, '--', 'sh', '-c', `cat > '${out}'; sleep 4`]);
   const wd = await within(w.done, 40_000, 'write');
   assert.equal(wd.code, 0, wd.err);
-  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes`), wd.err);
+  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\([^)]*\\)`), wd.err);
   assert.equal(r.proc.exitCode, null, 'the consumer command still works');
   const rd = await within(r.done, 40_000, 'read');
   assert.equal(rd.code, 0, rd.err);
@@ -195,7 +195,7 @@ test('a file source (send, encrypted) whose connection is cut twice arrives byte
     assert.match(d.err, /reconnecting…/, `${who}: ${d.err}`);
     assert.match(d.err, /reconnected \(resumed 2×\)/, `${who}: ${d.err}`);
   }
-  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\(after 2 reconnects\\)`), wd.err);
+  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\([^)]*\\) \\(after 2 reconnects\\)`), wd.err);
 });
 
 test('a stdin source (write, plain) whose receiver\'s connection is cut arrives byte-exact after resuming', { timeout: 120_000 }, async () => {
@@ -216,7 +216,7 @@ test('a stdin source (write, plain) whose receiver\'s connection is cut arrives 
   assert.equal(wd.code, 0, wd.err);
   assert.equal(fileHash(out), digest);
   assert.match(rd.err, /reconnecting…[^]*resumed 1×/, rd.err);
-  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\(after 1 reconnect\\)`), wd.err);
+  assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\([^)]*\\) \\(after 1 reconnect\\)`), wd.err);
 });
 
 test('a stdin gap older than the replay window: both sides exit 5 saying so, no complete output file', { timeout: 90_000 }, async () => {
@@ -288,7 +288,7 @@ for (const [name, side, [up, down], env] of CLI_STALLS) {
     assert.equal(wd.code, 0, wd.err);
     assert.equal(fileHash(out), digest);
     assert.match(rd.err, /resumed 1×/, rd.err);
-    assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\(after 1 reconnect\\)`), wd.err);
+    assert.match(wd.err, new RegExp(`delivered: the receiver confirmed ${size} bytes \\([^)]*\\) \\(after 1 reconnect\\)`), wd.err);
     // 10 s of waiting, then the meeting: well before a TCP timeout
     assert.ok(Date.now() - started < 45_000, `took ${Date.now() - started} ms`);
   });

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startRelay } from './lib/relay.mjs';
+import { PKG } from './lib/sdk.mjs';
 import {
   launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf, screenshot, preferLinks,
 } from './lib/demo-browser.mjs';
@@ -194,6 +195,35 @@ test('wrong passphrase: clear message, nothing saved; the right one then works w
       await receiver.close();
     } finally {
       fs.rmSync(src.dir, { recursive: true, force: true });
+    }
+  }
+});
+
+// Regression (#26): someone who has only the link's stream path (secret-link or passphrase
+// mode: the key is in the fragment, or in the sender's head) read it with a keyless SDK
+// receive(); its receipt for the ciphertext made the page say "Delivered. The receiver saved
+// every byte."
+test('a path-knower without the key reads the link: the sender never says Delivered', { timeout: 120000 }, async () => {
+  const sdk = await import(PKG);
+  for (const mode of ['link', 'passphrase']) {
+    const { file } = randomFile(64 * 1024, `${mode}.bin`);
+    const { page, link } = await startSend(relay.https, [file], mode === 'passphrase' ? 'a long passphrase' : undefined);
+    try {
+      const streamPath = new URLSearchParams(new URL(link).hash.slice(1)).get('r');
+      // both the default (refuse the ciphertext) and a reader that stores it
+      for (const ciphertext of [false, true]) {
+        const r = await sdk.receive({ relay: relay.http, path: streamPath, ciphertext });
+        await new Response(r.stream).arrayBuffer().catch(() => {});
+        await page.waitForFunction(() => !/Sending|Waiting/.test(document.getElementById('send-status')?.textContent || ''), null, { timeout: 30000 })
+          .catch(() => {});
+        const status = await textOf(page, 'send-status');
+        console.log(`${mode}, ciphertext: ${ciphertext}: the sender says ${JSON.stringify(status)}`);
+        assert.doesNotMatch(status, /Delivered/, `${mode}, ciphertext: ${ciphertext}`);
+        if (mode === 'link') break; // a secret link is not offered again: one reader is enough
+        await page.waitForTimeout(500);
+      }
+    } finally {
+      await page.close();
     }
   }
 });

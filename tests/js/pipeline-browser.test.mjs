@@ -40,7 +40,8 @@ async function pageProduces({ relayUrl, path, n }) {
 }
 
 async function nodeConsumes(p) {
-  const run = sdk.pipeline(sdk.fromPipe({ relay: relay.http, path: p }), sdk.decrypt({ passphrase: 'pw' }), sdk.gunzip(), sdk.ndjson.decode(), sdk.collect());
+  // the decrypt() step opens the ciphertext, so the keyless source asks for it (PROTOCOL.md §11.3)
+  const run = sdk.pipeline(sdk.fromPipe({ relay: relay.http, path: p, ciphertext: true }), sdk.decrypt({ passphrase: 'pw' }), sdk.gunzip(), sdk.ndjson.decode(), sdk.collect());
   return (await run.done).result;
 }
 

@@ -141,6 +141,45 @@ test('a receiver that fails (WRONG_KEY) on a small payload: send() rejects PEER_
   assert.equal(e.peerCode, 'WRONG_KEY');
 });
 
+// Regressions (#26): a receiver with only the path (no key) stored the ciphertext and its
+// receipt made send() resolve (the demo said "Delivered"); `passphrase: ''` encrypted with
+// the empty passphrase.
+test('a receiver without keys: refuses the ciphertext (WRONG_KEY), and its receipt never delivers', async () => {
+  const common = { relay: relay.http };
+  // by default the keyless receiver fails before the header line reaches it
+  let path = uniquePath('keyless');
+  const sendE = rejection(sdk.send('a secret', { ...common, path, passphrase: PASS }));
+  let r = await sdk.receive({ ...common, path });
+  const chunks = [];
+  const re = await rejection((async () => { for await (const c of r.stream) chunks.push(c); })());
+  assert.equal(re.code, 'WRONG_KEY', re.message);
+  assert.match(re.message, /the stream is encrypted \(age-rt\)/);
+  assert.ok(!new TextDecoder().decode(Buffer.concat(chunks)).includes('age-rt-encryption/'), 'no header line released');
+  const e = await within(sendE, 15_000, 'send');
+  assert.equal(e.code, 'PEER_DISCONNECTED', e.message);
+  assert.equal(e.peerCode, 'WRONG_KEY');
+  // asked for the ciphertext: stored, but the sender is not told "delivered"
+  path = uniquePath('keyless');
+  const sendU = rejection(sdk.send('a secret', { ...common, path, passphrase: PASS }));
+  r = await sdk.receive({ ...common, path, ciphertext: true });
+  const cipher = new Uint8Array(await new Response(r.stream).arrayBuffer());
+  assert.ok(cipher.byteLength > 'a secret'.length);
+  const u = await within(sendU, 15_000, 'send');
+  assert.equal(u.code, 'UNCONFIRMED', u.message);
+  assert.match(u.message, /holds no key/);
+});
+
+test("an empty passphrase is refused on both sides (UNSUPPORTED)", async () => {
+  for (const call of [
+    () => sdk.send('x', { relay: relay.http, path: uniquePath('empty'), passphrase: '' }),
+    () => sdk.receive({ relay: relay.http, path: uniquePath('empty'), passphrase: '' }),
+  ]) {
+    const e = await rejection(call());
+    assert.equal(e.code, 'UNSUPPORTED', e.message);
+    assert.match(e.message, /`passphrase` is empty/);
+  }
+});
+
 test('receipt: false on either side: the relay\'s verdict, no receipt', async () => {
   for (const [s, r] of [[{ receipt: false }, {}], [{}, { receipt: false }]]) {
     const path = uniquePath('off');

@@ -207,17 +207,19 @@ for (const upload of ['stream', 'segmented']) {
 
   test(`encrypting sends no metadata in clear: no filename, no size, application/octet-stream (${upload})`, async () => {
     const path = uniquePath('meta-enc');
-    // A consumer without the passphrase sees exactly what the relay forwards.
-    const rawP = sdk.receive({ relay: relay.http, path });
+    // A consumer without the passphrase (that asked for the ciphertext) sees exactly what the
+    // relay forwards.
+    const rawP = sdk.receive({ relay: relay.http, path, ciphertext: true });
     const sendP = sdk.send(new Blob(['secret'], { type: 'text/csv' }),
-      { relay: relay.http, path, upload, passphrase: 'pw', filename: 'salaries.csv', contentType: 'text/csv' });
+      { relay: relay.http, path, upload, passphrase: 'pw', filename: 'salaries.csv', contentType: 'text/csv', receipt: 'ciphertext' });
     const raw = await rawP;
     assert.equal(raw.contentType, 'application/octet-stream');
     assert.equal(raw.filename, undefined);
     assert.equal(raw.size, undefined);
     const cipher = new Uint8Array(await new Response(raw.stream).arrayBuffer());
     assert.ok(!new TextDecoder().decode(cipher).includes('salaries'));
-    // a consumer without keys confirms the ciphertext it stores, unauthenticated (§12.2)
+    // a consumer without keys confirms the ciphertext it stores, unauthenticated (§12.2): a
+    // sender that accepts such receipts (receipt: 'ciphertext') counts its ciphertext bytes
     const rawReport = await sendP;
     assert.equal(rawReport.receipt.bytes, cipher.byteLength);
     assert.equal(rawReport.receipt.authenticated, false);

@@ -65,7 +65,7 @@ export function describeError(err, side) {
     return { code, title: 'Nobody is sending with this code: it was used already, it expired, or it was mistyped. Nothing was received.', detail };
   }
   if (code === 'PEER_DISCONNECTED' && side === 'send' && err.peerCode === 'WRONG_KEY') {
-    return { code, title: 'The receiver typed a wrong passphrase. Nothing was sent.', detail };
+    return { code, title: 'The receiver could not decrypt (a wrong passphrase, or no key). Nothing was sent.', detail };
   }
   const m = MESSAGES[code];
   if (m) return { code, title: m[side], detail };

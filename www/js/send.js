@@ -241,9 +241,10 @@ export class Sender {
         if (expectSegmented()) { setText(note, SEGMENTED_NOTE); show(note); }
         break;
       case 'done': {
-        // "Delivered" only on the receiver's receipt; a receiver that sends none (curl, the
-        // ZebraStream clients) leaves the relay's word only.
-        const confirmed = !!(data && data.receipt);
+        // "Delivered" only on the receiver's authenticated receipt (PROTOCOL.md §12.2: made
+        // with the transfer's key, so the receiver decrypted every byte); a receiver that sends
+        // none (curl, the ZebraStream clients) leaves the relay's word only.
+        const confirmed = !!(data && data.receipt && data.receipt.authenticated);
         setText($('send-title'), confirmed ? 'Sent' : 'Sent, not confirmed');
         setText($('send-status'), confirmed
           ? 'Delivered. The receiver saved every byte.'
@@ -262,8 +263,11 @@ export class Sender {
       case 'error': {
         const d = describeError(data.err, 'send');
         setText($('send-title'), 'Not sent');
-        setText($('send-status'), data.err && data.err.peerCode === 'WRONG_KEY'
-          ? 'Too many wrong passphrases.' : headline(d.code, 'send'));
+        // a receiver that could not decrypt: a wrong passphrase, or (a link read without its
+        // #key by someone who knows only the path) no key at all
+        const undecrypted = data.err && data.err.peerCode === 'WRONG_KEY';
+        setText($('send-status'), !undecrypted ? headline(d.code, 'send')
+          : this.mode === 'passphrase' ? 'Too many wrong passphrases.' : 'The receiver could not decrypt.');
         showError($('send-error'), d);
         break;
       }
