@@ -48,7 +48,7 @@ pub async fn handle(
         Err(r) => return rejection(&r),
     };
     // §5.1: a channel is a side room of Connect callers; `redirect` makes no sense there
-    let channel = match params.channel() {
+    let channel = match params.channel(&headers) {
         Ok(Some(_)) if redirect => return rejection(&Rejection::InvalidParameter(query::CHANNEL)),
         Ok(c) => c,
         Err(r) => return rejection(&r),

@@ -3,7 +3,7 @@
 //! value is refused, not silently preferred, so no two checks can read different values).
 
 use httpipe::protocol::control::Rejection;
-use httpipe::protocol::query;
+use httpipe::protocol::{channel, query};
 
 /// Decoded query parameters (and, for the token endpoint, form fields).
 #[derive(Debug, Default)]
@@ -34,13 +34,19 @@ impl Params {
     }
 
     /// `channel=ID` (§5.1, on Connect calls and Data API requests alike): absent is `None`;
-    /// given twice or not [`query::is_valid_channel`] is `invalid-parameter`.
-    pub fn channel(&self) -> Result<Option<&str>, Rejection> {
+    /// given twice or not [`query::is_valid_channel`] is `invalid-parameter`; without the
+    /// channel's key in `headers` (`X-Httpipe-Channel-Key`, deriving `ID`) `invalid-header`.
+    pub fn channel(&self, headers: &http::HeaderMap) -> Result<Option<&str>, Rejection> {
         match self.get(query::CHANNEL)? {
             Some(c) if !query::is_valid_channel(c) => {
                 Err(Rejection::InvalidParameter(query::CHANNEL))
             }
-            c => Ok(c),
+            Some(c) => {
+                let keys = headers.get_all(channel::KEY_HEADER).iter();
+                channel::check_key(c, keys.map(|v| v.as_bytes()))?;
+                Ok(Some(c))
+            }
+            None => Ok(None),
         }
     }
 
@@ -74,14 +80,30 @@ mod tests {
         let mut form = Params::parse(Some("path=/a"));
         form.extend(b"path=/b");
         assert!(form.get("path").is_err());
+        let id = channel::channel_id("key-1");
+        let mut keyed = http::HeaderMap::new();
+        keyed.insert(channel::KEY_HEADER, http::HeaderValue::from_static("key-1"));
+        let none = http::HeaderMap::new();
+        let q = format!("channel={id}");
         assert_eq!(
-            Params::parse(Some("channel=a-1")).channel(),
-            Ok(Some("a-1"))
+            Params::parse(Some(&q)).channel(&keyed),
+            Ok(Some(id.as_str()))
         );
-        assert_eq!(Params::parse(None).channel(), Ok(None));
+        assert_eq!(Params::parse(None).channel(&none), Ok(None));
+        // the id alone (from a log) is not enough: the key must derive it (§5.1)
+        for headers in [&none, &{
+            let mut other = http::HeaderMap::new();
+            other.insert(channel::KEY_HEADER, http::HeaderValue::from_static("key-2"));
+            other
+        }] {
+            assert_eq!(
+                Params::parse(Some(&q)).channel(headers),
+                Err(Rejection::InvalidHeader("x-httpipe-channel-key"))
+            );
+        }
         for bad in ["channel=", "channel=a.b", "channel=a&channel=a"] {
             assert_eq!(
-                Params::parse(Some(bad)).channel(),
+                Params::parse(Some(bad)).channel(&keyed),
                 Err(Rejection::InvalidParameter(query::CHANNEL)),
                 "{bad}"
             );

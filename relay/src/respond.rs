@@ -85,7 +85,7 @@ pub const PREFLIGHT_METHODS: &str = "GET, HEAD, POST, PUT, DELETE, OPTIONS";
 
 /// Value of `Access-Control-Allow-Headers` in a preflight answer (§3.7).
 pub const ALLOW_HEADERS: &str =
-    "Content-Type, Content-Disposition, X-Piping, Authorization, X-Httpipe-Upload, X-Httpipe-Hello";
+    "Content-Type, Content-Disposition, X-Piping, Authorization, X-Httpipe-Upload, X-Httpipe-Hello, X-Httpipe-Channel-Key";
 
 /// The §3.7 answer to `OPTIONS` on any path.
 pub fn preflight(private_network: bool) -> Resp {

@@ -215,7 +215,7 @@ fn route(
         Err(r) => return Handler::Now(rejection(&r)),
     };
     // §5.1 "Data API channels": the same check as the Connect API's `channel`
-    let channel = match params.channel() {
+    let channel = match params.channel(req.headers()) {
         Ok(c) => c.map(str::to_string),
         Err(r) => return Handler::Now(rejection(&r)),
     };

@@ -141,6 +141,46 @@ async fn segmented_upload_on_a_channel() {
     assert_eq!(&got[..], b"zero,one,two");
 }
 
+/// Regression (#26): the channel id was the transfer id itself, in the URL: whoever read it
+/// in a proxy's access log could answer a resume meeting as either peer or splice bytes into
+/// a resumed transfer. Now the URL's id is derived from a key that travels in a header
+/// (§5.1): the id alone, or another key, is refused before it waits; the peers still meet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_id_from_a_log_opens_nothing() {
+    let r = relay().await;
+    let key = "TransferId0123456789ab";
+    let id = httpipe::protocol::channel::channel_id(key);
+    // the real consumer waits on the channel (its key in the header)
+    let mut c = r.get(T::H1, &format!("/dc/log?channel={key}")).await;
+    r.until_gauge("httpipe_waiting_consumers", 1).await;
+    let logged = format!("/dc/log?channel={id}");
+    let connect = format!("/connect/v0/dc/log?mode=await-reader&channel={id}");
+    for (method, path, headers) in [
+        (Method::POST, &logged, vec![]),
+        (Method::POST, &logged, vec![("x-httpipe-channel-key", "AnotherKey")]),
+        (Method::POST, &logged, vec![("x-httpipe-channel-key", id.as_str())]),
+        (Method::GET, &connect, vec![]),
+    ] {
+        let mut a = r
+            .call_as_is(T::H1, method.clone(), path, &headers, full("spliced"))
+            .await;
+        let resp = within(3.0, "refused", a.response()).await;
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{method} {path} {headers:?}");
+        assert_eq!(
+            header(resp.headers(), "x-httpipe-error"),
+            Some("invalid-header")
+        );
+    }
+    // the real producer, with the key, still meets the consumer
+    let mut p = r.post(T::H1, &format!("/dc/log?channel={key}"), full("real")).await;
+    let got = within(5.0, "consumer body", read_all(c.response().await))
+        .await
+        .unwrap();
+    assert_eq!(&got[..], b"real");
+    let log = within(5.0, "producer log", text(p.response().await)).await;
+    assert!(log.contains("[STATE:TRANSFER_SUCCESSFUL]"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_channel_is_refused() {
     let r = relay().await;

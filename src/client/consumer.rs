@@ -15,6 +15,7 @@ use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_AFTER_MS};
 use super::urls::{ConnectMode, RelayBase};
 use crate::crypto::{sniff, Sniff, SNIFF_BYTES};
+use crate::protocol::channel::key_header as channel_key;
 use crate::protocol::headers::resumed_at;
 use crate::protocol::headers::{
     declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, PEER_HELLO, X_PIPING,
@@ -462,7 +463,9 @@ impl Resumer {
                     return ResumeStep::Failed(e);
                 }
                 let url = channel_data_url(&self.data_url, &self.plan.transfer);
-                let mut req = Request::get(url, auth_headers(self.plan.token.as_deref()));
+                let mut headers = auth_headers(self.plan.token.as_deref());
+                headers.push(channel_key(&self.plan.transfer));
+                let mut req = Request::get(url, headers);
                 req.timeout_ms = Some(RESUMED_GET_TIMEOUT_S * 1000.0);
                 self.state = ResumeState::Getting {
                     clock,
@@ -762,7 +765,10 @@ mod tests {
             .unwrap();
         assert_eq!(
             req.url,
-            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=30"
+            format!(
+                "http://h:1/connect/v0/p?mode=await-writer&channel={}&timeout=30",
+                crate::protocol::channel::channel_id("TID")
+            )
         );
         let (_, hello) = req
             .headers
@@ -849,7 +855,10 @@ mod tests {
         let call = r.stall_call(70).unwrap();
         assert_eq!(
             call.url,
-            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=2"
+            format!(
+                "http://h:1/connect/v0/p?mode=await-writer&channel={}&timeout=2",
+                crate::protocol::channel::channel_id("TID")
+            )
         );
         assert!(call.headers.contains(&(
             crate::protocol::headers::HELLO,
@@ -864,7 +873,13 @@ mod tests {
         let Some(ResumeStep::Get(get)) = r.on_stall_answer(Some((200, &offer)), 0.0) else {
             panic!("the stall is a break")
         };
-        assert_eq!(get.url, "http://h:1/p?channel=TID");
+        assert_eq!(
+            get.url,
+            format!(
+                "http://h:1/p?channel={}",
+                crate::protocol::channel::channel_id("TID")
+            )
+        );
         let at: &[(&str, &str)] = &[("x-piping", "httpipe-resume=70")];
         let ResumeStep::Resumed(_, 70) = r.on_head(200, &at, 100.0) else {
             panic!()
@@ -923,7 +938,10 @@ mod tests {
         };
         assert_eq!(
             call.url,
-            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=5"
+            format!(
+                "http://h:1/connect/v0/p?mode=await-writer&channel={}&timeout=5",
+                crate::protocol::channel::channel_id("TID")
+            )
         );
         assert!(call.headers.contains(&(
             crate::protocol::headers::HELLO,
@@ -940,7 +958,13 @@ mod tests {
         let ResumeStep::Get(get) = r.on_call(200, &offer, "", 1500.0) else {
             panic!()
         };
-        assert_eq!(get.url, "http://h:1/p?channel=TID");
+        assert_eq!(
+            get.url,
+            format!(
+                "http://h:1/p?channel={}",
+                crate::protocol::channel::channel_id("TID")
+            )
+        );
         // a stream that doesn't say where it starts is refused
         let ResumeStep::Failed(e) = r.on_head(200, &NoHeaders, 1600.0) else {
             panic!()

@@ -26,6 +26,7 @@ use super::stall::{self, StallStep, STALL_RECHECK_MS};
 use super::status::{StatusLog, Verdict};
 use super::transport::{OriginMemory, Plan, RuntimeStreams, Transport, UploadMode};
 use super::urls::{origin, part_url, ConnectMode, RelayBase};
+use crate::protocol::channel::key_header as channel_key;
 use crate::protocol::control::{Code, WITHDRAW_WAIT_S};
 use crate::protocol::headers::{
     resume_value, size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE,
@@ -780,6 +781,7 @@ impl<T: ByteChunk> Producer<T> {
                     let url = channel_data_url(url, &rc.transfer);
                     // The consumer has the metadata: a resumed upload says only where it starts.
                     let mut headers = auth_headers(self.cfg.token.as_deref());
+                    headers.push(channel_key(&rc.transfer));
                     headers.push((X_PIPING, resume_value(offset)));
                     self.headers = headers;
                     self.resumes += 1;
@@ -1571,7 +1573,10 @@ mod tests {
         };
         assert_eq!(
             call.url,
-            "http://h:1/connect/v0/p?mode=await-reader&channel=TID&timeout=10"
+            format!(
+                "http://h:1/connect/v0/p?mode=await-reader&channel={}&timeout=10",
+                crate::protocol::channel::channel_id("TID")
+            )
         );
         assert!(call.headers.contains(&(
             crate::protocol::headers::HELLO,
@@ -1591,7 +1596,13 @@ mod tests {
         let Step::Stream(up) = p.poll(&mut mem) else {
             panic!()
         };
-        assert_eq!(up.url, "http://h:1/p?channel=TID");
+        assert_eq!(
+            up.url,
+            format!(
+                "http://h:1/p?channel={}",
+                crate::protocol::channel::channel_id("TID")
+            )
+        );
         // resumed: the consumer hears a failure from the notice, not a withdrawal (§3.10)
         assert!(p.withdrawal(&aborted).is_none());
         assert!(p.failure_notice(&aborted).is_some());
@@ -1702,7 +1713,10 @@ mod tests {
         let call = p.stall_call().expect("a stall call");
         assert_eq!(
             call.url,
-            "http://h:1/connect/v0/p?mode=await-reader&channel=TID&timeout=2"
+            format!(
+                "http://h:1/connect/v0/p?mode=await-reader&channel={}&timeout=2",
+                crate::protocol::channel::channel_id("TID")
+            )
         );
         assert!(call.headers.contains(&(
             crate::protocol::headers::HELLO,
@@ -1724,7 +1738,13 @@ mod tests {
         let Step::Stream(up) = p.poll(&mut mem) else {
             panic!()
         };
-        assert_eq!(up.url, "http://h:1/p?channel=TID");
+        assert_eq!(
+            up.url,
+            format!(
+                "http://h:1/p?channel={}",
+                crate::protocol::channel::channel_id("TID")
+            )
+        );
         // an offset outside the offered window fails with the numbers
         let mut p = start(&mut mem, true);
         p.observe(0.0, 100, 500);
@@ -1814,7 +1834,10 @@ mod tests {
         };
         assert_eq!(
             req.url,
-            "http://h:1/connect/v0/p?mode=await-reader&channel=TID&timeout=5"
+            format!(
+                "http://h:1/connect/v0/p?mode=await-reader&channel={}&timeout=5",
+                crate::protocol::channel::channel_id("TID")
+            )
         );
         let mut c = receipt::Committer::new();
         c.update(b"0123456789");

@@ -12,6 +12,7 @@ use super::error::{Error, ErrorCode};
 use super::rendezvous::auth_headers;
 use super::request::Request;
 use super::urls::{ConnectMode, RelayBase};
+use crate::protocol::channel::{self, key_header as channel_key};
 use crate::protocol::headers::HELLO;
 use crate::protocol::hello::{
     self, item, BYTES, CODE, DIGEST, MAC_SEPARATOR, RECEIPT_VERSION, STATUS,
@@ -322,8 +323,9 @@ pub fn channel_request(
     token: Option<&str>,
     hello: Option<String>,
 ) -> Result<Request, Error> {
-    let url = relay.channel_url(path, mode, transfer, timeout_s)?;
+    let url = relay.channel_url(path, mode, &channel::channel_id(transfer), timeout_s)?;
     let mut headers = auth_headers(token);
+    headers.push(channel_key(transfer));
     if let Some(h) = hello {
         headers.push((HELLO, h));
     }
@@ -484,10 +486,16 @@ mod tests {
             Some("httpipe-receipt=1".into()),
         )
         .unwrap();
+        // the URL names the channel derived from the id; the id itself is a header (§5.1)
         assert_eq!(
             r.url,
-            format!("http://h:1/connect/v0/p?mode=await-writer&channel={id}&timeout=30")
+            format!(
+                "http://h:1/connect/v0/p?mode=await-writer&channel={}&timeout=30",
+                channel::channel_id(&id)
+            )
         );
+        assert!(!r.url.contains(&id));
+        assert!(r.headers.contains(&(channel::KEY_HEADER, id.clone())));
         assert!(r
             .headers
             .contains(&(HELLO, "httpipe-receipt=1".to_string())));

@@ -10,6 +10,7 @@ use super::parts::ByteChunk;
 use super::receipt::channel_request;
 use super::request::Request;
 use super::urls::{percent_encode_component, ConnectMode, RelayBase};
+use crate::protocol::channel;
 use crate::protocol::hello::{ResumeHello, RESUME_CALL_MAX_S};
 use crate::protocol::query;
 
@@ -198,13 +199,14 @@ pub fn agree(from: u64, to: u64, offset: u64, consumer: bool) -> Result<(), Erro
     })
 }
 
-/// The data URL of a resumed transfer: `{data URL}?channel=ID` (a Data API channel, §5.1).
+/// The data URL of a resumed transfer: `{data URL}?channel=ID` (a Data API channel, §5.1),
+/// `ID` derived from the transfer id, which goes in the [`channel::key_header`] only.
 pub fn channel_data_url(data_url: &str, transfer: &str) -> String {
     let sep = if data_url.contains('?') { '&' } else { '?' };
     format!(
         "{data_url}{sep}{}={}",
         query::CHANNEL,
-        percent_encode_component(transfer)
+        percent_encode_component(&channel::channel_id(transfer))
     )
 }
 
@@ -363,7 +365,10 @@ mod tests {
         let r = plan.call(ResumeHello::Ask { offset: 5 }, 30.0).unwrap();
         assert_eq!(
             r.url,
-            "http://h:1/connect/v0/p?mode=await-writer&channel=TID&timeout=30"
+            format!(
+                "http://h:1/connect/v0/p?mode=await-writer&channel={}&timeout=30",
+                crate::protocol::channel::channel_id("TID")
+            )
         );
         assert!(r.headers.contains(&(
             crate::protocol::headers::HELLO,
@@ -373,10 +378,14 @@ mod tests {
             .call(ResumeHello::Offer { from: 1, to: 2 }, 7.0)
             .unwrap();
         assert!(r.url.contains("mode=await-reader") && r.url.ends_with("timeout=7"));
-        assert_eq!(channel_data_url("http://h/p", "T"), "http://h/p?channel=T");
+        let id = channel::channel_id("T");
+        assert_eq!(
+            channel_data_url("http://h/p", "T"),
+            format!("http://h/p?channel={id}")
+        );
         assert_eq!(
             channel_data_url("http://h/p?accesstoken=a", "T"),
-            "http://h/p?accesstoken=a&channel=T"
+            format!("http://h/p?accesstoken=a&channel={id}")
         );
         let c = ResumeClock::start(1000.0, 60.0);
         assert_eq!(c.call_timeout(1000.0), Some(30.0));

@@ -12,6 +12,7 @@
 //! - [`hello`]: the items of Connect hellos and delivery receipts (§5.1, §12).
 //! - [`headers`]: header names and the `X-Piping: httpipe-size=N` declaration (§3.3, §11).
 
+pub mod channel;
 pub mod control;
 pub mod headers;
 pub mod hello;

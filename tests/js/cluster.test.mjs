@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ROOT, RELAY_BIN, HTTPIPE_CLI, startRelay } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
-import { PKG, randomSource, hashStream, sha256, sleep, within } from './lib/sdk.mjs';
+import { PKG, randomSource, hashStream, sha256, sleep, within, channelOf } from './lib/sdk.mjs';
 import { skipUnless } from './lib/tools.mjs';
 import {
   REDIS_SERVER, NGINX, startRedis, startCluster, startNginx, waitForNodes, healthzNodes, getText,
@@ -365,6 +365,32 @@ test('CLI through the balancer: `httpipe send FILE` → `httpipe receive CODE` (
   assert.match(err, /delivered/);
 });
 
+// Regression (#26): with a default access log, every SDK transfer's channel calls were logged
+// as `...&channel=ID` with ID the transfer id: a log reader could answer its resume meeting
+// or send its receipt. Now the log holds only the derived channel id (PROTOCOL.md §5.1).
+test("the balancer's access log holds no capability: receipts on a channel name a derived id", { skip, timeout: 30_000 }, async () => {
+  const sdk = await import(PKG);
+  const p = freshPath('log');
+  const sent = sdk.send('logged?', { relay: lb.http, path: p });
+  // a consumer by hand: it learns the transfer id from the producer's hello (a header)
+  const rv = await fetch(`${lb.http}/connect/v0${p}?mode=await-writer`, { headers: { 'X-Httpipe-Hello': 'httpipe=1; receipt' } });
+  const transfer = /transfer=([A-Za-z0-9_-]+)/.exec(rv.headers.get('x-httpipe-peer-hello'))[1];
+  const data = Buffer.from(await (await fetch((await rv.text()).trim())).arrayBuffer());
+  // its receipt on the transfer's channel (a `cancelled` one: no digest needed); both sides'
+  // channel calls then went through nginx
+  const ch = channelOf(transfer);
+  const cancel = await fetch(`${lb.http}/connect/v0${p}?mode=await-writer&${ch.query}&timeout=10`, {
+    headers: { 'X-Httpipe-Hello': `httpipe-receipt=1; status=cancelled; bytes=${data.length}; digest=AA`, ...ch.headers },
+  });
+  assert.equal(cancel.status, 200);
+  const e = await sent.then(() => null, (err) => err);
+  assert.equal(e?.code, 'PEER_DISCONNECTED', e?.message);
+  await sleep(200); // nginx writes its log line when the request ends
+  const log = fs.readFileSync(lb.accessLog, 'utf8');
+  assert.ok(log.includes(`channel=${ch.id}`), 'the channel calls are in the log, by their derived id');
+  assert.ok(!log.includes(transfer), `the transfer id (the channel's key) is in the access log:\n${log}`);
+});
+
 test('segmented upload (§4) through the balancer: its parts land on different nodes', { skip, timeout: 30_000 }, async () => {
   const p = freshPath('seg');
   const parts = Array.from({ length: 5 }, (_, i) => randomFillSync(Buffer.alloc(MiB + i * 1000)));
@@ -669,7 +695,8 @@ test('piping-server-rust regression across nodes: a waiting receiver on A that h
 
 /** Holds `path` on node `at` (its owner) with a consumer waiting on a channel no producer uses. */
 function pin(at, p) {
-  return request(`${at}${p}?channel=pin`);
+  const ch = channelOf('pin');
+  return request(`${at}${p}?${ch.query}`, { headers: ch.headers });
 }
 
 /** A raw TCP connection to `base` (http://127.0.0.1:PORT) that has sent `head`. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { startRelay } from './lib/relay.mjs';
-import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within } from './lib/sdk.mjs';
+import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within, channelOf } from './lib/sdk.mjs';
 
 const sdk = await import(PKG);
 let relay;
@@ -216,8 +216,9 @@ async function handConsumer(path) {
   const hello = rv.headers.get('x-httpipe-peer-hello');
   const transfer = /transfer=([A-Za-z0-9_-]+)/.exec(hello)[1];
   const data = new Uint8Array(await (await fetch((await rv.text()).trim())).arrayBuffer());
-  const sendReceipt = (text) => fetch(`${relay.http}/connect/v0${path}?mode=await-writer&channel=${transfer}&timeout=10`, {
-    headers: { 'X-Httpipe-Hello': text },
+  const ch = channelOf(transfer);
+  const sendReceipt = (text) => fetch(`${relay.http}/connect/v0${path}?mode=await-writer&${ch.query}&timeout=10`, {
+    headers: { 'X-Httpipe-Hello': text, ...ch.headers },
   });
   return { data, transfer, sendReceipt };
 }
@@ -246,8 +247,9 @@ test('a receipt for another transfer on the same path does not confirm this one'
   const sendE = rejection(sdk.send('hello', { relay: relay.http, path, receiptTimeout: 2 }));
   const { sendReceipt } = await handConsumer(path);
   // a channel nobody waits on: the call times out at the relay, the producer never sees it
-  const answer = await fetch(`${relay.http}/connect/v0${path}?mode=await-writer&channel=not-the-transfer&timeout=1`, {
-    headers: { 'X-Httpipe-Hello': 'httpipe-receipt=1; status=ok; bytes=5; digest=x' },
+  const other = channelOf('not-the-transfer');
+  const answer = await fetch(`${relay.http}/connect/v0${path}?mode=await-writer&${other.query}&timeout=1`, {
+    headers: { 'X-Httpipe-Hello': 'httpipe-receipt=1; status=ok; bytes=5; digest=x', ...other.headers },
   });
   assert.equal(answer.status, 408);
   void sendReceipt;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response};
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use httpipe::protocol::channel;
 use httpipe_relay::{Config, Running};
 use hyper::body::{Frame, Incoming};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -154,7 +155,32 @@ impl Relay {
     }
 
     /// Sends `method path` with `headers` and `body` over a new connection of transport `t`.
+    /// A channel is named by its key, as the peers know it (§5.1): a valid `channel=KEY`
+    /// given once goes out as `channel=ID` (derived) with the key in `X-Httpipe-Channel-Key`,
+    /// unless `headers` set that header themselves; [`Relay::call_as_is`] sends `path` as it is.
     pub async fn call(
+        &self,
+        t: T,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: TestBody,
+    ) -> Call {
+        let explicit = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(channel::KEY_HEADER));
+        match keyed_channel(path) {
+            Some((path, key)) if !explicit => {
+                let mut hs = headers.to_vec();
+                hs.push((channel::KEY_HEADER, &key));
+                self.call_as_is(t, method, &path, &hs, body).await
+            }
+            _ => self.call_as_is(t, method, path, headers, body).await,
+        }
+    }
+
+    /// [`Relay::call`] without naming channels by their keys.
+    pub async fn call_as_is(
         &self,
         t: T,
         method: Method,
@@ -460,4 +486,24 @@ pub fn have_curl() -> bool {
         .arg("--version")
         .output()
         .is_ok()
+}
+
+/// `path` with its one valid `channel=KEY` replaced by the derived `channel=ID`, and `KEY`
+/// (see [`Relay::call`]); `None` when there is none, several, or an invalid one.
+pub fn keyed_channel(path: &str) -> Option<(String, String)> {
+    let (base, query) = path.split_once('?')?;
+    let mut keys = query.split('&').filter_map(|kv| kv.strip_prefix("channel="));
+    let key = keys.next()?;
+    if keys.next().is_some() || !httpipe::protocol::query::is_valid_channel(key) {
+        return None;
+    }
+    let id = channel::channel_id(key);
+    let query: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.strip_prefix("channel=") {
+            Some(_) => format!("channel={id}"),
+            None => kv.to_string(),
+        })
+        .collect();
+    Some((format!("{base}?{}", query.join("&")), key.to_string()))
 }

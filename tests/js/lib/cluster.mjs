@@ -221,7 +221,9 @@ ${process.getuid?.() === 0 ? 'user root root;' : ''}
 worker_processes 1;
 events { worker_connections 4096; }
 http {
-  access_log off;
+  # nginx's default access log (the combined format: every request line with its query):
+  # tests check that no capability appears in it (PROTOCOL.md §5.1 channel keys)
+  access_log ${path.join(dir, 'access.log')};
   client_body_temp_path ${tmp('client_body')};
   proxy_temp_path ${tmp('proxy')};
   fastcgi_temp_path ${tmp('fastcgi')};
@@ -256,6 +258,7 @@ ${upstreams.map((u) => `    server ${new URL(u).host} max_fails=0;`).join('\n')}
     http: `http://127.0.0.1:${httpPort}`,
     h2c: `http://127.0.0.1:${h2Port}`,
     dir,
+    accessLog: path.join(dir, 'access.log'),
     output: server.output,
     // SIGTERM is nginx's fast shutdown: open connections are closed at once
     stop: async () => { await server.stop('SIGTERM'); fs.rmSync(dir, { recursive: true, force: true }); },

@@ -84,3 +84,12 @@ export function within(p, ms, what) {
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * The channel whose key is `key` (PROTOCOL.md §5.1), as a peer calls it: the URL names the
+ * derived id (`query`), the key goes in a header (`headers`), never in the URL.
+ */
+export function channelOf(key) {
+  const id = createHash('sha256').update('httpipe channel v1\n').update(key).digest('base64url').slice(0, 22);
+  return { id, query: `channel=${id}`, headers: { 'X-Httpipe-Channel-Key': key } };
+}
