@@ -26,7 +26,7 @@ use super::stall::{self, StallStep, STALL_RECHECK_MS};
 use super::status::{StatusLog, Verdict};
 use super::transport::{OriginMemory, Plan, RuntimeStreams, Transport, UploadMode};
 use super::urls::{origin, part_url, ConnectMode, RelayBase};
-use crate::protocol::channel::key_header as channel_key;
+use crate::protocol::channel::{self, key_header as channel_key};
 use crate::protocol::control::{Code, WITHDRAW_WAIT_S};
 use crate::protocol::headers::{
     resume_value, size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE,
@@ -250,13 +250,14 @@ impl<T: ByteChunk> Segmented<T> {
             };
             let k = self.k;
             let url = part_url(&self.data_url, k, self.upload_id.as_deref(), is_final);
-            // Metadata goes with part 0, which opens the stream; later parts carry the token.
+            // Metadata goes with part 0, which opens the stream; later parts carry the token
+            // and, on a channel, its key (§5.1: every part names the channel).
             let headers = if k == 0 {
                 self.headers.clone()
             } else {
                 self.headers
                     .iter()
-                    .filter(|(n, _)| *n == AUTHORIZATION)
+                    .filter(|(n, _)| *n == AUTHORIZATION || *n == channel::KEY_HEADER)
                     .cloned()
                     .collect()
             };
