@@ -94,6 +94,8 @@ pub struct Consumer {
     state: State,
     /// The producer's transfer id, when it waits for a receipt (§12.1).
     receipt_transfer: Option<String>,
+    /// The producer states its end (`attest`, §12.2).
+    peer_attests: bool,
     /// The producer's transfer id, when both sides resume (§12.3).
     resume_transfer: Option<String>,
     /// The data URL of the rendezvous.
@@ -107,6 +109,7 @@ impl Consumer {
             cfg,
             state: State::Start,
             receipt_transfer: None,
+            peer_attests: false,
             resume_transfer: None,
             data_url: None,
         })
@@ -186,6 +189,7 @@ impl Consumer {
                         .unwrap_or_default();
                     if self.cfg.receipt && peer.receipt {
                         self.receipt_transfer = peer.transfer.clone();
+                        self.peer_attests = peer.attests;
                     }
                     if self.cfg.resume_s.is_some() && peer.resume {
                         self.resume_transfer = peer.transfer;
@@ -212,6 +216,7 @@ impl Consumer {
             path: self.cfg.path.clone(),
             token: self.cfg.token.clone(),
             transfer: self.receipt_transfer.clone()?,
+            attest: self.peer_attests,
         })
     }
 
@@ -776,6 +781,21 @@ mod tests {
             .find(|(n, _)| *n == crate::protocol::headers::HELLO)
             .unwrap();
         assert!(hello.starts_with("httpipe-receipt=1; status=ok; bytes=3; digest="));
+        // an older producer promised no end: the ok receipt checks none
+        let plan = c.receipt_plan().unwrap();
+        assert!(!plan.attest);
+        let d = plan.delivery(Outcome::Ok, &k.commitment(), None, 0.0);
+        assert!(!d.unwrap().checks_end());
+        // one that says `attest` (§12.2): the ok receipt checks its end, a cancelled one not
+        let mut a = Consumer::new(cfg(true, false)).unwrap();
+        a.poll();
+        let ha: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; receipt; attest")];
+        a.on_response(200, &ha, "http://h:1/p\n");
+        let plan = a.receipt_plan().unwrap();
+        let ok = plan.delivery(Outcome::Ok, &k.commitment(), None, 0.0);
+        assert!(ok.unwrap().checks_end());
+        let cancelled = plan.delivery(Outcome::Cancelled, &k.commitment(), None, 0.0);
+        assert!(!cancelled.unwrap().checks_end());
         // receipts turned off: the producer's wish is ignored
         let mut off = cfg(true, false);
         off.receipt = false;

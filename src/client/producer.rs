@@ -389,8 +389,9 @@ enum State<T> {
         seg: Box<Segmented<T>>,
         phase: SegPhase,
     },
+    /// The relay reported success: the receipt call (made at the next poll, so that it states
+    /// the producer's end, §12.2).
     AwaitReceipt {
-        request: Request,
         report: SendReport,
         issued: bool,
     },
@@ -451,6 +452,8 @@ pub struct Producer<T> {
     transport: Transport,
     /// Breaks resumed after.
     resumes: u32,
+    /// What the producer sent, once its source ended ([`Producer::attest`], §12.2).
+    sent: Option<Commitment>,
     /// The adapter's clock (milliseconds) and replay window (`low`, `high`), from
     /// [`Producer::observe`].
     now_ms: f64,
@@ -520,6 +523,7 @@ impl<T: ByteChunk> Producer<T> {
             stream_url: None,
             transport: Transport::Stream,
             resumes: 0,
+            sent: None,
             now_ms: 0.0,
             window: (0, 0),
             stall_offer: None,
@@ -562,10 +566,15 @@ impl<T: ByteChunk> Producer<T> {
     /// When the transfer failed with `e` for another reason than the break (its source, its
     /// application) while the consumer may be resuming: the call that tells it so (§12.3),
     /// for the adapter to make in the background (any answer will do).
+    ///
+    /// Also without resume when this producer promised its end (§12.2) and failed for its own
+    /// reason ([`Producer::failed_locally`]): a consumer whose body ended cleanly anyway (a
+    /// runtime that ends a stopped upload cleanly) meets it with its receipt call.
     pub fn failure_notice(&self, e: &Error) -> Option<Request> {
         // After the relay's success the receipt call already offers the resume, and a
         // consumer that had not come by the end of it is not resuming.
-        if !self.resumes()
+        let told = self.resumes() || (self.states_end() && self.failed_locally(e));
+        if !told
             || self.stream_url.is_none()
             || self.delivered
             || e.code == ErrorCode::PeerDisconnected
@@ -589,8 +598,12 @@ impl<T: ByteChunk> Producer<T> {
     /// and then nothing else ends the consumer's wait. Without a rendezvous no consumer was
     /// told of this producer: one waiting on the path waits for any producer, as it would have.
     pub fn withdrawal(&self, e: &Error) -> Option<Request> {
-        let local = self.source_failed || e.code == ErrorCode::Aborted;
-        if !local || !self.met || self.relay_succeeded || self.broke || self.resumes > 0 {
+        if !self.failed_locally(e)
+            || !self.met
+            || self.relay_succeeded
+            || self.broke
+            || self.resumes > 0
+        {
             return None;
         }
         let url = self.data_url.clone()?;
@@ -602,13 +615,43 @@ impl<T: ByteChunk> Producer<T> {
         Some(request.into_last_word())
     }
 
+    /// The transfer failed with `e` for a reason of the producer's own: its source failed or
+    /// its application aborted (§11.2 step 5).
+    fn failed_locally(&self, e: &Error) -> bool {
+        self.source_failed || e.code == ErrorCode::Aborted
+    }
+
+    /// When the application aborted while this producer waited for the receipt, after the
+    /// relay delivered every byte of its ended source: the call that still states its end
+    /// (§12.2), since the consumer has every byte and its receipt call checks the end (any
+    /// answer will do).
+    fn end_notice(&self, e: &Error) -> Option<Request> {
+        let rc = self.cfg.receipt.as_ref()?;
+        if !self.delivered || e.code != ErrorCode::Aborted {
+            return None;
+        }
+        let c = &self.cfg;
+        receipt::channel_request(
+            &c.relay,
+            &c.path,
+            &rc.transfer,
+            ConnectMode::AwaitReader,
+            FAILURE_NOTICE_TIMEOUT_S,
+            c.token.as_deref(),
+            Some(self.end_items()?),
+        )
+        .ok()
+        .map(Request::into_last_word)
+    }
+
     /// Every call due when the transfer failed with `e`, for the adapter to make together:
     /// the failure notice ([`Producer::failure_notice`]) and the withdrawal
-    /// ([`Producer::withdrawal`]).
+    /// ([`Producer::withdrawal`]), or the producer's end ([`Producer::end_notice`]).
     pub fn last_words(&self, e: &Error) -> Vec<Request> {
         self.failure_notice(e)
             .into_iter()
             .chain(self.withdrawal(e))
+            .chain(self.end_notice(e))
             .collect()
     }
 
@@ -741,12 +784,14 @@ impl<T: ByteChunk> Producer<T> {
                     }
                     _ => return Step::Failed(misuse("poll while waiting for an answer")),
                 },
-                State::AwaitReceipt {
-                    request, issued, ..
-                } => {
-                    return issue_once(issued, "while waiting for the receipt", || {
-                        Step::Receipt(request.clone())
-                    })
+                State::AwaitReceipt { issued, .. } => {
+                    if std::mem::replace(issued, true) {
+                        return Step::Failed(misuse("poll while waiting for the receipt"));
+                    }
+                    match self.receipt_wait_call() {
+                        Ok(req) => return Step::Receipt(req),
+                        Err(e) => self.fail(e),
+                    }
                 }
                 State::Resuming { clock, phase, .. } => match *phase {
                     ResumePhase::Call { issued: false } => {
@@ -760,7 +805,10 @@ impl<T: ByteChunk> Producer<T> {
                             continue;
                         };
                         *phase = ResumePhase::Call { issued: true };
-                        let call = self.resume_plan().map(|p| p.call(self.offer(), t));
+                        let end = self.end_items();
+                        let call = self
+                            .resume_plan()
+                            .map(|p| p.call_with_end(self.offer(), end.as_deref(), t));
                         match call {
                             Some(Ok(req)) => return Step::Receipt(req),
                             Some(Err(e)) => self.fail_final(e),
@@ -860,35 +908,68 @@ impl<T: ByteChunk> Producer<T> {
             receipt: None,
             resumes: self.resumes,
         };
-        let c = &self.cfg;
-        let wait = match &c.receipt {
-            Some(rc) if rc.wait && self.peer_sends_receipts => Some(rc),
-            _ => None,
-        };
-        let Some(rc) = wait else {
+        if !self.expects_receipt() {
             self.state = State::Finished(Some(Ok(report)));
             return;
+        }
+        self.delivered = true;
+        self.state = State::AwaitReceipt {
+            report,
+            issued: false,
         };
-        match receipt::channel_request(
+    }
+
+    /// The call that waits for the receipt on the transfer's channel (§12.2): it offers the
+    /// resume to a consumer whose side broke after the relay's success (§12.3), and states the
+    /// producer's end (§12.2).
+    fn receipt_wait_call(&self) -> Result<Request, Error> {
+        let c = &self.cfg;
+        let Some(rc) = &c.receipt else {
+            return Err(misuse("a receipt wait without a transfer"));
+        };
+        let offer = self.resumes().then(|| self.offer().text());
+        let hello = match (offer, self.end_items()) {
+            (Some(o), Some(e)) => Some(format!("{o}; {e}")),
+            (o, e) => o.or(e),
+        };
+        receipt::channel_request(
             &c.relay,
             &c.path,
             &rc.transfer,
             ConnectMode::AwaitReader,
             rc.timeout_s,
             c.token.as_deref(),
-            // A consumer whose side broke after the relay's success resumes here (§12.3).
-            self.resumes().then(|| self.offer().text()),
-        ) {
-            Ok(request) => {
-                self.delivered = true;
-                self.state = State::AwaitReceipt {
-                    request,
-                    report,
-                    issued: false,
-                }
-            }
-            Err(e) => self.fail(e),
+            hello,
+        )
+    }
+
+    /// The source ended, and `sent` is what the producer sent, as a receipt is checked against
+    /// (§12.2): from now on its calls on the transfer's channel state its end, when it
+    /// promised to ([`Producer::states_end`]). The first call counts.
+    pub fn attest(&mut self, sent: Commitment) {
+        if self.sent.is_none() {
+            self.sent = Some(sent);
         }
+    }
+
+    /// True once the rendezvous said the consumer sends receipts and this producer waits for
+    /// one: its hello said `attest` then, and it states its end on the channel (§12.2).
+    pub fn states_end(&self) -> bool {
+        self.expects_receipt()
+    }
+
+    /// True when the driver should tell [`Producer::attest`] what was sent once its source
+    /// ended: the producer states its end and does not know it yet.
+    pub fn needs_end(&self) -> bool {
+        self.states_end() && self.sent.is_none()
+    }
+
+    /// The items that state the producer's end (§12.2), once it knows it.
+    fn end_items(&self) -> Option<String> {
+        self.sent
+            .as_ref()
+            .filter(|_| self.states_end())
+            .map(receipt::end_items)
     }
 
     /// The stall watch of a streaming upload (§12.4), on the clock of the last
@@ -919,7 +1000,11 @@ impl<T: ByteChunk> Producer<T> {
         if !streaming || !self.resumes() || self.stall_offer.is_some() {
             return None;
         }
-        let req = self.resume_plan()?.call(self.offer(), STALL_CALL_S).ok()?;
+        let end = self.end_items();
+        let req = self
+            .resume_plan()?
+            .call_with_end(self.offer(), end.as_deref(), STALL_CALL_S)
+            .ok()?;
         self.stall_offer = Some(self.window);
         Some(req)
     }
@@ -1444,7 +1529,7 @@ mod tests {
         };
         assert!(r.headers.contains(&(
             crate::protocol::headers::HELLO,
-            "httpipe=1; transfer=TID; receipt".into()
+            "httpipe=1; transfer=TID; receipt; attest".into()
         )));
         let h: Vec<(&str, &str)> = peer.map(|v| vec![(PEER_HELLO, v)]).unwrap_or_default();
         p.on_response(200, &h, "http://h:1/p\n");
@@ -1527,6 +1612,155 @@ mod tests {
             .is_none());
     }
 
+    fn hello_of(r: &Request) -> Option<&str> {
+        r.headers
+            .iter()
+            .find(|(n, _)| *n == crate::protocol::headers::HELLO)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// §12.2 "The producer's end": once the driver said what was sent, every call on the
+    /// transfer's channel states it (the receipt wait, a resume call after a break at the end);
+    /// never a failure notice; nothing to a consumer that sends no receipts.
+    #[test]
+    fn the_producer_states_its_end_on_the_channel() {
+        let mut mem = OriginMemory::new();
+        let mut k = receipt::Committer::new();
+        k.update(b"hello");
+        let sent = k.commitment();
+        let end = receipt::end_items(&sent);
+        // the receipt wait after the relay's success
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+        assert!(p.states_end() && p.needs_end());
+        p.attest(sent.clone());
+        assert!(!p.needs_end());
+        let Step::Receipt(wait) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(hello_of(&wait), Some(end.as_str()));
+        assert!(end.starts_with("httpipe-end=1; bytes=5; digest="), "{end}");
+        // the application aborts while it waits: its end goes as a last word all the same
+        let aborted = Error::new(ErrorCode::Aborted, "stop");
+        let words = p.last_words(&aborted);
+        assert_eq!(words.len(), 1);
+        assert_eq!(hello_of(&words[0]), Some(end.as_str()));
+        assert!(words[0].last_word && words[0].url.contains("mode=await-reader"));
+
+        // a driver that did not say (an older one): the wait states nothing
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+        let Step::Receipt(wait) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(hello_of(&wait), None);
+        assert!(p.end_notice(&aborted).is_none());
+
+        // a consumer that sends no receipts meets no call, and is told no end
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1"));
+        assert!(!p.states_end() && !p.needs_end());
+        let Step::Done(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+
+        // both resume: a break after the body ended offers the resume and states the end
+        let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+        c.resume_s = Some(10.0);
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(
+            200,
+            &vec![(PEER_HELLO, "httpipe=1; receipt; resume")],
+            "http://h:1/p\n",
+        );
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.observe(1000.0, 0, 5);
+        p.attest(sent.clone());
+        p.on_stream_failed(StreamFailure {
+            failure: Failure::network(Cause {
+                name: String::new(),
+                message: "reset".into(),
+            }),
+            replay: None,
+            response_started: true,
+            source_error: None,
+        });
+        let Step::Receipt(call) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let offer = format!("httpipe-resume=1; from=0; to=5; {end}");
+        assert_eq!(hello_of(&call), Some(offer.as_str()));
+        // ... and its failure notice states no end
+        let notice = p.failure_notice(&aborted).unwrap();
+        assert_eq!(hello_of(&notice), Some("httpipe-resume=1; failed=ABORTED"));
+    }
+
+    /// §11.2 step 6, §12.2: a producer that promised its end and fails for its own reason
+    /// tells the consumer on the channel even without resume (a consumer whose body ended
+    /// cleanly meets it with its receipt call); a cut or the consumer leaving does not.
+    #[test]
+    fn a_producer_that_states_its_end_sends_its_failure_notice_without_resume() {
+        let mut mem = OriginMemory::new();
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(
+            200,
+            &vec![(PEER_HELLO, "httpipe=1; receipt")],
+            "http://h:1/p\n",
+        );
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert!(!p.resumes());
+        let aborted = Error::new(ErrorCode::Aborted, "stop");
+        let notice = p.failure_notice(&aborted).expect("a notice without resume");
+        assert_eq!(hello_of(&notice), Some("httpipe-resume=1; failed=ABORTED"));
+        assert_eq!(
+            p.last_words(&aborted).len(),
+            2,
+            "the notice and the withdrawal"
+        );
+        let cut = Error::new(ErrorCode::Network, "reset");
+        assert!(p.failure_notice(&cut).is_none());
+        let left = Error::new(ErrorCode::PeerDisconnected, "left");
+        assert!(p.failure_notice(&left).is_none());
+        // the source's failure (whatever its code)
+        p.on_stream_failed(StreamFailure {
+            failure: Failure::stopped(StopReason::Internal, None),
+            replay: None,
+            response_started: false,
+            source_error: Some(Error::new(ErrorCode::Truncated, "upstream cut")),
+        });
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let notice = p
+            .failure_notice(&e)
+            .expect("a notice for the source's failure");
+        assert_eq!(
+            hello_of(&notice),
+            Some("httpipe-resume=1; failed=TRUNCATED")
+        );
+        // an older consumer (no receipts): nothing on the channel
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        p.poll(&mut mem);
+        p.on_response(200, &NoHeaders, "http://h:1/p\n");
+        p.poll(&mut mem);
+        assert!(p.failure_notice(&aborted).is_none());
+    }
+
     /// §12.3: a cut streaming upload meets the consumer on the channel with its window, goes
     /// on at the consumer's offset on the Data API channel, and counts the resume.
     #[test]
@@ -1540,7 +1774,7 @@ mod tests {
         };
         assert!(r.headers.contains(&(
             crate::protocol::headers::HELLO,
-            "httpipe=1; transfer=TID; receipt; resume".into()
+            "httpipe=1; transfer=TID; receipt; attest; resume".into()
         )));
         let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
         p.on_response(200, &h, "http://h:1/p\n");

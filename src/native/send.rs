@@ -287,11 +287,16 @@ impl Drop for Driver {
 }
 
 impl Driver {
-    /// The clock and the replay window, for the core (§12.3).
+    /// The clock and the replay window, for the core (§12.3); once the source ended, what was
+    /// sent (the producer's end, §12.2).
     fn observe(&mut self) {
         let (low, high) = self.source.window();
         let now = self.clock.elapsed().as_secs_f64() * 1000.0;
         self.producer.observe(now, low, high);
+        if self.producer.needs_end() && self.source.ended() {
+            let (sent, _) = self.sent();
+            self.producer.attest(sent);
+        }
     }
 
     fn poll(&mut self) -> Step {

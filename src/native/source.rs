@@ -475,6 +475,12 @@ impl Source {
         };
     }
 
+    /// True once the source ended cleanly: every wire byte was taken (and counted) and the
+    /// encoder finished (§12.2, the producer's end).
+    pub(crate) fn ended(&self) -> bool {
+        lock(&self.inner).ended
+    }
+
     /// Runs `f` with the wire ledger (the receipt check, §12.2).
     pub(crate) fn with_wire<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
         f(&lock(&self.inner).wire)

@@ -3,7 +3,7 @@
 //! (rendezvous, streaming vs segmented and the fallback, part retries, status-log verdicts,
 //! error classification) is the core's.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use futures::StreamExt;
@@ -95,7 +95,19 @@ async fn send_inner(
         enc,
         window,
         source,
+        ended,
     } = pipeline(source, reopen.is_some(), p, abort, meter.clone())?;
+    // What was sent, as a receipt is checked against (§12.2).
+    let ours = |p: &Producer<View>| {
+        let transfer = p.transfer_id().unwrap_or_default().to_string();
+        receipt::producer_commitment(
+            &plain.borrow(),
+            &wire.borrow(),
+            enc.as_deref(),
+            p.receipt_commits_to_plaintext(),
+            &transfer,
+        )
+    };
     let mut stream: ByteStream = source.reader().boxed_local();
 
     let mut reconnecting = false;
@@ -113,6 +125,7 @@ async fn send_inner(
             m.set_resume(reconnecting, producer.resumed());
             Parsed::report_progress(&p.on_progress, m.report(now_ms()));
         }
+        attest(&mut producer, &ended, &ours);
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
         page_left.update(&producer);
         match step {
@@ -138,15 +151,8 @@ async fn send_inner(
             }
             Step::Receipt(req) => match exchange(&req, abort, None).await {
                 Ok((status, headers, body)) => {
-                    let transfer = producer.transfer_id().unwrap_or_default().to_string();
-                    let (ours, key) = receipt::producer_commitment(
-                        &plain.borrow(),
-                        &wire.borrow(),
-                        enc.as_deref(),
-                        producer.receipt_commits_to_plaintext(),
-                        &transfer,
-                    );
-                    producer.on_receipt(status, &headers, &body, &ours, key.as_deref());
+                    let (sent, key) = ours(&producer);
+                    producer.on_receipt(status, &headers, &body, &sent, key.as_deref());
                 }
                 Err(f) => producer.on_failure(f),
             },
@@ -155,22 +161,13 @@ async fn send_inner(
                     &mut stream,
                     futures::stream::empty().boxed_local(),
                 ));
-                let ours = |p: &Producer<View>| {
-                    let transfer = p.transfer_id().unwrap_or_default().to_string();
-                    receipt::producer_commitment(
-                        &plain.borrow(),
-                        &wire.borrow(),
-                        enc.as_deref(),
-                        p.receipt_commits_to_plaintext(),
-                        &transfer,
-                    )
-                };
                 let upload = Upload {
                     req: &req,
                     shared: &shared,
                     abort,
                     window: &window,
                     ours: &ours,
+                    ended: &ended,
                 };
                 upload_stream(&mut producer, upload).await;
                 // A fallback reads on from the same source (after the core's replay).
@@ -237,6 +234,8 @@ struct Pipeline {
     /// What the source has not yielded yet, however many uploads read from it: a resumed
     /// upload is the window's bytes, then this (never what an earlier replay left unsent).
     source: Rc<Shared>,
+    /// The wire stream ended cleanly: the ledgers are final (the producer's end, §12.2).
+    ended: Rc<Cell<bool>>,
 }
 
 /// Builds the [`Pipeline`] over the caller's stream; `reopens`: the source can be read again
@@ -275,6 +274,8 @@ fn pipeline(
         };
     }
     stream = receipt::committed(stream, wire.clone());
+    let ended = Rc::new(Cell::new(false));
+    stream = receipt::marking_end(stream, ended.clone());
     let window = Rc::new(RefCell::new(ReplayWindow::<Kept>::new(0)));
     let source = Shared::new(chunks::recorded(
         chunks::stoppable(stream, abort.reason_cell()),
@@ -286,6 +287,7 @@ fn pipeline(
         enc,
         window,
         source,
+        ended,
     })
 }
 
@@ -370,6 +372,20 @@ struct Upload<'a> {
     window: &'a RefCell<ReplayWindow<Kept>>,
     /// What was sent, for a receipt that answers a stall call (§12.2).
     ours: &'a dyn Fn(&Producer<View>) -> Sent,
+    /// The source ended (the producer's end, §12.2).
+    ended: &'a Cell<bool>,
+}
+
+/// Tells the core what was sent once the source ended, when it states its end (§12.2).
+fn attest(
+    producer: &mut Producer<View>,
+    ended: &Cell<bool>,
+    ours: &dyn Fn(&Producer<View>) -> Sent,
+) {
+    if ended.get() && producer.needs_end() {
+        let (sent, _) = ours(producer);
+        producer.attest(sent);
+    }
 }
 
 /// What was sent and the receipt key (§12.2), as a receipt is checked against.
@@ -437,6 +453,7 @@ async fn stall_watch(
             let w = up.window.borrow();
             let now = now_ms();
             p.observe(now, w.low(), w.high());
+            attest(&mut p, up.ended, up.ours);
             p.poll_stall(watch.blocked_ms(now))
         };
         let call = match step {
