@@ -30,7 +30,8 @@ pub enum ErrorCode {
     WrongKey,
     /// Any other refusal by the relay (4xx/5xx with its `[ERROR]` line).
     RelayError,
-    /// The caller aborted (JavaScript `AbortSignal`, native `abort()`).
+    /// The caller aborted (JavaScript `AbortSignal`, native `abort()`), or its source failed
+    /// ([`source_failed`], §11.2 step 5).
     Aborted,
     /// The runtime or the input can't do what was asked (bad options, bad source).
     Unsupported,
@@ -358,6 +359,13 @@ pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
             format!("{what}: the relay answered HTTP {status}{said}"),
         ),
     }
+}
+
+/// The producer's source failed (§11.2 step 5): `ABORTED` — the producer's own side stopped
+/// the transfer, as a caller's abort does — saying so with the source's words (`what`); the
+/// driver keeps the source's error as the cause.
+pub fn source_failed(what: impl std::fmt::Display) -> Error {
+    Error::new(ErrorCode::Aborted, format!("the source failed: {what}"))
 }
 
 /// A reopened source gave other bytes than the first time (§12.3): the producer fails rather

@@ -24,7 +24,9 @@ use super::request::{Headers, Method, Request};
 use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_RECHECK_MS};
 use super::status::{StatusLog, Verdict};
-use super::transport::{OriginMemory, Plan, RuntimeStreams, Transport, UploadMode};
+use super::transport::{
+    OriginMemory, Plan, RuntimeStreams, StopOrder, Transport, UploadCut, UploadMode,
+};
 use super::urls::{origin, part_url, ConnectMode, RelayBase};
 use crate::protocol::channel::{self, key_header as channel_key};
 use crate::protocol::control::{Code, WITHDRAW_WAIT_S};
@@ -78,6 +80,9 @@ pub struct SendConfig {
     pub encrypted: bool,
     /// Whether the runtime can send a streaming request body (feature detection, §10).
     pub runtime_streams: RuntimeStreams,
+    /// What cuts a streaming upload in this runtime (§10, §11.2 step 5).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // read by the wasm driver's
+    pub upload_cut: UploadCut,
     /// Delivery receipts (§12): the transfer's id and whether to wait for a receipt. `None`:
     /// no hello at all (the rendezvous is plain §5).
     pub receipt: Option<ReceiptConfig>,
@@ -687,6 +692,13 @@ impl<T: ByteChunk> Producer<T> {
     /// The transfer id of the rendezvous hello (§12.1), if any.
     pub fn transfer_id(&self) -> Option<&str> {
         self.cfg.receipt.as_ref().map(|r| r.transfer.as_str())
+    }
+
+    /// How the driver stops a streaming upload so that it is cut, never ended (§11.2 step 5):
+    /// on a source that failed, the caller's abort, a stall that turns into a resume.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+    pub fn stop_order(&self) -> StopOrder {
+        self.cfg.upload_cut.stop_order()
     }
 
     /// The body of the part a [`Step::Part`] asked for.
@@ -1507,6 +1519,7 @@ mod tests {
             } else {
                 RuntimeStreams::No
             },
+            upload_cut: UploadCut::BodyError,
             receipt: None,
             resume_s: None,
         }

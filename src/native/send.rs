@@ -32,7 +32,7 @@ use crate::client::resume::MAX_WINDOW;
 use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
-use crate::client::transport::RuntimeStreams;
+use crate::client::transport::{RuntimeStreams, UploadCut};
 use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 use zeroize::Zeroizing;
 
@@ -96,6 +96,9 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         },
         encrypted: enc.is_some(),
         runtime_streams: RuntimeStreams::Yes,
+        // hyper resets (HTTP/2) or closes (HTTP/1.1) a request whose body stream fails: the
+        // upload's cancel fails its body (§11.2 step 5)
+        upload_cut: UploadCut::BodyError,
         receipt: receipt_config(o.receipt, o.ciphertext_receipt, receipt_timeout_s, resume_s)?,
         resume_s,
     };
