@@ -2,6 +2,7 @@
 // drive the sender and receiver pages, hash files, save screenshots to test-artifacts/.
 import { chromium } from 'playwright-core';
 import crypto from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,6 +56,15 @@ export async function sha256File(file) {
   const hash = crypto.createHash('sha256');
   for await (const chunk of fs.createReadStream(file)) hash.update(chunk);
   return hash.digest('hex');
+}
+
+/** The ZIP at `file`: { path: size } of every entry (folders end in "/"), checked by Python's zipfile. */
+export function zipListing(file) {
+  return JSON.parse(execFileSync('python3', ['-c', `
+import zipfile, sys, json
+z = zipfile.ZipFile(sys.argv[1])
+assert z.testzip() is None
+print(json.dumps({i.filename: i.file_size for i in z.infolist()}))`, file]).toString());
 }
 
 /** Fails the test on any request that leaves the page's origin (the page must make none). */
