@@ -13,7 +13,7 @@ import path from 'node:path';
 import { startRelay } from './lib/relay.mjs';
 import {
   launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf, screenshot,
-  sendByCode, receiveByCode, zipListing, fitsWidth, unlabelledControls,
+  sendByCode, receiveByCode, sendByLink, typeWrongPassphrase, zipListing, fitsWidth, unlabelledControls,
 } from './lib/demo-browser.mjs';
 import { launchWebKit, skipWithoutWebKit } from './lib/webkit.mjs';
 
@@ -138,22 +138,10 @@ test('Chromium → WebKit by short code on a 390 px screen: saved through the Se
 test('a link with a passphrase opened in WebKit: the wrong one says so and saves nothing, the right one then works', { skip, timeout: 90000 }, async () => {
   const src = randomFile(2 * MiB + 5, 'secret.txt');
   clearDownloads();
-  const sender = await chromium.context.newPage();
+  const { page: sender, link } = await sendByLink(chromium, relay.https, [src.file], 'correct horse battery staple');
   try {
-    await openDemo(sender, `${relay.https}/`);
-    await sender.click('#options summary');
-    await sender.check('#mode-passphrase');
-    await sender.fill('#passphrase', 'correct horse battery staple');
-    await dropFiles(sender, [src.file]);
-    await waitState(sender, 'send-panel', ['waiting']);
-    const link = await sender.inputValue('#link');
     await openDemo(page, link);
-    assert.equal(await page.isVisible('#recv-passphrase'), true);
-    await page.fill('#recv-passphrase', 'wrong horse');
-    await page.click('#recv-start');
-    assert.equal(await waitState(page, 'recv-panel', ['error', 'done'], 60000), 'error');
-    assert.equal(await textOf(page, 'recv-status'), 'Wrong passphrase or key.');
-    assert.match(await textOf(page, 'recv-error'), /Wrong passphrase.*Nothing was saved/);
+    await typeWrongPassphrase(page);
     assert.deepEqual(fs.readdirSync(webkit.downloads), [], 'nothing was saved');
     await shot('desktop', 'wrong-passphrase');
     await sender.waitForFunction(() => /wrong passphrase\. Waiting for them to try again/.test(document.getElementById('send-status').textContent),
