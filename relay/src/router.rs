@@ -298,6 +298,17 @@ fn route(
                 return Handler::Now(r.response());
             }
         }
+        // §4 "Abandoning": a segmented upload given up
+        match params.get(upload::UPLOAD) {
+            Ok(Some(id)) => {
+                let id = id.to_string();
+                return Handler::Boxed(Box::pin(async move {
+                    data::segmented::abandon(state.data.clone(), meet, &id).await
+                }));
+            }
+            Ok(None) => {}
+            Err(r) => return Handler::Now(rejection(&r)),
+        }
         let hangup = Hangup::of(req.extensions());
         return Handler::Boxed(Box::pin(data::stream::withdraw(
             state.data.clone(),

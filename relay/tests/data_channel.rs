@@ -157,22 +157,36 @@ async fn a_channel_id_from_a_log_opens_nothing() {
     let connect = format!("/connect/v0/dc/log?mode=await-reader&channel={id}");
     for (method, path, headers) in [
         (Method::POST, &logged, vec![]),
-        (Method::POST, &logged, vec![("x-httpipe-channel-key", "AnotherKey")]),
-        (Method::POST, &logged, vec![("x-httpipe-channel-key", id.as_str())]),
+        (
+            Method::POST,
+            &logged,
+            vec![("x-httpipe-channel-key", "AnotherKey")],
+        ),
+        (
+            Method::POST,
+            &logged,
+            vec![("x-httpipe-channel-key", id.as_str())],
+        ),
         (Method::GET, &connect, vec![]),
     ] {
         let mut a = r
             .call_as_is(T::H1, method.clone(), path, &headers, full("spliced"))
             .await;
         let resp = within(3.0, "refused", a.response()).await;
-        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{method} {path} {headers:?}");
+        assert_eq!(
+            resp.status(),
+            StatusCode::BAD_REQUEST,
+            "{method} {path} {headers:?}"
+        );
         assert_eq!(
             header(resp.headers(), "x-httpipe-error"),
             Some("invalid-header")
         );
     }
     // the real producer, with the key, still meets the consumer
-    let mut p = r.post(T::H1, &format!("/dc/log?channel={key}"), full("real")).await;
+    let mut p = r
+        .post(T::H1, &format!("/dc/log?channel={key}"), full("real"))
+        .await;
     let got = within(5.0, "consumer body", read_all(c.response().await))
         .await
         .unwrap();

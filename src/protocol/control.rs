@@ -334,6 +334,9 @@ impl Code {
 /// rendezvous paired it with comes within moments.
 pub const WITHDRAW_WAIT_S: f64 = 5.0;
 
+/// The answer to a segmented upload's abandonment (§4 "Abandoning").
+pub const UPLOAD_ABANDONED: &str = "[INFO] The upload was abandoned.";
+
 /// `[ERROR]` lines of the producer's status log when a transfer fails (§3.2); the consumer
 /// sees the truncation (§3.3).
 pub mod failure_line {

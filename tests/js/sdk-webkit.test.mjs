@@ -189,17 +189,12 @@ function nodeConsumer(path) {
   return { settled, stop: () => ac.abort() };
 }
 
-// Found by this test, not fixed here (src/ and relay/, todo): a segmented upload aborted
-// mid-stream leaves its consumer waiting ~120 s (the relay's 60 s upload gap, §4, then the
-// consumer's 60 s resume wait, §12.3), whose error then blames a sender that "did not come
-// back" instead of saying it failed with ABORTED. Nothing tells the relay the upload ended:
-// the withdrawal (DELETE, §3.10) gets 400 while the upload holds the path, and the failure
-// notice (a channel call with timeout=10, FAILURE_NOTICE_TIMEOUT_S) has expired when the
-// consumer's stall call comes STALL_AFTER_S (10 s) after its last byte, which arrives after
-// the abort (the relay finishes handing on an accepted part). Node with upload: 'segmented'
-// does the same (3 of 3 runs: 119 s); Chromium over HTTP/1.1 won the race once (9.8 s).
-const SEGMENTED_ABORT_TODO = 'a segmented upload aborted mid-stream: its consumer is told only after ~120 s';
-test('WebKit: the page aborts its upload mid-stream → ABORTED; the Node consumer rejects TRUNCATED within 10 s', { skip, todo: SEGMENTED_ABORT_TODO, timeout: 60_000 }, async () => {
+// Regression (found by this test): a segmented upload aborted mid-stream left its consumer
+// waiting ~120 s (the relay's 60 s upload gap, §4, then the consumer's 60 s resume wait): the
+// withdrawal (§3.10) is refused while the upload holds the path, and the failure notice had
+// expired when the consumer's stall call came. The producer now abandons the upload (§4
+// "Abandoning"): the consumer is truncated at once and meets the failure notice.
+test('WebKit: the page aborts its upload mid-stream → ABORTED; the Node consumer rejects TRUNCATED within 10 s', { skip, timeout: 60_000 }, async () => {
   await fresh();
   const path = uniquePath('webkit-abort-p');
   const consumer = nodeConsumer(path);

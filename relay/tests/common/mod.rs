@@ -492,7 +492,9 @@ pub fn have_curl() -> bool {
 /// (see [`Relay::call`]); `None` when there is none, several, or an invalid one.
 pub fn keyed_channel(path: &str) -> Option<(String, String)> {
     let (base, query) = path.split_once('?')?;
-    let mut keys = query.split('&').filter_map(|kv| kv.strip_prefix("channel="));
+    let mut keys = query
+        .split('&')
+        .filter_map(|kv| kv.strip_prefix("channel="));
     let key = keys.next()?;
     if keys.next().is_some() || !httpipe::protocol::query::is_valid_channel(key) {
         return None;
