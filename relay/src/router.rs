@@ -219,7 +219,23 @@ fn route(
         Ok(c) => c.map(str::to_string),
         Err(r) => return Handler::Now(rejection(&r)),
     };
-    let meet = Meet { path, channel, n };
+    let client = state.client(req.headers(), conn.as_ref());
+    // §14.5: a code channel's pipe; a GET on pipe `a` is a lookup and never waits
+    let code_pipe = paths::code_channel(&path).map(|(_, pipe)| pipe);
+    let first_pipe = code_pipe == Some(paths::CODE_FIRST_PIPE);
+    let meet = Meet {
+        path,
+        channel,
+        n,
+        client,
+        producer_first: method == Method::GET && first_pipe,
+    };
+    // §14.5 rules 1 and 3: held until the response has ended (`held_until_sent`)
+    let code = match code_pipe.map(|_| state.data.crowd.code_request(client, meet.producer_first)) {
+        None => None,
+        Some(Ok(hold)) => hold,
+        Some(Err(r)) => return Handler::Now(rejection(&r)),
+    };
     if method == Method::GET {
         if req
             .headers()
@@ -252,7 +268,7 @@ fn route(
         let consumer = data::consumer::handle(state.data.clone(), ack, hangup, meet);
         return Handler::Consumer(consumer.map(move |resp| {
             drop(body);
-            resp
+            held_until_sent(resp, code)
         }));
     }
     if producing {
@@ -289,7 +305,9 @@ fn route(
                 meet,
             )),
         };
-        return Handler::Boxed(handler);
+        return Handler::Boxed(Box::pin(
+            handler.map(move |resp| held_until_sent(resp, code)),
+        ));
     }
     if method == Method::DELETE {
         // §3.10: a producer that withdraws; its request body, if any, is not read
@@ -299,13 +317,28 @@ fn route(
             }
         }
         let hangup = Hangup::of(req.extensions());
-        return Handler::Boxed(Box::pin(data::stream::withdraw(
-            state.data.clone(),
-            hangup,
-            meet,
-        )));
+        let withdraw = data::stream::withdraw(state.data.clone(), hangup, meet);
+        return Handler::Boxed(Box::pin(
+            withdraw.map(move |resp| held_until_sent(resp, code)),
+        ));
     }
     Handler::Now(rejection(&Rejection::UnsupportedMethod(method.to_string())))
+}
+
+/// `resp` with `hold` kept until its body has been sent or dropped (a code channel request
+/// counts until its response has ended, §14.5 rule 1).
+pub fn held_until_sent(resp: Resp, hold: Option<crate::crowd::Hold>) -> Resp {
+    use http_body_util::BodyExt;
+    match hold {
+        None => resp,
+        Some(hold) => resp.map(|b| {
+            b.map_err(move |e| {
+                let _hold = &hold;
+                e
+            })
+            .boxed()
+        }),
+    }
 }
 
 /// The segmented-upload parameters of a producer's request (§4), if it is a part.
