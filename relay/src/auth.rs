@@ -247,3 +247,28 @@ pub async fn create_endpoint(
     );
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minting_a_code_token() {
+        let keys = [b"k".to_vec()];
+        let mint = |path, mode| mint_token(&keys, path, mode, false, 100, 1).map(|(c, _)| c);
+        // the code namespace, recursive, with or without the path given
+        for path in [None, Some(CODE_NAMESPACE)] {
+            let c = mint(path, "code").unwrap();
+            assert_eq!(
+                (c.path.as_str(), c.mode, c.recursive),
+                (CODE_NAMESPACE, Mode::Code, true)
+            );
+        }
+        assert_eq!(mint(Some("/s"), "code").err(), Some(MintError::CodePath));
+        // read and write tokens need their path
+        assert_eq!(mint(None, "read").err(), Some(MintError::Path));
+        assert_eq!(mint(Some("s"), "write").err(), Some(MintError::Path));
+        assert_eq!(mint(Some("/s"), "admin").err(), Some(MintError::Mode));
+        assert!(mint(Some("/s"), "read").is_ok());
+    }
+}
