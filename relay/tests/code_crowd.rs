@@ -331,24 +331,20 @@ async fn behind_a_trusted_proxy_the_forwarded_address_counts() {
         })
         .await;
         let proxy = H2::from(&r, "127.0.0.9").await;
-        let xff = |ip: &'static str| [("x-forwarded-for", ip)];
-        let one = proxy
-            .send(
-                Method::POST,
-                &code_pipe_path(1, 'a'),
-                &xff("203.0.113.1"),
-                full(vec![0u8; 33]),
-            )
-            .await;
+        // a sender's POST on `channel`'s pipe a, from the client the proxy names
+        let post_for = |channel: u16, xff: &'static str| {
+            let proxy = &proxy;
+            async move {
+                let path = code_pipe_path(channel, 'a');
+                let headers = [("x-forwarded-for", xff)];
+                proxy
+                    .send(Method::POST, &path, &headers, full(vec![0u8; 33]))
+                    .await
+            }
+        };
+        let one = post_for(1, "203.0.113.1").await;
         assert_eq!(one.status(), StatusCode::OK);
-        let two = proxy
-            .send(
-                Method::POST,
-                &code_pipe_path(2, 'a'),
-                &xff("198.51.100.7, 203.0.113.2"),
-                full(vec![0u8; 33]),
-            )
-            .await;
+        let two = post_for(2, "198.51.100.7, 203.0.113.2").await;
         // trusted: two clients; not trusted: one (the proxy), whatever the header says
         let want = if trust { 200 } else { 429 };
         assert_eq!(two.status().as_u16(), want, "trust_proxy {trust}");

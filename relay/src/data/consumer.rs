@@ -31,12 +31,10 @@ pub async fn handle(plane: Arc<Plane>, ack: Ack, hangup: Hangup, meet: Meet) -> 
             ack: ack.clone(),
         };
         let (path, channel) = (&meet.path, meet.channel.as_deref());
-        let registered = match meet.producer_first {
-            true => plane
+        let registered =
+            plane
                 .hub
-                .consumer_if_producer(path, channel, meet.n, handoff),
-            false => plane.hub.consumer(path, channel, meet.n, handoff),
-        };
+                .consumer_with(path, channel, meet.n, handoff, meet.producer_first);
         let _registered = match registered {
             Ok(w) => w,
             Err(r) => return rejection(&r),

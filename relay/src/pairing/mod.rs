@@ -222,22 +222,12 @@ impl<C> Hub<C> {
         n: usize,
         handoff: C,
     ) -> Result<ConsumerWait<C>, Rejection> {
-        self.register_consumer(path, channel, n, handoff, false)
+        self.consumer_with(path, channel, n, handoff, false)
     }
 
-    /// As [`Hub::consumer`], but only if a producer waits there now: else `no-sender`, and
-    /// nothing is registered (a code channel's pipe `a`, §14.5 rule 2).
-    pub fn consumer_if_producer(
-        &self,
-        path: &str,
-        channel: Option<&str>,
-        n: usize,
-        handoff: C,
-    ) -> Result<ConsumerWait<C>, Rejection> {
-        self.register_consumer(path, channel, n, handoff, true)
-    }
-
-    fn register_consumer(
+    /// As [`Hub::consumer`]; with `producer_first`, only if a producer waits there now: else
+    /// `no-sender`, and nothing is registered (a code channel's pipe `a`, §14.5 rule 2).
+    pub fn consumer_with(
         &self,
         path: &str,
         channel: Option<&str>,
