@@ -13,7 +13,9 @@
 //! behind one `std::sync::Mutex`, never held across an `.await`.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -139,6 +141,8 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 pub struct Crowd {
     limits: CrowdLimits,
     table: Mutex<Table>,
+    /// Requests refused, by limit: waiting peers, code requests, code lookups (`/metrics`).
+    refused: [AtomicU64; 3],
 }
 
 /// What an admitted request holds; dropping it gives the place back.
@@ -168,6 +172,7 @@ impl Crowd {
                 clients: HashMap::new(),
                 swept: Instant::now(),
             }),
+            refused: Default::default(),
         })
     }
 
@@ -191,6 +196,7 @@ impl Crowd {
         let mut table = self.lock();
         let held = table.clients.entry(client).or_default();
         if held.waiting >= max {
+            self.refused[0].fetch_add(1, Relaxed);
             return Err(Rejection::TooManyWaiting { max });
         }
         held.waiting += 1;
@@ -218,11 +224,13 @@ impl Crowd {
         sweep(&mut table, per_minute, now);
         let held = table.clients.entry(client).or_default();
         if max > 0 && held.code >= max {
+            self.refused[1].fetch_add(1, Relaxed);
             return Err(Rejection::TooManyCodeRequests { max });
         }
         if lookup && per_minute > 0 {
             let left = held.lookups_now(per_minute, now);
             if left < 1.0 {
+                self.refused[2].fetch_add(1, Relaxed);
                 return Err(Rejection::TooManyCodeLookups { per_minute });
             }
             held.lookups = Some((left - 1.0, now));
@@ -257,9 +265,35 @@ impl Crowd {
         }
     }
 
-    /// Addresses with something held or counted (for tests and `/metrics`).
+    /// Addresses with something held or counted.
     pub fn clients(&self) -> usize {
         self.lock().clients.len()
+    }
+
+    /// The `/metrics` lines (§9): the addresses counted, and the requests refused by each
+    /// limit (a crowd at work shows here first).
+    pub fn metrics(&self) -> String {
+        let mut s = format!(
+            "# HELP httpipe_limited_addresses Client addresses holding waiting or short-code requests.\n\
+             # TYPE httpipe_limited_addresses gauge\nhttpipe_limited_addresses {}\n\
+             # HELP httpipe_refused_total Requests refused by a per-address limit, by refusal code.\n\
+             # TYPE httpipe_refused_total counter\n",
+            self.clients()
+        );
+        let codes = [
+            Rejection::TooManyWaiting { max: 0 },
+            Rejection::TooManyCodeRequests { max: 0 },
+            Rejection::TooManyCodeLookups { per_minute: 0 },
+        ];
+        for (r, n) in codes.iter().zip(&self.refused) {
+            let code = r.code().as_str();
+            let _ = writeln!(
+                s,
+                "httpipe_refused_total{{code=\"{code}\"}} {}",
+                n.load(Relaxed)
+            );
+        }
+        s
     }
 }
 

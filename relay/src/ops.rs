@@ -29,6 +29,7 @@ pub fn metrics(state: &Shared) -> Resp {
     let mut r = text(
         StatusCode::OK,
         state.metrics.render(state.data.hub.counts())
+            + &state.data.crowd.metrics()
             + &state
                 .cluster
                 .as_ref()

@@ -128,7 +128,14 @@ async fn one_address_can_no_longer_block_the_codes() {
         refused.get("too-many-code-requests"),
         Some(&(CODE_CHANNEL_MAX as usize - max))
     );
-    // the refusal says what happened, and when to come back
+    // the refusal says what happened, and when to come back; /metrics counts it
+    let mut m = r.get(T::H1, "/metrics").await;
+    let metrics = text(m.response().await).await;
+    let want = format!(
+        "httpipe_refused_total{{code=\"too-many-code-requests\"}} {}",
+        9999 - max
+    );
+    assert!(metrics.contains(&want), "{metrics}");
     let more = attacker.post(&code_pipe_path(9999, 'b')).await;
     assert_eq!(more.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(header(more.headers(), "retry-after"), Some("1"));
