@@ -230,25 +230,33 @@ fn route(
         client,
         producer_first: method == Method::GET && first_pipe,
     };
-    // §14.5 rules 1 and 3: held until the response has ended (`held_until_sent`)
+    let service_worker = req
+        .headers()
+        .get("service-worker")
+        .is_some_and(|v| v.as_bytes() == b"script");
+    let need = match method {
+        Method::GET if service_worker => return Handler::Now(rejection(&Rejection::ServiceWorker)),
+        _ if producing && req.headers().contains_key(http::header::CONTENT_RANGE) => {
+            return Handler::Now(rejection(&Rejection::ContentRange))
+        }
+        Method::GET => Mode::Read,
+        // §3.10: DELETE is a producer that withdraws
+        _ if producing || method == Method::DELETE => Mode::Write,
+        _ => return Handler::Now(rejection(&Rejection::UnsupportedMethod(method.to_string()))),
+    };
+    if let Some(auth) = &state.auth {
+        if let Err(r) = auth.check(req.headers(), req.uri(), need, &meet.path) {
+            return Handler::Now(r.response());
+        }
+    }
+    // §14.5 rules 1 and 3, after the token (a request refused for it takes nothing); held
+    // until the response has ended (`held_until_sent`)
     let code = match code_pipe.map(|_| state.data.crowd.code_request(client, meet.producer_first)) {
         None => None,
         Some(Ok(hold)) => hold,
         Some(Err(r)) => return Handler::Now(rejection(&r)),
     };
     if method == Method::GET {
-        if req
-            .headers()
-            .get("service-worker")
-            .is_some_and(|v| v.as_bytes() == b"script")
-        {
-            return Handler::Now(rejection(&Rejection::ServiceWorker));
-        }
-        if let Some(auth) = &state.auth {
-            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Read, &meet.path) {
-                return Handler::Now(r.response());
-            }
-        }
         let hangup = Hangup::of(req.extensions());
         // A consumer forwarded by another node: its receipt is that node's confirmation (§13.3).
         let (ack, body) = if crate::cluster::forward::confirms(req.headers()) {
@@ -272,14 +280,6 @@ fn route(
         }));
     }
     if producing {
-        if req.headers().contains_key(http::header::CONTENT_RANGE) {
-            return Handler::Now(rejection(&Rejection::ContentRange));
-        }
-        if let Some(auth) = &state.auth {
-            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Write, &meet.path) {
-                return Handler::Now(r.response());
-            }
-        }
         let part = match part_of(&params) {
             Ok(p) => p,
             Err(r) => return Handler::Now(rejection(&r)),
@@ -309,20 +309,12 @@ fn route(
             handler.map(move |resp| held_until_sent(resp, code)),
         ));
     }
-    if method == Method::DELETE {
-        // §3.10: a producer that withdraws; its request body, if any, is not read
-        if let Some(auth) = &state.auth {
-            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Write, &meet.path) {
-                return Handler::Now(r.response());
-            }
-        }
-        let hangup = Hangup::of(req.extensions());
-        let withdraw = data::stream::withdraw(state.data.clone(), hangup, meet);
-        return Handler::Boxed(Box::pin(
-            withdraw.map(move |resp| held_until_sent(resp, code)),
-        ));
-    }
-    Handler::Now(rejection(&Rejection::UnsupportedMethod(method.to_string())))
+    // DELETE (§3.10): a producer that withdraws; its request body, if any, is not read
+    let hangup = Hangup::of(req.extensions());
+    let withdraw = data::stream::withdraw(state.data.clone(), hangup, meet);
+    Handler::Boxed(Box::pin(
+        withdraw.map(move |resp| held_until_sent(resp, code)),
+    ))
 }
 
 /// `resp` with `hold` kept until its body has been sent or dropped (a code channel request

@@ -376,6 +376,13 @@ async fn a_code_token_opens_the_code_namespace_and_nothing_else() {
     let bearer = format!("Bearer {code}");
     let auth = [("authorization", bearer.as_str())];
     let h2 = H2::from(&r, "127.0.0.10").await;
+    // lookups without a token are refused for it, and take none of the address's lookups
+    for n in 1..=DEFAULT_CODE_LOOKUPS_PER_MINUTE as u16 + 5 {
+        let no = h2
+            .send(Method::GET, &code_pipe_path(n, 'a'), &[], empty())
+            .await;
+        assert_eq!(no.status(), StatusCode::UNAUTHORIZED);
+    }
     // the exchange's requests: a sender's POST, a receiver's Connect call and GET
     let a = h2
         .send(
