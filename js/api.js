@@ -12,7 +12,7 @@ import { chunksOf } from './streams.js';
 // dead letter). Documented in docs/js-api.md and index.d.ts (HttpipeErrorCode).
 const TRANSFER_CODES = ['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
   'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'UNCONFIRMED',
-  'WRONG_CODE'];
+  'WRONG_CODE', 'RELAY_BUSY'];
 const PACKAGE_CODES = ['WASM_LOAD_FAILED'];
 const PIPELINE_CODES = ['INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED'];
 const CODES = new Set([...TRANSFER_CODES, ...PACKAGE_CODES, ...PIPELINE_CODES]);
@@ -39,6 +39,7 @@ const ADVICE = {
   UNCONFIRMED: 'the receiver did not confirm it got the data: ask the receiving side, raise '
     + '`receiptTimeout`, or send again',
   WRONG_CODE: 'check the code with the other side; a code works once: the sender makes a new one',
+  RELAY_BUSY: 'try again in a moment; if it persists, the relay\'s operator can raise its per-address limits',
   WASM_LOAD_FAILED: WASM_ADVICE,
 };
 

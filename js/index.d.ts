@@ -36,6 +36,9 @@ export type HttpipeErrorCode =
   // sendWithCode() / receiveWithCode(): a malformed code, no sender waiting for it, or the two
   // sides' codes differ (docs/PROTOCOL.md §14); no data was sent
   | 'WRONG_CODE'
+  // the relay is at a limit for now: its short-code channels were busy, or this address holds
+  // too many waiting or short-code requests (HTTP 429, docs/PROTOCOL.md §9, §14.5)
+  | 'RELAY_BUSY'
   // the package: init() could not fetch, read or instantiate the .wasm module
   | 'WASM_LOAD_FAILED'
   // pipelines: a record that can't be decoded, a step's callback threw, a sink gave up

@@ -105,6 +105,7 @@ pub async fn start(config: Config) -> io::Result<Running> {
     let limits = Limits {
         max_part_bytes: config.max_part_bytes,
         upload_gap_timeout: config.upload_gap_timeout,
+        crowd: config.crowd,
     };
     let cluster = match &config.cluster {
         None => None,
@@ -348,6 +349,7 @@ fn serve(
     let info = ConnInfo {
         tls: tls.is_some(),
         local,
+        peer: peer.ip(),
     };
     let (tcp, conn_fd) = crate::conn::Tracked::new(tcp);
     let limits = (state.config.header_timeout, state.config.idle_timeout);

@@ -24,6 +24,7 @@ pub(crate) mod transfer;
 use std::sync::Arc;
 use std::time::Duration;
 
+use httpipe::protocol::control::Rejection;
 use tokio::sync::{oneshot, watch};
 
 use crate::metrics::Metrics;
@@ -33,7 +34,7 @@ use crate::pairing::Hub;
 /// through `tx` when the transfer starts (or the refusal, when the producer withdrew: §3.10);
 /// `ack` tells, at the end, whether the consumer received every byte (§3.2).
 pub struct Handoff {
-    pub tx: oneshot::Sender<Result<Start, httpipe::protocol::control::Rejection>>,
+    pub tx: oneshot::Sender<Result<Start, Rejection>>,
     pub ack: Ack,
 }
 
@@ -117,21 +118,50 @@ pub struct Start {
 /// Where a Data API request meets its peers (§3.1, §5.1): the stream path, the Data API
 /// channel if `channel=ID` was given (it then meets only requests with the same channel on
 /// the same path, never a Connect caller nor a request without channel: PROTOCOL.md §5.1
-/// "Data API channels"), and the number of consumers `n`.
+/// "Data API channels"), and the number of consumers `n`; and who asks (the client address
+/// its waiting counts against, §9) and, for a consumer on pipe `a` of a code channel, that it
+/// never waits (§14.5 rule 2).
 #[derive(Debug, Clone)]
 pub struct Meet {
     pub path: String,
     pub channel: Option<String>,
     pub n: usize,
+    pub client: Option<crate::crowd::Client>,
+    /// A consumer registers only if a producer waits (else `no-sender`, §14.5 rule 2).
+    pub producer_first: bool,
 }
 
 impl Meet {
-    /// Registers a producer in the pairing table at this meeting point.
-    fn producer(
-        &self,
-        hub: &Hub<Handoff>,
-    ) -> Result<crate::pairing::ProducerWait<Handoff>, httpipe::protocol::control::Rejection> {
-        hub.producer(&self.path, self.channel.as_deref(), self.n)
+    /// A place among the waiting peers of this request's address (§9): held while it waits.
+    pub fn wait(&self, plane: &Plane) -> Result<Option<crate::crowd::Hold>, Rejection> {
+        plane.crowd.wait(self.client)
+    }
+
+    /// Registers a producer in the pairing table at this meeting point, holding a place among
+    /// its address's waiting peers (§9) until it is matched or gone.
+    fn producer(&self, plane: &Plane) -> Result<Producer, Rejection> {
+        let place = self.wait(plane)?;
+        let wait = plane
+            .hub
+            .producer(&self.path, self.channel.as_deref(), self.n)?;
+        Ok(Producer {
+            wait,
+            _place: place,
+        })
+    }
+}
+
+/// A waiting producer: its registration and its address's place (§9); dropping it gives both
+/// back.
+pub struct Producer {
+    wait: crate::pairing::ProducerWait<Handoff>,
+    _place: Option<crate::crowd::Hold>,
+}
+
+impl Producer {
+    /// Resolves when its consumers are present ([`crate::pairing::ProducerWait::matched`]).
+    pub async fn matched(&mut self) -> crate::pairing::Match<Handoff> {
+        self.wait.matched().await
     }
 }
 
@@ -142,6 +172,8 @@ pub struct Limits {
     pub max_part_bytes: usize,
     /// A segmented upload without a part for this long is dropped (§4).
     pub upload_gap_timeout: Duration,
+    /// Per-address limits (§9, §14.5).
+    pub crowd: crate::crowd::CrowdLimits,
 }
 
 /// Where the relay is in its life (§9 shutdown).
@@ -157,6 +189,8 @@ pub enum Phase {
 /// The Data API's share of the relay: the pairing table, segmented uploads, metrics, limits.
 pub struct Plane {
     pub hub: Hub<Handoff>,
+    /// What each client address holds (§9 "Per-address limits", §14.5).
+    pub crowd: Arc<crate::crowd::Crowd>,
     pub(crate) uploads: segmented::Uploads,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
@@ -169,6 +203,7 @@ impl Plane {
     pub fn new(metrics: Arc<Metrics>, limits: Limits, hashed_paths: bool) -> Arc<Plane> {
         Arc::new(Plane {
             hub: Hub::new(),
+            crowd: crate::crowd::Crowd::new(limits.crowd),
             uploads: segmented::Uploads::default(),
             metrics,
             limits,

@@ -222,7 +222,7 @@ async fn start(
     meet: Meet,
     is_final: bool,
 ) -> Resp {
-    let mut wait = match meet.producer(&plane.hub) {
+    let mut wait = match meet.producer(&plane) {
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
