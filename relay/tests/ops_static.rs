@@ -68,7 +68,7 @@ async fn cors_preflight() {
             header(h, "access-control-allow-headers"),
             Some(
                 "Content-Type, Content-Disposition, X-Piping, Authorization, X-Httpipe-Upload, \
-                 X-Httpipe-Hello"
+                 X-Httpipe-Hello, X-Httpipe-Channel-Key"
             )
         );
         assert_eq!(
