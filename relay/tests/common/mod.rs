@@ -211,16 +211,35 @@ impl Relay {
     /// A raw connection to the plain port (`tls` false) or a TLS connection (ALPN http/1.1)
     /// to the TLS port, for tests that write bytes by hand.
     pub async fn raw(&self, tls: bool) -> Raw {
-        if tls {
-            let tcp = TcpStream::connect(self.https).await.unwrap();
-            let s = tokio_rustls::TlsConnector::from(self.tls_h1.clone())
-                .connect(ServerName::try_from("localhost").unwrap(), tcp)
-                .await
-                .unwrap();
-            Box::new(s)
+        let t = if tls { T::H1Tls } else { T::H1 };
+        let addr = if tls { self.https } else { self.http };
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()
         } else {
-            Box::new(TcpStream::connect(self.http).await.unwrap())
+            tokio::net::TcpSocket::new_v6()
+        };
+        self.connect_with(t, socket.unwrap()).await
+    }
+
+    /// A byte stream to the port of transport `t` (TLS with its ALPN on the TLS port) over
+    /// `socket`, which the caller set up (e.g. with a small receive buffer).
+    pub async fn connect_with(&self, t: T, socket: tokio::net::TcpSocket) -> Raw {
+        let addr = if t.is_tls() { self.https } else { self.http };
+        let tcp = socket.connect(addr).await.unwrap();
+        tcp.set_nodelay(true).unwrap();
+        if !t.is_tls() {
+            return Box::new(tcp);
         }
+        let cfg = if t.is_h2() {
+            self.tls_h2.clone()
+        } else {
+            self.tls_h1.clone()
+        };
+        let s = tokio_rustls::TlsConnector::from(cfg)
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await
+            .unwrap();
+        Box::new(s)
     }
 
     pub async fn get(&self, t: T, path: &str) -> Call {
