@@ -46,18 +46,16 @@ impl Drop for TempFile {
     }
 }
 
-fn curl(t: T) -> Command {
+/// curl on transport `t`, with `args`, for `path` of the relay.
+fn curl(r: &Relay, t: T, path: &str, args: &[&std::ffi::OsStr]) -> Command {
     let mut c = Command::new("curl");
     c.args(["-sS", "--max-time", "60"])
+        .args(t.curl_flags())
+        .args(args)
+        .arg(format!("{}{path}", r.base(t)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    match t {
-        T::H1 => c.arg("--http1.1"),
-        T::H1Tls => c.args(["--http1.1", "-k"]),
-        T::H2c => c.arg("--http2-prior-knowledge"),
-        T::H2 => c.args(["--http2", "-k"]),
-    };
     c
 }
 
@@ -100,10 +98,7 @@ async fn produce(r: &Relay, t: T, path: &str, data: Bytes, who: Producer) -> Str
     if who == Producer::Curl {
         let file = TempFile::new("up");
         std::fs::write(&file.0, &data).unwrap();
-        let out = curl(t)
-            .arg("-T")
-            .arg(&file.0)
-            .arg(format!("{}{path}", r.base(t)))
+        let out = curl(r, t, path, &["-T".as_ref(), file.0.as_ref()])
             .output()
             .await
             .unwrap();
@@ -147,10 +142,7 @@ async fn consume(r: &Relay, t: T, path: &str, who: Consumer) -> Option<Bytes> {
 
 async fn consume_curl(r: &Relay, t: T, path: &str) -> Option<Bytes> {
     let file = TempFile::new("down");
-    let out = curl(t)
-        .arg("-o")
-        .arg(&file.0)
-        .arg(format!("{}{path}", r.base(t)))
+    let out = curl(r, t, path, &["-o".as_ref(), file.0.as_ref()])
         .output()
         .await
         .unwrap();
@@ -272,11 +264,8 @@ async fn a_consumer_that_leaves_midway_is_premature(t: T) {
             }
         });
         if curl_consumer {
-            let mut child = curl(t)
-                .args(["--limit-rate", "1M", "-o", "/dev/null"])
-                .arg(format!("{}{path}", r.base(t)))
-                .spawn()
-                .unwrap();
+            let args = ["--limit-rate", "1M", "-o", "/dev/null"].map(std::ffi::OsStr::new);
+            let mut child = curl(&r, t, &path, &args).spawn().unwrap();
             tokio::time::sleep(Duration::from_millis(400)).await;
             child.start_kill().unwrap();
             let _ = child.wait().await;
@@ -289,14 +278,7 @@ async fn a_consumer_that_leaves_midway_is_premature(t: T) {
             drop(body);
             consumer.cancel();
         }
-        let log = within(15.0, "producer log", async {
-            text(producer.response().await).await
-        })
-        .await;
-        assert!(
-            log.contains(RECEIVER_PREMATURE_DISCONNECT) && !log.contains(TRANSFER_SUCCESSFUL),
-            "{t:?} curl {curl_consumer}: {log}"
-        );
+        premature(&mut producer, format!("{t:?} curl {curl_consumer}")).await;
         pushing.abort();
     }
     r.shutdown().await;
@@ -364,15 +346,20 @@ async fn a_consumer_that_leaves_with_the_end_unread_is_premature(t: T) {
     drop(consumer);
     tokio::time::sleep(Duration::from_millis(300)).await;
     drop(tx); // the upload ends: now the relay decides
+    premature(&mut producer, format!("{t:?}")).await;
+    r.shutdown().await;
+}
+
+/// Asserts that the producer's log tells of a consumer that left, not of success.
+async fn premature(producer: &mut Call, case: String) {
     let log = within(15.0, "producer log", async {
         text(producer.response().await).await
     })
     .await;
     assert!(
         log.contains(RECEIVER_PREMATURE_DISCONNECT) && !log.contains(TRANSFER_SUCCESSFUL),
-        "{t:?}: {log}"
+        "{case}: {log}"
     );
-    r.shutdown().await;
 }
 
 /// A consumer by hand: raw HTTP/1.1 bytes, or hyper's HTTP/2 client (connection and request

@@ -35,6 +35,15 @@ impl T {
     pub fn is_tls(self) -> bool {
         matches!(self, T::H1Tls | T::H2)
     }
+    /// curl's options for this transport (`-k`: the test relay's certificate is its own).
+    pub fn curl_flags(self) -> &'static [&'static str] {
+        match self {
+            T::H1 => &["--http1.1"],
+            T::H1Tls => &["--http1.1", "-k"],
+            T::H2c => &["--http2-prior-knowledge"],
+            T::H2 => &["--http2", "-k"],
+        }
+    }
 }
 
 pub type TestBody = BoxBody<Bytes, io::Error>;
@@ -187,15 +196,7 @@ impl Relay {
         }
         let req = req.body(body).unwrap();
         if t.is_tls() {
-            let cfg = if t.is_h2() {
-                self.tls_h2.clone()
-            } else {
-                self.tls_h1.clone()
-            };
-            let tls = tokio_rustls::TlsConnector::from(cfg)
-                .connect(ServerName::try_from("localhost").unwrap(), tcp)
-                .await
-                .unwrap();
+            let tls = self.tls(t, tcp).await;
             Call {
                 socket: Some(socket),
                 ..send(t, TokioIo::new(tls), req).await
@@ -230,16 +231,20 @@ impl Relay {
         if !t.is_tls() {
             return Box::new(tcp);
         }
+        Box::new(self.tls(t, tcp).await)
+    }
+
+    /// TLS over `tcp` with the ALPN of transport `t`, trusting the relay's certificate.
+    async fn tls(&self, t: T, tcp: TcpStream) -> tokio_rustls::client::TlsStream<TcpStream> {
         let cfg = if t.is_h2() {
             self.tls_h2.clone()
         } else {
             self.tls_h1.clone()
         };
-        let s = tokio_rustls::TlsConnector::from(cfg)
+        tokio_rustls::TlsConnector::from(cfg)
             .connect(ServerName::try_from("localhost").unwrap(), tcp)
             .await
-            .unwrap();
-        Box::new(s)
+            .unwrap()
     }
 
     pub async fn get(&self, t: T, path: &str) -> Call {
