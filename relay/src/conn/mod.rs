@@ -346,24 +346,28 @@ fn send_state(fd: BorrowedFd<'_>) -> Option<SendState> {
 /// The socket's send position: every byte written to it since it opened, as the kernel counts
 /// acknowledgements (acknowledged + still queued, `SIOCOUTQ`). An acknowledgement processed
 /// between the two reads would skew the sum, so the acknowledged count is read on both sides
-/// of the queue's and must not have moved.
+/// of the queue's until it held still (the first try, nearly always: one takes microseconds);
+/// if acknowledgements keep coming, the sum with the earlier count, short by what was
+/// acknowledged during the last try.
 #[cfg(target_os = "linux")]
 fn send_position(fd: BorrowedFd<'_>) -> Option<u64> {
     let mut acked = send_state(fd)?.acked;
-    for _ in 0..8 {
+    let mut sum = 0;
+    for _ in 0..64 {
         let mut queued: libc::c_int = 0;
         // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int.
         let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
         if rc != 0 {
             return None;
         }
+        sum = acked + queued.max(0) as u64;
         let after = send_state(fd)?.acked;
         if after == acked {
-            return Some(acked + queued.max(0) as u64);
+            break;
         }
         acked = after;
     }
-    None
+    Some(sum)
 }
 
 /// How often the acknowledged count is checked while waiting: every [`POLL_FIRST`] for the
