@@ -43,8 +43,8 @@ pub struct Handoff {
 pub enum Ack {
     /// Nothing to inspect (not a TCP connection): the response's end counts.
     Ended,
-    /// The consumer's TCP connection acknowledged every byte written to it. `h1`: an
-    /// HTTP/1.1 connection, whose flushes tell when the response's last bytes were written.
+    /// The consumer's TCP connection acknowledged every byte up to the response's end. `h1`:
+    /// an HTTP/1.1 connection (else HTTP/2).
     Tcp {
         conn: Arc<crate::conn::ConnFd>,
         h1: bool,
@@ -78,25 +78,27 @@ impl Ack {
         Ack::Hop(rx)
     }
 
-    /// The connection's completed flushes now (0 when it isn't watched): what the response
-    /// body notes when it ends, for [`Ack::received`].
-    pub fn flushes(&self) -> u64 {
+    /// Called when the consumer's response body ends, having yielded `data` bytes (see
+    /// [`crate::conn::ConnFd::end_h1`], [`crate::conn::ConnFd::end_h2`]): what
+    /// [`Ack::received`] waits on.
+    pub fn end(&self, data: u64) -> Ending {
         match self {
-            Ack::Tcp { conn, h1: true } => conn.flushes(),
-            _ => 0,
+            Ack::Tcp { conn, h1: true } => Ending(Some(conn.end_h1())),
+            Ack::Tcp { conn, h1: false } => Ending(Some(conn.end_h2(data))),
+            _ => Ending(None),
         }
     }
 
     /// Waits until the consumer has received everything sent to it (`true`) or can't anymore.
-    /// Called once its response has ended. No timeout (a consumer that stops reading holds the
-    /// transfer open, as it does mid-stream).
-    /// `flushes`: the connection's completed flushes when the response body ended (see
-    /// [`Ack::flushes`]).
-    pub async fn received(&self, flushes: u64) -> bool {
+    /// Called once its response has ended, with what [`Ack::end`] noted then. No timeout (a
+    /// consumer that stops reading holds the transfer open, as it does mid-stream).
+    pub async fn received(&self, ending: Ending) -> bool {
         match self {
             Ack::Ended => true,
-            Ack::Tcp { conn, h1: true } => crate::conn::delivered_h1(conn, flushes).await,
-            Ack::Tcp { conn, h1: false } => crate::conn::delivered(conn).await,
+            Ack::Tcp { .. } => match ending.0 {
+                Some(end) => end.delivered().await,
+                None => false,
+            },
             Ack::Hop(rx) => {
                 let mut rx = rx.clone();
                 let ok = match rx.wait_for(Option::is_some).await {
@@ -108,6 +110,10 @@ impl Ack {
         }
     }
 }
+
+/// What a consumer's response body noted when it ended, for [`Ack::received`]: where the
+/// response ended in its TCP connection (§3.2), when that is watched.
+pub struct Ending(Option<crate::conn::End>);
 
 /// The start of a consumer's response: forwarded headers and the relayed bytes.
 pub struct Start {
