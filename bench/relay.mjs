@@ -88,7 +88,9 @@ async function freePort() {
 async function startOurs(tmp, bin = OURS, name = 'httpipe-relay') {
   const proc = spawn(bin, ['--host', '127.0.0.1', '--http-port', '0', '--https-port', '0',
     '--tls-cert', path.join(tmp, 'cert.pem'), '--tls-key', path.join(tmp, 'key.pem')],
-  { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, RUST_LOG: 'warn' } });
+  // the idle-memory row holds 2000 waiting GETs from one address: over the default per-address
+  // limit (PROTOCOL.md §9); an environment variable, which a relay built before it ignores
+  { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, RUST_LOG: 'warn', HTTPIPE_MAX_WAITING_PER_ADDRESS: '0' } });
   started.push(proc);
   let out = '';
   await new Promise((resolve, reject) => {

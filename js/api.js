@@ -12,7 +12,7 @@ import { chunksOf } from './streams.js';
 // dead letter). Documented in docs/js-api.md and index.d.ts (HttpipeErrorCode).
 const TRANSFER_CODES = ['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED',
   'DECRYPT_FAILED', 'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'UNCONFIRMED',
-  'WRONG_CODE'];
+  'WRONG_CODE', 'RELAY_BUSY'];
 const PACKAGE_CODES = ['WASM_LOAD_FAILED'];
 const PIPELINE_CODES = ['INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED'];
 const CODES = new Set([...TRANSFER_CODES, ...PACKAGE_CODES, ...PIPELINE_CODES]);
@@ -39,6 +39,7 @@ const ADVICE = {
   UNCONFIRMED: 'the receiver did not confirm it got the data: ask the receiving side, raise '
     + '`receiptTimeout`, or send again',
   WRONG_CODE: 'check the code with the other side; a code works once: the sender makes a new one',
+  RELAY_BUSY: 'try again in a moment; if it persists, the relay\'s operator can raise its per-address limits',
   WASM_LOAD_FAILED: WASM_ADVICE,
 };
 
@@ -520,6 +521,50 @@ export function openWriter(options) {
     async flush() { if (b) b.emit(); },
     done,
   };
+}
+
+/**
+ * Receives the stream at `options.path` into `destination` and tells the sender only once the
+ * destination took every byte and closed (PROTOCOL.md §12.2 with `receipt: 'manual'`): a
+ * write that fails (a full disk) cancels the stream, so the sender hears the receiver did not
+ * save it, never "delivered". `destination`: a WritableStream (a file's `createWritable()`,
+ * Deno's `file.writable`, ...) or a Node writable stream (`fs.createWriteStream(name)`).
+ * Resolves with the stream's metadata after the sender has the receipt; rejects with the
+ * destination's own error when it failed, else an HttpipeError.
+ */
+export async function receiveTo(destination, options) {
+  const writable = toWritable(destination);
+  const received = await receive({ ...options, receipt: options && options.receipt === false ? false : 'manual' });
+  try {
+    await received.stream.pipeTo(writable);
+    if (received.confirm) await received.confirm();
+  } catch (e) {
+    throw e instanceof HttpipeError || !(e instanceof Error) ? wrapError(e) : e;
+  }
+  const { contentType, filename, size } = received;
+  return { contentType, filename, size };
+}
+
+/** A WritableStream, as it is, or one over a Node writable stream (its `write`/`end` callbacks). */
+function toWritable(d) {
+  if (d instanceof WritableStream) return d;
+  if (!d || typeof d.write !== 'function' || typeof d.end !== 'function' || typeof d.once !== 'function') {
+    throw new HttpipeError('receiveTo(destination, options): destination must be a WritableStream or a Node writable stream', 'UNSUPPORTED');
+  }
+  let failed = null;
+  d.once('error', (e) => { failed = e; });
+  const settle = (fn) => new Promise((resolve, reject) => {
+    if (failed) { reject(failed); return; }
+    const onError = (e) => reject(e);
+    d.once('error', onError);
+    fn((err) => { d.off?.('error', onError); if (err || failed) reject(err || failed); else resolve(); });
+  });
+  return new WritableStream({
+    write: (chunk) => settle((done) => d.write(chunk, done)),
+    // 'finish': every byte went to the file (the callback of end()); errors while closing reject
+    close: () => settle((done) => d.end(() => done())),
+    abort: (reason) => { d.destroy?.(reason instanceof Error ? reason : undefined); },
+  });
 }
 
 /** The consumer's byte stream (like `receive(...).stream`). */

@@ -36,6 +36,9 @@ export type HttpipeErrorCode =
   // sendWithCode() / receiveWithCode(): a malformed code, no sender waiting for it, or the two
   // sides' codes differ (docs/PROTOCOL.md §14); no data was sent
   | 'WRONG_CODE'
+  // the relay is at a limit for now: its short-code channels were busy, or this address holds
+  // too many waiting or short-code requests (HTTP 429, docs/PROTOCOL.md §9, §14.5)
+  | 'RELAY_BUSY'
   // the package: init() could not fetch, read or instantiate the .wasm module
   | 'WASM_LOAD_FAILED'
   // pipelines: a record that can't be decoded, a step's callback threw, a sink gave up
@@ -317,6 +320,20 @@ export declare function receive(options: ReceiveOptions): Promise<Received>;
 export declare function connect(options: ConnectOptions): Promise<string>;
 /** A WritableStream producer: write, `flush()`, close; `done` resolves with the report. */
 export declare function openWriter(options: SendOptions): Writer;
+/** A Node writable stream, as `receiveTo` takes it (e.g. `fs.createWriteStream(name)`). */
+export interface NodeWritableLike {
+  write(chunk: Uint8Array, callback: (error?: Error | null) => void): unknown;
+  end(callback?: () => void): unknown;
+  once(event: 'error', listener: (error: Error) => void): unknown;
+}
+/**
+ * Receives into `destination` (a WritableStream or a Node writable stream) and confirms to the
+ * sender only after the destination took every byte and closed (PROTOCOL.md §12.2): the way to
+ * save a stream whose receipt means "saved". A failing write (a full disk) cancels the stream
+ * and rejects with the destination's error; the sender then rejects PEER_DISCONNECTED. Resolves
+ * with the stream's metadata once the sender has the receipt.
+ */
+export declare function receiveTo(destination: WritableStream<Uint8Array> | NodeWritableLike, options: ReceiveOptions): Promise<Omit<Received, 'stream' | 'confirm'>>;
 /** The consumer's byte stream (`receive(options)` then `.stream`). */
 export declare function openReader(options: ReceiveOptions): Promise<ByteStream>;
 /** Encrypts a byte stream (age-rt by default; each chunk is flushed as one record). */

@@ -3,7 +3,7 @@
 # Usage: scripts/setup.sh [core|full]
 #   core: Rust wasm target, wasm-bindgen-cli (the version in Cargo.lock), npm packages.
 #   full: core + Debian packages (chromium, chromium-driver, age, curl, firefox-esr, redis-server,
-#         nginx)
+#         nginx, webkit2gtk-driver and xvfb: WebKitGTK's MiniBrowser under a virtual display)
 #         + Python venv with the reference clients (zebrastream-io, age-rt) and pandas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +40,9 @@ command -v chromedriver >/dev/null || need+=(chromium-driver)
 command -v age >/dev/null || need+=(age)
 command -v curl >/dev/null || need+=(curl)
 command -v firefox-esr >/dev/null || need+=(firefox-esr)
+# WebKitWebDriver and the MiniBrowser it drives (libwebkit2gtk-4.1), run under Xvfb
+command -v WebKitWebDriver >/dev/null || need+=(webkit2gtk-driver)
+command -v Xvfb >/dev/null || need+=(xvfb)
 command -v redis-server >/dev/null || need+=(redis-server)
 # nginx is in /usr/sbin, often not on a non-root PATH
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)

@@ -533,6 +533,10 @@ async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
             eprintln!("Code: {code}");
             eprintln!("On the other side, run:");
             eprintln!("  {}", receive_hint(&relay, None, false, Some(code)));
+            if relay.token.is_some() {
+                // a relay in auth mode: the receiver needs a code token too (PROTOCOL.md §6)
+                eprintln!("  (with a code token for this relay in HTTPIPE_ACCESS_TOKEN)");
+            }
             eprintln!("(the code works once; waiting for the receiver)");
         };
         let k = tokio::select! {

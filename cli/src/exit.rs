@@ -91,7 +91,7 @@ pub fn exit_for(code: ErrorCode) -> Exit {
         | ErrorCode::RelayError
         | ErrorCode::Aborted
         | ErrorCode::Network => Exit::Generic,
-        ErrorCode::Unsupported | ErrorCode::WrongCode => Exit::Generic,
+        ErrorCode::Unsupported | ErrorCode::WrongCode | ErrorCode::RelayBusy => Exit::Generic,
     }
 }
 
@@ -137,6 +137,9 @@ pub fn fix_for(code: ErrorCode, role: Role) -> &'static str {
         (ErrorCode::WrongCode, _) => {
             "check the code with the other side; a code works once: the sender makes a new one"
         }
+        (ErrorCode::RelayBusy, _) => {
+            "try again in a moment; if it persists, the relay's operator can raise its per-address limits (PROTOCOL.md §9, §14.5)"
+        }
     }
 }
 
@@ -148,16 +151,26 @@ const GAP_FIX: &str = "the connection broke and the missing bytes were older tha
 /// certificate"), e.g. the self-signed one a local relay makes for its https port.
 const UNTRUSTED_TLS_FIX: &str = "the relay's TLS certificate is not trusted (a local relay's self-signed one?): use the relay's http:// URL, or set HTTPIPE_INSECURE_TLS=1 for a test relay you trust";
 
+/// What to do when a short code's exchange (on the code namespace, PROTOCOL.md §14) was
+/// refused for its token: a read or write token doesn't open it, a code token does (§6).
+const CODE_TOKEN_FIX: &str = "short codes on this relay need a code token on both sides (httpipe-relay token --mode code), in HTTPIPE_ACCESS_TOKEN";
+
 /// An SDK error as the CLI reports it.
 pub fn from_net(err: &NetError, role: Role) -> CliError {
     let gap = matches!(err.code, ErrorCode::PeerDisconnected | ErrorCode::Truncated)
         && err.message.starts_with("cannot resume:");
     let untrusted =
         err.code == ErrorCode::Network && err.message.contains("invalid peer certificate");
+    let code_token = matches!(err.code, ErrorCode::Unauthorized | ErrorCode::Forbidden)
+        && err
+            .message
+            .contains(httpipe::protocol::paths::CODE_NAMESPACE);
     let fix = if gap {
         GAP_FIX
     } else if untrusted {
         UNTRUSTED_TLS_FIX
+    } else if code_token {
+        CODE_TOKEN_FIX
     } else {
         fix_for(err.code, role)
     };
@@ -193,6 +206,21 @@ mod tests {
     }
 
     #[test]
+    fn a_short_code_refused_for_its_token_asks_for_a_code_token() {
+        let e = NetError::new(
+            ErrorCode::Forbidden,
+            "POST http://127.0.0.1:8080/code/v1/21/a: the access token does not allow this path or mode",
+        );
+        let c = from_net(&e, Role::Producer);
+        assert_eq!(c.exit, Exit::Auth);
+        assert!(c.to_string().contains("--mode code"), "{c}");
+        let busy = NetError::new(ErrorCode::RelayBusy, "the relay's code channels are busy");
+        assert!(from_net(&busy, Role::Producer)
+            .to_string()
+            .contains("try again"));
+    }
+
+    #[test]
     fn error_code_mapping() {
         assert_eq!(exit_for(ErrorCode::Unauthorized), Exit::Auth);
         assert_eq!(exit_for(ErrorCode::Forbidden), Exit::Auth);
@@ -210,6 +238,7 @@ mod tests {
             ErrorCode::Unsupported,
             ErrorCode::Network,
             ErrorCode::WrongCode,
+            ErrorCode::RelayBusy,
         ] {
             assert_eq!(exit_for(c), Exit::Generic, "{c}");
         }

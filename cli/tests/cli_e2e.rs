@@ -1386,9 +1386,22 @@ fn send_and_run_the_printed_command(with_path: bool) {
 
 /// A short code's sender with its printed code (PROTOCOL.md §14).
 fn send_by_code(relay: &Relay, dir: &Path, data: &[u8]) -> (Proc, String) {
+    send_by_code_with(relay, dir, data, None)
+}
+
+/// As [`send_by_code`], with `token` in `HTTPIPE_ACCESS_TOKEN`.
+fn send_by_code_with(
+    relay: &Relay,
+    dir: &Path,
+    data: &[u8],
+    token: Option<&str>,
+) -> (Proc, String) {
     std::fs::write(dir.join("code.bin"), data).expect("write");
     let mut cmd = httpipe(["send", "--relay", &relay.base(), "code.bin"]);
     cmd.current_dir(dir);
+    if let Some(t) = token {
+        cmd.env("HTTPIPE_ACCESS_TOKEN", t);
+    }
     let mut sender = Proc::spawn("send by code", &mut cmd, In::Null, Out::Null);
     let err = sender.wait_for_stderr("Code: ", Duration::from_secs(20));
     let code = err
@@ -1398,6 +1411,48 @@ fn send_by_code(relay: &Relay, dir: &Path, data: &[u8]) -> (Proc, String) {
         .trim()
         .to_string();
     (sender, code)
+}
+
+/// Issue #26: short codes on a relay in auth mode. A code token (PROTOCOL.md §6) runs the
+/// exchange on both sides; a write token is told to get one; no token is exit 3.
+#[test]
+fn codes_on_a_relay_in_auth_mode_with_a_code_token() {
+    let relay = Relay::start_auth();
+    let dir = tempdir();
+    let code_token = relay.token("/code/v1", "code", true);
+    let write = relay.token("/s", "write", true);
+    let t = Duration::from_secs(20);
+    std::fs::write(dir.path().join("code.bin"), b"x").expect("write");
+    let mut c = httpipe(["send", "--relay", &relay.base(), "code.bin"]);
+    c.current_dir(dir.path())
+        .env("HTTPIPE_ACCESS_TOKEN", &write);
+    run("send by code with a write token", &mut c, t).clean_error(3, &["--mode code"]);
+
+    let data = pseudo_random(300 * 1024 + 7, 33);
+    let (mut sender, code) = send_by_code_with(&relay, dir.path(), &data, Some(&code_token));
+    let mut c = httpipe(["receive", "--relay", &relay.base(), "-o", "-", &code]);
+    run("receive by code without a token", &mut c, t).clean_error(3, &["access token"]);
+    let recv_dir = dir.path().join("recv");
+    std::fs::create_dir_all(&recv_dir).expect("mkdir");
+    let mut cmd = httpipe(["receive", "--relay", &relay.base(), &code]);
+    cmd.current_dir(&recv_dir)
+        .env("HTTPIPE_ACCESS_TOKEN", &code_token);
+    Proc::spawn(
+        "receive by code with a code token",
+        &mut cmd,
+        In::Null,
+        Out::Null,
+    )
+    .wait(CHILD_TIMEOUT)
+    .code(0);
+    let sent = sender.wait(CHILD_TIMEOUT);
+    sent.code(0);
+    assert!(
+        sent.stderr.contains("with a code token for this relay"),
+        "{}",
+        sent.stderr
+    );
+    assert_same_bytes(&read(&recv_dir.join("code.bin")), &data, "received by code");
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::{header, HeaderMap, StatusCode, Uri};
 use httpipe::protocol::control::{FORBIDDEN_PREFIX, UNAUTHORIZED_PREFIX};
+use httpipe::protocol::paths::CODE_NAMESPACE;
 use httpipe::protocol::query;
 use httpipe::protocol::token::{self, Claims, Mode};
 use subtle::ConstantTimeEq;
@@ -80,9 +81,11 @@ impl Auth {
 pub enum MintError {
     /// No key to sign with (open mode).
     NoKey,
-    /// The path doesn't start with '/'.
+    /// No path, or one that doesn't start with '/' (a read or write token).
     Path,
-    /// The mode isn't `read` or `write`.
+    /// A code token for a path other than the code namespace (§6).
+    CodePath,
+    /// The mode isn't `read`, `write` or `code`.
     Mode,
     /// The token would be valid for less than a second (ttl < 1 s, or expiry not in the future).
     Expiry,
@@ -90,20 +93,24 @@ pub enum MintError {
 
 /// Checks a token request and mints the token with the first of `keys` (§6): the one minting
 /// function of the relay, used by the `token` subcommand and `POST /api/v0/accesstoken.create`.
-/// `mode` is `read` or `write`; `expires` (unix seconds) must be at least 1 s after `now`.
+/// `mode` is `read`, `write` or `code`; a code token's path is the code namespace (given or
+/// not) and recursive; `expires` (unix seconds) must be at least 1 s after `now`.
 pub fn mint_token(
     keys: &[Vec<u8>],
-    path: &str,
+    path: Option<&str>,
     mode: &str,
     recursive: bool,
     expires: u64,
     now: u64,
 ) -> Result<(Claims, String), MintError> {
     let key = keys.first().ok_or(MintError::NoKey)?;
-    if !path.starts_with('/') {
-        return Err(MintError::Path);
-    }
     let mode = Mode::parse(mode).ok_or(MintError::Mode)?;
+    let (path, recursive) = match (mode, path) {
+        (Mode::Code, None | Some(CODE_NAMESPACE)) => (CODE_NAMESPACE, true),
+        (Mode::Code, Some(_)) => return Err(MintError::CodePath),
+        (_, Some(p)) if p.starts_with('/') => (p, recursive),
+        _ => return Err(MintError::Path),
+    };
     if expires < now.saturating_add(1) {
         return Err(MintError::Expiry);
     }
@@ -173,7 +180,7 @@ pub fn request_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
 
 /// `POST /api/v0/accesstoken.create` (§6, ZebraStream-compatible form): authenticated with an
 /// admin key (`Authorization: Bearer <one of the relay's keys>`); form fields (urlencoded body
-/// or query) `path`, `access_mode` = read|write, `recursive` = true|false, `expires` = unix
+/// or query) `path`, `access_mode` = read|write|code, `recursive` = true|false, `expires` = unix
 /// seconds (default: in one hour). Answers JSON `{"path", "token", "token_id"}`.
 pub async fn create_endpoint(
     auth: Option<&Auth>,
@@ -215,14 +222,15 @@ pub async fn create_endpoint(
     let (Ok(path), Ok(mode)) = (field("path"), field("access_mode")) else {
         return invalid("Fields \"path\" and \"access_mode\" may be given once.");
     };
-    let (path, mode) = (path.unwrap_or(""), mode.unwrap_or(""));
+    let mode = mode.unwrap_or("");
     let (claims, token) = match mint_token(auth.keys(), path, mode, recursive, expires, now) {
         Ok(t) => t,
         Err(e) => {
             return invalid(match e {
                 MintError::NoKey => "No key to sign with.",
                 MintError::Path => "Field \"path\" must be a path starting with '/'.",
-                MintError::Mode => "Field \"access_mode\" must be read or write.",
+                MintError::CodePath => "A code token's path is /code/v1: leave out field \"path\".",
+                MintError::Mode => "Field \"access_mode\" must be read, write or code.",
                 MintError::Expiry => "Field \"expires\" must be at least 1 s in the future.",
             })
         }
@@ -238,4 +246,29 @@ pub async fn create_endpoint(
         header::HeaderValue::from_static("application/json"),
     );
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minting_a_code_token() {
+        let keys = [b"k".to_vec()];
+        let mint = |path, mode| mint_token(&keys, path, mode, false, 100, 1).map(|(c, _)| c);
+        // the code namespace, recursive, with or without the path given
+        for path in [None, Some(CODE_NAMESPACE)] {
+            let c = mint(path, "code").unwrap();
+            assert_eq!(
+                (c.path.as_str(), c.mode, c.recursive),
+                (CODE_NAMESPACE, Mode::Code, true)
+            );
+        }
+        assert_eq!(mint(Some("/s"), "code").err(), Some(MintError::CodePath));
+        // read and write tokens need their path
+        assert_eq!(mint(None, "read").err(), Some(MintError::Path));
+        assert_eq!(mint(Some("s"), "write").err(), Some(MintError::Path));
+        assert_eq!(mint(Some("/s"), "admin").err(), Some(MintError::Mode));
+        assert!(mint(Some("/s"), "read").is_ok());
+    }
 }

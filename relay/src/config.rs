@@ -7,6 +7,11 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use crate::crowd::{
+    CrowdLimits, DEFAULT_CODE_LOOKUPS_PER_MINUTE, DEFAULT_IPV6_PREFIX_LEN,
+    DEFAULT_MAX_CODE_REQUESTS, DEFAULT_MAX_WAITING,
+};
+
 /// Relay settings. `Config::default()` is what the binary runs with when given no flags.
 #[derive(Clone)]
 pub struct Config {
@@ -28,8 +33,11 @@ pub struct Config {
     pub auth_key_file: Option<PathBuf>,
     /// Public base URL for Connect API answers and /help (default: from Host and scheme).
     pub public_url: Option<String>,
-    /// Honour X-Forwarded-Proto / X-Forwarded-Host (only behind a trusted proxy).
+    /// Honour X-Forwarded-Proto / X-Forwarded-Host / X-Forwarded-For (only behind a trusted
+    /// proxy).
     pub trust_proxy: bool,
+    /// Per-address limits (§9 "Per-address limits", §14.5).
+    pub crowd: CrowdLimits,
     /// Directory served at / and /assets/ (the demo). `None`: looked for at start-up
     /// ([`crate::static_files::find_demo`]).
     pub www: Option<PathBuf>,
@@ -77,6 +85,7 @@ impl Default for Config {
             auth_key_file: None,
             public_url: None,
             trust_proxy: false,
+            crowd: CrowdLimits::default(),
             www: None,
             sdk_dir: None,
             max_part_bytes: httpipe::protocol::upload::DEFAULT_MAX_PART_BYTES,
@@ -115,14 +124,17 @@ pub enum Command {
     Token(TokenArgs),
 }
 
-/// `httpipe-relay token --path /p --mode read|write [--recursive] --ttl 1h`.
+/// `httpipe-relay token --path /p --mode read|write [--recursive] --ttl 1h`, or
+/// `httpipe-relay token --mode code --ttl 1h`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TokenArgs {
-    /// Stream path (or subtree root with --recursive), e.g. /team/reports.
+    /// Stream path (or subtree root with --recursive), e.g. /team/reports. Not needed for
+    /// --mode code (its path is the code namespace, /code/v1).
     #[arg(long)]
-    pub path: String,
-    /// read (GET, await-writer) or write (POST/PUT, await-reader).
-    #[arg(long, value_parser = ["read", "write"])]
+    pub path: Option<String>,
+    /// read (GET, await-writer), write (POST/PUT, await-reader), or code (both, for short
+    /// codes only: the exchange and its transfer under /code/v1, nothing else; PROTOCOL.md §6).
+    #[arg(long, value_parser = ["read", "write", "code"])]
     pub mode: String,
     /// Cover every path below --path (whole segments: /a covers /a/b, not /ab).
     #[arg(long)]
@@ -196,9 +208,27 @@ pub struct ServeArgs {
     /// Public base URL for Connect API answers and /help (default: from Host and scheme).
     #[arg(long, env = "HTTPIPE_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Honour X-Forwarded-Proto / X-Forwarded-Host (only behind a trusted proxy).
+    /// Honour X-Forwarded-Proto / X-Forwarded-Host, and take the client's address from the
+    /// last X-Forwarded-For entry (only behind a trusted proxy that appends it; PROTOCOL.md §9).
     #[arg(long, env = "HTTPIPE_TRUST_PROXY")]
     pub trust_proxy: bool,
+    /// Waiting peers (unmatched producers and consumers, waiting Connect calls) one client
+    /// address may hold; more get 429 too-many-waiting (PROTOCOL.md §9). 0: no limit.
+    #[arg(long, env = "HTTPIPE_MAX_WAITING_PER_ADDRESS", default_value_t = DEFAULT_MAX_WAITING)]
+    pub max_waiting_per_address: usize,
+    /// Open requests on short-code channels one client address may hold; more get 429
+    /// too-many-code-requests (PROTOCOL.md §14.5). 0: no limit.
+    #[arg(long, env = "HTTPIPE_MAX_CODE_REQUESTS_PER_ADDRESS", default_value_t = DEFAULT_MAX_CODE_REQUESTS)]
+    pub max_code_requests_per_address: usize,
+    /// Short-code lookups (Connect calls on a code channel, GETs of its first message) one
+    /// client address may make per minute; more get 429 too-many-code-lookups (§14.5). 0: no
+    /// limit.
+    #[arg(long, env = "HTTPIPE_MAX_CODE_LOOKUPS_PER_MINUTE", default_value_t = DEFAULT_CODE_LOOKUPS_PER_MINUTE)]
+    pub max_code_lookups_per_minute: u32,
+    /// IPv6 clients count by this many leading bits of their address (a /56 is one client).
+    #[arg(long, env = "HTTPIPE_IPV6_PREFIX_LEN", default_value_t = DEFAULT_IPV6_PREFIX_LEN,
+          value_parser = clap::value_parser!(u8).range(1..=128))]
+    pub ipv6_prefix_len: u8,
     /// Directory served at / and /assets/ (the demo). Default: ./www, else the www directory
     /// of the project the binary was built in (next to target/).
     #[arg(long, env = "HTTPIPE_WWW")]
@@ -264,6 +294,12 @@ impl ServeArgs {
             tls_key: self.tls_key,
             public_url: self.public_url,
             trust_proxy: self.trust_proxy,
+            crowd: CrowdLimits {
+                max_waiting: self.max_waiting_per_address,
+                max_code_requests: self.max_code_requests_per_address,
+                code_lookups_per_minute: self.max_code_lookups_per_minute,
+                ipv6_prefix_len: self.ipv6_prefix_len,
+            },
             www: self.www,
             sdk_dir: self.sdk_dir,
             max_part_bytes: self.max_part_bytes,
@@ -313,6 +349,7 @@ mod tests {
         assert_eq!(c.header_timeout, d.header_timeout);
         assert_eq!(c.idle_timeout, d.idle_timeout);
         assert_eq!(c.max_header_bytes, d.max_header_bytes);
+        assert_eq!(c.crowd, d.crowd);
         assert!(c.auth_keys.is_empty());
         assert_eq!((c.cluster, c.node_url), (d.cluster, d.node_url));
     }

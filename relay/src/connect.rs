@@ -9,6 +9,7 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode, Uri};
 use httpipe::protocol::control::{Rejection, CONNECT_TIMEOUT};
 use httpipe::protocol::headers::{is_valid_hello, HELLO, PEER_HELLO};
+use httpipe::protocol::paths;
 use httpipe::protocol::query;
 use httpipe::protocol::token::Mode;
 
@@ -64,6 +65,18 @@ pub async fn handle(
         }
     }
 
+    // §9, §14.5: what this caller's address may hold; kept until the answer
+    let client = state.client(&headers, conn.as_ref());
+    let crowd = &state.data.crowd;
+    let _code = match paths::code_channel(&path).map(|_| crowd.code_request(client, true)) {
+        None => None,
+        Some(Ok(hold)) => hold,
+        Some(Err(r)) => return rejection(&r),
+    };
+    let waiting = match crowd.wait(client) {
+        Ok(hold) => hold,
+        Err(r) => return rejection(&r),
+    };
     let mut wait = state.data.hub.await_peer(&path, channel, want, hello);
     let waited = async {
         match timeout {
@@ -77,7 +90,7 @@ pub async fn handle(
         // the caller is gone (hyper didn't notice: bytes pipelined behind, §3.6)
         _ = hangup.hung_up() => return rejection(&Rejection::ShuttingDown),
     };
-    drop(wait);
+    drop((wait, waiting));
     let Some(peer_hello) = peer_hello else {
         return text(StatusCode::REQUEST_TIMEOUT, format!("{CONNECT_TIMEOUT}\n"));
     };

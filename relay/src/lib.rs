@@ -11,6 +11,7 @@ pub(crate) mod cluster;
 pub mod config;
 pub(crate) mod conn;
 pub(crate) mod connect;
+pub mod crowd;
 pub(crate) mod data;
 pub(crate) mod hangup;
 pub mod memory;

@@ -25,7 +25,8 @@ fn token(args: TokenArgs) -> ExitCode {
     };
     let now = httpipe_relay::auth::now();
     let expires = now.saturating_add(args.ttl.as_secs());
-    match mint_token(&keys, &args.path, &args.mode, args.recursive, expires, now) {
+    let path = args.path.as_deref();
+    match mint_token(&keys, path, &args.mode, args.recursive, expires, now) {
         Ok((_, token)) => {
             println!("{token}");
             ExitCode::SUCCESS
@@ -36,11 +37,14 @@ fn token(args: TokenArgs) -> ExitCode {
                     "no key: pass --auth-key-file FILE or --auth-key KEY (or set HTTPIPE_AUTH_KEY)"
                         .to_string()
                 }
-                MintError::Path => format!(
-                    "--path must be a path starting with '/' (got {:?})",
-                    args.path
-                ),
-                MintError::Mode => "--mode must be read or write".to_string(),
+                MintError::Path => match path {
+                    Some(p) => format!("--path must be a path starting with '/' (got {p:?})"),
+                    None => "--path is needed for a read or write token".to_string(),
+                },
+                MintError::CodePath => {
+                    "a code token's path is /code/v1: leave out --path".to_string()
+                }
+                MintError::Mode => "--mode must be read, write or code".to_string(),
                 MintError::Expiry => "--ttl must be at least 1s".to_string(),
             };
             eprintln!("error: {why}");

@@ -29,6 +29,7 @@ pub fn metrics(state: &Shared) -> Resp {
     let mut r = text(
         StatusCode::OK,
         state.metrics.render(state.data.hub.counts())
+            + &state.data.crowd.metrics()
             + &state
                 .cluster
                 .as_ref()
@@ -87,6 +88,9 @@ pub fn help(state: &Shared, headers: &HeaderMap, uri: &Uri, conn: Option<&ConnIn
              \x20 READ_TOKEN=$(httpipe-relay token {key} --path /mypath --mode read --ttl 1h)\n\
              (in a checkout of httpipe: npm run -s relay -- token ...), or over HTTP with the key:\n\
              \x20 curl -H \"Authorization: Bearer {admin}\" -d path=/mypath -d access_mode=read {base}/api/v0/accesstoken.create\n\
+             Short codes (httpipe send FILE, the demo) need a code token on both sides: it opens\n\
+             the code namespace /code/v1 and nothing else (PROTOCOL.md §6, §14):\n\
+             \x20 CODE_TOKEN=$(httpipe-relay token {key} --mode code --ttl 1h)\n\
              The commands below send them as -H \"Authorization: Bearer ...\" (?accesstoken=... works too).\n"
         )
     } else {

@@ -71,6 +71,10 @@ pub fn rejection(r: &Rejection) -> Resp {
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static(ERROR_CODE),
     );
+    if let Some(s) = r.retry_after_s() {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(s));
+    }
     if status == StatusCode::METHOD_NOT_ALLOWED {
         resp.headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static(ALLOW_METHODS));

@@ -219,20 +219,44 @@ fn route(
         Ok(c) => c.map(str::to_string),
         Err(r) => return Handler::Now(rejection(&r)),
     };
-    let meet = Meet { path, channel, n };
+    let client = state.client(req.headers(), conn.as_ref());
+    // §14.5: a code channel's pipe; a GET on pipe `a` is a lookup and never waits
+    let code_pipe = paths::code_channel(&path).map(|(_, pipe)| pipe);
+    let first_pipe = code_pipe == Some(paths::CODE_FIRST_PIPE);
+    let meet = Meet {
+        path,
+        channel,
+        n,
+        client,
+        producer_first: method == Method::GET && first_pipe,
+    };
+    let service_worker = req
+        .headers()
+        .get("service-worker")
+        .is_some_and(|v| v.as_bytes() == b"script");
+    let need = match method {
+        Method::GET if service_worker => return Handler::Now(rejection(&Rejection::ServiceWorker)),
+        _ if producing && req.headers().contains_key(http::header::CONTENT_RANGE) => {
+            return Handler::Now(rejection(&Rejection::ContentRange))
+        }
+        Method::GET => Mode::Read,
+        // §3.10: DELETE is a producer that withdraws
+        _ if producing || method == Method::DELETE => Mode::Write,
+        _ => return Handler::Now(rejection(&Rejection::UnsupportedMethod(method.to_string()))),
+    };
+    if let Some(auth) = &state.auth {
+        if let Err(r) = auth.check(req.headers(), req.uri(), need, &meet.path) {
+            return Handler::Now(r.response());
+        }
+    }
+    // §14.5 rules 1 and 3, after the token (a request refused for it takes nothing); held
+    // until the response has ended (`held_until_sent`)
+    let code = match code_pipe.map(|_| state.data.crowd.code_request(client, meet.producer_first)) {
+        None => None,
+        Some(Ok(hold)) => hold,
+        Some(Err(r)) => return Handler::Now(rejection(&r)),
+    };
     if method == Method::GET {
-        if req
-            .headers()
-            .get("service-worker")
-            .is_some_and(|v| v.as_bytes() == b"script")
-        {
-            return Handler::Now(rejection(&Rejection::ServiceWorker));
-        }
-        if let Some(auth) = &state.auth {
-            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Read, &meet.path) {
-                return Handler::Now(r.response());
-            }
-        }
         let hangup = Hangup::of(req.extensions());
         // A consumer forwarded by another node: its receipt is that node's confirmation (§13.3).
         let (ack, body) = if crate::cluster::forward::confirms(req.headers()) {
@@ -252,18 +276,10 @@ fn route(
         let consumer = data::consumer::handle(state.data.clone(), ack, hangup, meet);
         return Handler::Consumer(consumer.map(move |resp| {
             drop(body);
-            resp
+            held_until_sent(resp, code)
         }));
     }
     if producing {
-        if req.headers().contains_key(http::header::CONTENT_RANGE) {
-            return Handler::Now(rejection(&Rejection::ContentRange));
-        }
-        if let Some(auth) = &state.auth {
-            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Write, &meet.path) {
-                return Handler::Now(r.response());
-            }
-        }
         let part = match part_of(&params) {
             Ok(p) => p,
             Err(r) => return Handler::Now(rejection(&r)),
@@ -289,23 +305,44 @@ fn route(
                 meet,
             )),
         };
-        return Handler::Boxed(handler);
+        return Handler::Boxed(Box::pin(
+            handler.map(move |resp| held_until_sent(resp, code)),
+        ));
     }
-    if method == Method::DELETE {
-        // §3.10: a producer that withdraws; its request body, if any, is not read
-        if let Some(auth) = &state.auth {
-            if let Err(r) = auth.check(req.headers(), req.uri(), Mode::Write, &meet.path) {
-                return Handler::Now(r.response());
-            }
+    // DELETE with `upload=ID` (§4 "Abandoning"): a segmented upload given up
+    match params.get(upload::UPLOAD) {
+        Ok(Some(id)) => {
+            let (plane, id) = (state.data.clone(), id.to_string());
+            let abandon = async move { data::segmented::abandon(plane, meet, &id).await };
+            return Handler::Boxed(Box::pin(
+                abandon.map(move |resp| held_until_sent(resp, code)),
+            ));
         }
-        let hangup = Hangup::of(req.extensions());
-        return Handler::Boxed(Box::pin(data::stream::withdraw(
-            state.data.clone(),
-            hangup,
-            meet,
-        )));
+        Ok(None) => {}
+        Err(r) => return Handler::Now(rejection(&r)),
     }
-    Handler::Now(rejection(&Rejection::UnsupportedMethod(method.to_string())))
+    // DELETE (§3.10): a producer that withdraws; its request body, if any, is not read
+    let hangup = Hangup::of(req.extensions());
+    let withdraw = data::stream::withdraw(state.data.clone(), hangup, meet);
+    Handler::Boxed(Box::pin(
+        withdraw.map(move |resp| held_until_sent(resp, code)),
+    ))
+}
+
+/// `resp` with `hold` kept until its body has been sent or dropped (a code channel request
+/// counts until its response has ended, §14.5 rule 1).
+pub fn held_until_sent(resp: Resp, hold: Option<crate::crowd::Hold>) -> Resp {
+    use http_body_util::BodyExt;
+    match hold {
+        None => resp,
+        Some(hold) => resp.map(|b| {
+            b.map_err(move |e| {
+                let _hold = &hold;
+                e
+            })
+            .boxed()
+        }),
+    }
 }
 
 /// The segmented-upload parameters of a producer's request (§4), if it is a part.

@@ -105,6 +105,7 @@ pub async fn start(config: Config) -> io::Result<Running> {
     let limits = Limits {
         max_part_bytes: config.max_part_bytes,
         upload_gap_timeout: config.upload_gap_timeout,
+        crowd: config.crowd,
     };
     let cluster = match &config.cluster {
         None => None,
@@ -348,17 +349,19 @@ fn serve(
     let info = ConnInfo {
         tls: tls.is_some(),
         local,
+        peer: peer.ip(),
     };
-    let (tcp, conn_fd) = crate::conn::Tracked::new(tcp);
+    let conn_fd = crate::conn::ConnFd::new(&tcp);
     let limits = (state.config.header_timeout, state.config.idle_timeout);
     let activity = Arc::new(Activity::new());
     let act = activity.clone();
     let state = state.clone();
+    let req_conn_fd = conn_fd.clone();
     let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let state = state.clone();
         req.extensions_mut().insert(info);
         req.extensions_mut().insert(hangup.clone());
-        req.extensions_mut().insert(conn_fd.clone());
+        req.extensions_mut().insert(req_conn_fd.clone());
         let req = req.map(crate::request_body::RequestBody::new);
         let busy = Busy::start(&act);
         let handled = if head_too_large(&req, state.config.max_header_bytes) {
@@ -372,6 +375,7 @@ fn serve(
     });
     match tls {
         None => {
+            let tcp = crate::conn::Tracked::new(tcp, conn_fd);
             let conn = watcher.watch(
                 builder
                     .serve_connection(TokioIo::new(tcp), svc)
@@ -383,7 +387,7 @@ fn serve(
             let builder = builder.clone();
             let tls_conn = async move {
                 let stream = match acceptor.accept(tcp).await {
-                    Ok(s) => s,
+                    Ok(s) => crate::conn::Tracked::new(s, conn_fd),
                     Err(e) => {
                         tracing::debug!(%peer, error = %e, "TLS handshake failed");
                         return Ok(());

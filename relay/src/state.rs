@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::auth::Auth;
 use crate::config::Config;
+use crate::crowd::Client;
 use crate::data::Plane;
 use crate::metrics::Metrics;
 
@@ -31,9 +32,18 @@ pub struct ConnInfo {
     pub tls: bool,
     /// The local address (port) it came in on.
     pub local: SocketAddr,
+    /// The peer's address (the client's, or a proxy's: [`State::client`]).
+    pub peer: std::net::IpAddr,
 }
 
 impl State {
+    /// The address a request counts against for the per-address limits (§9): the peer's, or
+    /// with `--trust-proxy` the last `X-Forwarded-For` entry. `None` without connection facts.
+    pub fn client(&self, headers: &http::HeaderMap, conn: Option<&ConnInfo>) -> Option<Client> {
+        let c = &self.config;
+        conn.map(|i| Client::of(i.peer, headers, c.trust_proxy, c.crowd.ipv6_prefix_len))
+    }
+
     /// `scheme://host` for URLs shown to this request's client (§5): `--public-url`, or the
     /// request's Host (`:authority`) and scheme, or (with `--trust-proxy`) `X-Forwarded-*`.
     pub fn base_url(

@@ -39,13 +39,8 @@ fn curl(t: T, r: &Relay, file: &std::path::Path, path: &str) -> Command {
     c.args(["-sS", "-w", "\nstatus=%{http_code}\n", "-T"])
         .arg(file)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    match t {
-        T::H2c => c.arg("--http2-prior-knowledge"),
-        T::H2 => c.args(["--http2", "-k"]),
-        T::H1 => c.arg("--http1.1"),
-        T::H1Tls => c.args(["--http1.1", "-k"]),
-    };
+        .stderr(Stdio::piped())
+        .args(t.curl_flags());
     c.arg(format!("{}{path}", r.base(t)));
     c
 }

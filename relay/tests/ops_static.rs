@@ -68,7 +68,7 @@ async fn cors_preflight() {
             header(h, "access-control-allow-headers"),
             Some(
                 "Content-Type, Content-Disposition, X-Piping, Authorization, X-Httpipe-Upload, \
-                 X-Httpipe-Hello"
+                 X-Httpipe-Hello, X-Httpipe-Channel-Key"
             )
         );
         assert_eq!(
@@ -364,6 +364,7 @@ async fn help_recipes_work_in_auth_mode() {
     };
     let write_token = line("WRITE_TOKEN=$(httpipe-relay token --auth-key-file relay.key ");
     let read_token = line("READ_TOKEN=$(httpipe-relay token --auth-key-file relay.key ");
+    let code_token = line("CODE_TOKEN=$(httpipe-relay token --auth-key-file relay.key ");
     let mint = line("curl -H \"Authorization: Bearer $(head -1 relay.key)\"");
     let send = line("echo 'hello, world' | curl -T - -H \"Authorization: Bearer $WRITE_TOKEN\" ");
     let recv = line("curl -H \"Authorization: Bearer $READ_TOKEN\" http");
@@ -386,7 +387,7 @@ async fn help_recipes_work_in_auth_mode() {
         "set -e\n{write_token}\n{read_token}\n\
          {recv} > plain.out &\nsleep 0.2\n{send} > plain.log\nwait\n\
          {consumer} > connect.out &\n{producer} > connect.log\nwait\n\
-         {mint} > mint.json\n",
+         {mint} > mint.json\n{code_token}\necho \"$CODE_TOKEN\" > code.token\n",
         consumer = strip(&connect_consumer),
         producer = strip(&connect_producer),
     );
@@ -414,6 +415,11 @@ async fn help_recipes_work_in_auth_mode() {
         read("plain.log")
     );
     assert_eq!(read("connect.out"), "via connect\n");
+    // the code token opens the code namespace (§6)
+    let key = b"c2VjcmV0LWtleS1mb3ItdGhlLWhlbHAtdGVzdA==";
+    let claims = httpipe::protocol::token::verify(&[key], &read("code.token"), 1).unwrap();
+    assert_eq!(claims.mode, httpipe::protocol::token::Mode::Code);
+    assert!(claims.grants(httpipe::protocol::token::Mode::Write, "/code/v1/7/a"));
     assert!(
         read("connect.log").ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"),
         "{}",

@@ -200,6 +200,51 @@ async fn gap_timeout_truncates_and_frees_the_path() {
     r.shutdown().await;
 }
 
+/// §4 "Abandoning" (regression, #25: an aborted segmented upload left its consumer waiting
+/// for the gap timeout): `DELETE ?upload=ID` truncates the consumer at once and frees the
+/// path; an unknown upload, or one already ended, is 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_upload_truncates_its_consumer_at_once() {
+    let r = relay().await; // the default gap timeout: 60 s
+    let t = T::H1;
+    let mut c = r.get(t, "/seg").await;
+    let p0 = part(&r, t, "part=0", "start").await;
+    let id = header(p0.headers(), "x-httpipe-upload")
+        .expect("upload id")
+        .to_string();
+    let mut body = c.response().await.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(&first[..], b"start");
+    let r = &r;
+    let delete = |q: String| async move {
+        let mut d = r
+            .call(t, Method::DELETE, &format!("/seg?{q}"), &[], empty())
+            .await;
+        within(5.0, "abandon answered", d.response()).await
+    };
+    let a = delete(format!("upload={id}")).await;
+    assert_eq!(a.status(), StatusCode::OK);
+    assert_eq!(text(a).await, "[INFO] The upload was abandoned.\n");
+    let end = within(3.0, "truncated at once", body.frame()).await;
+    assert!(
+        matches!(end, Some(Err(_))),
+        "expected truncation, got {end:?}"
+    );
+    for q in [format!("upload={id}"), "upload=unknown".to_string()] {
+        let again = delete(q).await;
+        assert_eq!(again.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            header(again.headers(), "x-httpipe-error"),
+            Some("unknown-upload")
+        );
+    }
+    // the path is free again
+    let mut p = r.post(t, "/seg", full("next")).await;
+    let mut c2 = r.get(t, "/seg").await;
+    assert_eq!(p.response().await.status(), StatusCode::OK);
+    assert_eq!(c2.response().await.status(), StatusCode::OK);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn part_size_cap() {
     let r = relay_with(|c| c.max_part_bytes = 1000).await;

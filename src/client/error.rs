@@ -42,11 +42,15 @@ pub enum ErrorCode {
     /// A short code (§14) is malformed, no sender waits for it, or the two sides' codes
     /// differ (the key confirmation failed): no data was sent.
     WrongCode,
+    /// The relay is at a limit for now (`429`: too many waiting requests or short-code
+    /// requests from this address, §9, §14.5), or every short-code channel tried was busy
+    /// (§14.2): trying again later may work.
+    RelayBusy,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::ConnectTimeout,
@@ -60,6 +64,7 @@ impl ErrorCode {
         ErrorCode::Network,
         ErrorCode::Unconfirmed,
         ErrorCode::WrongCode,
+        ErrorCode::RelayBusy,
     ];
 
     /// The code as the string JavaScript sees, e.g. `"PEER_DISCONNECTED"`.
@@ -78,6 +83,7 @@ impl ErrorCode {
             ErrorCode::Network => "NETWORK",
             ErrorCode::Unconfirmed => "UNCONFIRMED",
             ErrorCode::WrongCode => "WRONG_CODE",
+            ErrorCode::RelayBusy => "RELAY_BUSY",
         }
     }
 
@@ -354,6 +360,11 @@ pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
             ErrorCode::Network,
             format!("{what}: the relay is not available right now (HTTP 503){said}"),
         ),
+        // A per-address limit of the relay (§9, §14.5): its words say which.
+        429 => Error::new(
+            ErrorCode::RelayBusy,
+            format!("{what}: the relay is at a limit for now (HTTP 429){said}"),
+        ),
         _ => Error::new(
             ErrorCode::RelayError,
             format!("{what}: the relay answered HTTP {status}{said}"),
@@ -469,6 +480,14 @@ mod tests {
         );
         assert_eq!(e.code, ErrorCode::Network);
         assert!(e.message.contains("shutting down"), "{e}");
+        // a per-address limit says which (§9, §14.5)
+        let e = classify_response(
+            429,
+            "[ERROR] Too many waiting requests from your address (at most 1000): close some, or try again later.\n",
+            "GET /p",
+        );
+        assert_eq!(e.code, ErrorCode::RelayBusy);
+        assert!(e.message.contains("from your address"), "{e}");
     }
 
     #[test]

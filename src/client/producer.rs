@@ -27,7 +27,7 @@ use super::status::{StatusLog, Verdict};
 use super::transport::{
     OriginMemory, Plan, RuntimeStreams, StopOrder, Transport, UploadCut, UploadMode,
 };
-use super::urls::{origin, part_url, ConnectMode, RelayBase};
+use super::urls::{origin, part_url, percent_encode_component, ConnectMode, RelayBase};
 use crate::protocol::channel::{self, key_header as channel_key};
 use crate::protocol::control::{Code, WITHDRAW_WAIT_S};
 use crate::protocol::headers::{
@@ -37,7 +37,7 @@ use crate::protocol::headers::{
 use crate::protocol::hello::{
     producer_hello, PeerHello, ResumeHello, FAILURE_NOTICE_TIMEOUT_S, RESUME_RETRY_MS, STALL_CALL_S,
 };
-use crate::protocol::upload::HEADER as UPLOAD_HEADER;
+use crate::protocol::upload::{HEADER as UPLOAD_HEADER, UPLOAD as UPLOAD_QUERY};
 
 /// Tries per segmented part after the first (network errors only; the relay accepts an
 /// idempotent re-send of an accepted part, §4).
@@ -232,6 +232,34 @@ impl<T: ByteChunk> Segmented<T> {
 
     fn what(&self, k: u64) -> String {
         format!("segmented upload part {k} to {}", self.data_url)
+    }
+
+    /// The `DELETE` that gives upload `id` up (§4 "Abandoning"): on the upload's channel, if
+    /// any, with the token.
+    fn abandonment(&self, id: &str) -> Request {
+        let sep = if self.data_url.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        let url = format!(
+            "{}{sep}{}={}",
+            self.data_url,
+            UPLOAD_QUERY,
+            percent_encode_component(id)
+        );
+        let headers = self
+            .headers
+            .iter()
+            .filter(|(n, _)| *n == AUTHORIZATION || *n == channel::KEY_HEADER)
+            .cloned()
+            .collect();
+        Request {
+            method: Method::Delete,
+            timeout_ms: Some(WITHDRAW_WAIT_S * 1000.0),
+            ..Request::get(url, headers)
+        }
+        .into_last_word()
     }
 
     /// The next part to send, if one is ready (`None`: more source needed).
@@ -448,6 +476,9 @@ pub struct Producer<T> {
     relay_succeeded: bool,
     /// The transfer failed because its source did (§11.2 step 5).
     source_failed: bool,
+    /// The `DELETE` that abandons the segmented upload in progress (§4 "Abandoning"), once
+    /// its part 0 was accepted.
+    abandon: Option<Request>,
     /// An upload broke and the sides met to resume (§12.3): the consumer is in the resume
     /// protocol, where the failure notice reaches it, not on the data URL.
     broke: bool,
@@ -524,6 +555,7 @@ impl<T: ByteChunk> Producer<T> {
             met: false,
             relay_succeeded: false,
             source_failed: false,
+            abandon: None,
             broke: false,
             stream_url: None,
             transport: Transport::Stream,
@@ -602,13 +634,18 @@ impl<T: ByteChunk> Producer<T> {
     /// reached the relay (Node's `fetch` sends no request head before the first body byte),
     /// and then nothing else ends the consumer's wait. Without a rendezvous no consumer was
     /// told of this producer: one waiting on the path waits for any producer, as it would have.
+    /// A segmented upload that already opened (its part 0 accepted) is abandoned instead
+    /// (§4 "Abandoning", with or without a rendezvous): its consumer is truncated at once
+    /// rather than after the relay's gap timeout.
     pub fn withdrawal(&self, e: &Error) -> Option<Request> {
-        if !self.failed_locally(e)
-            || !self.met
-            || self.relay_succeeded
-            || self.broke
-            || self.resumes > 0
-        {
+        if !self.failed_locally(e) || self.relay_succeeded {
+            return None;
+        }
+        // a segmented upload holds the path (the relay refuses a withdrawal then): abandon it
+        if let Some(abandon) = &self.abandon {
+            return Some(abandon.clone());
+        }
+        if !self.met || self.broke || self.resumes > 0 {
             return None;
         }
         let url = self.data_url.clone()?;
@@ -1235,7 +1272,12 @@ impl<T: ByteChunk> Producer<T> {
             },
             State::Segmented { seg, phase } if *phase == SegPhase::AwaitPart => {
                 *phase = SegPhase::Ready;
-                match seg.on_response(status, headers, body) {
+                let outcome = seg.on_response(status, headers, body);
+                // the latest upload (a resumed transfer opens a new one)
+                if let Some(id) = &seg.upload_id {
+                    self.abandon = Some(seg.abandonment(id));
+                }
+                match outcome {
                     Ok(None) => {}
                     Ok(Some(state)) => {
                         if let Some(o) = seg.fell_back_from.take() {
@@ -2514,6 +2556,25 @@ mod tests {
         };
         assert!(req.url.contains("part=1"));
         (p, mem)
+    }
+
+    /// Regression (#25, found by the WebKit tests): a segmented upload aborted midway left its
+    /// consumer waiting ~120 s (the withdrawal is refused while the upload holds the path, the
+    /// gap timeout is 60 s); now its last word abandons the upload (§4), with the token.
+    #[test]
+    fn a_segmented_upload_that_fails_locally_is_abandoned() {
+        let (mut p, _mem) = segmented_at_part_one();
+        p.on_source_error(Error::new(ErrorCode::Unsupported, "the source failed"));
+        let e = Error::new(ErrorCode::Unsupported, "the source failed");
+        let req = p.withdrawal(&e).expect("the abandonment");
+        assert_eq!(req.method, Method::Delete);
+        assert_eq!(req.url, "http://h:1/p?upload=UP");
+        assert!(req.headers.contains(&(AUTHORIZATION, "Bearer tok".into())));
+        // a failure of the network is no local failure: nothing to say
+        let (p, _mem) = segmented_at_part_one();
+        assert!(p
+            .withdrawal(&Error::new(ErrorCode::Network, "cut"))
+            .is_none());
     }
 
     #[test]

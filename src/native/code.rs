@@ -120,10 +120,11 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// `WRONG_CODE` (the receiver used another code, or someone else tried this one: nothing
-    /// was sent; make a new code), `CONNECT_TIMEOUT` (no receiver within `timeout`, or the
-    /// other side took more than 30 s for a later step), `UNAUTHORIZED`, `FORBIDDEN`,
-    /// `RELAY_ERROR` (e.g. 20 busy channels in a row), `NETWORK`.
+    /// `WRONG_CODE` (the receiver used another code, someone else tried this one, or the
+    /// receiver took more than 30 s for a later step: nothing was sent; make a new code),
+    /// `CONNECT_TIMEOUT` (no receiver within `timeout`), `RELAY_BUSY` (20 busy channels in a
+    /// row, or a per-address limit of the relay, PROTOCOL.md §14.5), `UNAUTHORIZED`,
+    /// `FORBIDDEN` (on a relay in auth mode: a code token is needed, §6), `NETWORK`.
     pub async fn code_send(
         &self,
         relay: &Target,
@@ -150,9 +151,9 @@ impl Client {
     /// # Errors
     ///
     /// `WRONG_CODE` for a malformed code (before any request), when no sender waits on its
-    /// channel (used, expired or mistyped), or when the codes differ; `CONNECT_TIMEOUT` (the
-    /// sender took more than 30 s for a step), `UNAUTHORIZED`, `FORBIDDEN`, `RELAY_ERROR`,
-    /// `NETWORK`.
+    /// channel (used, expired or mistyped), when the codes differ, or when the sender took
+    /// more than 30 s for a step; `RELAY_BUSY` (a per-address limit of the relay, §14.5),
+    /// `UNAUTHORIZED`, `FORBIDDEN` (a code token is needed, §6), `RELAY_ERROR`, `NETWORK`.
     pub async fn code_receive(
         &self,
         relay: &Target,

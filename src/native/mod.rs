@@ -542,6 +542,7 @@ pub(crate) fn io_error(e: Error) -> io::Error {
         ErrorCode::Unauthorized | ErrorCode::Forbidden => io::ErrorKind::PermissionDenied,
         ErrorCode::ConnectTimeout => io::ErrorKind::TimedOut,
         ErrorCode::Network => io::ErrorKind::ConnectionAborted,
+        ErrorCode::RelayBusy => io::ErrorKind::ResourceBusy,
         ErrorCode::Unsupported => io::ErrorKind::InvalidInput,
         ErrorCode::RelayError | ErrorCode::Aborted => io::ErrorKind::Other,
     };

@@ -117,6 +117,24 @@ pub enum Rejection {
     /// 410: to a consumer, when the producer it met withdrew (§3.10): it failed before sending
     /// anything.
     ProducerWithdrew,
+    /// 429: the client's address holds the relay's most waiting peers (§9 "Per-address
+    /// limits"; the limit given).
+    TooManyWaiting {
+        /// The relay's limit per address.
+        max: usize,
+    },
+    /// 404: a `GET` on pipe `a` of a code channel with no sender waiting there (§14.5 rule 2).
+    NoSender,
+    /// 429: the client's address holds the relay's most code channel requests (§14.5 rule 1).
+    TooManyCodeRequests {
+        /// The relay's limit per address.
+        max: usize,
+    },
+    /// 429: the client's address made too many code lookups (§14.5 rule 3).
+    TooManyCodeLookups {
+        /// The relay's limit per address and minute.
+        per_minute: u32,
+    },
 }
 
 impl Rejection {
@@ -125,7 +143,13 @@ impl Rejection {
         match self {
             Rejection::UnsupportedMethod(_) => 405,
             Rejection::PathTooLong => 414,
-            Rejection::NotFound | Rejection::UnknownUpload | Rejection::TokensNotNeeded => 404,
+            Rejection::NotFound
+            | Rejection::UnknownUpload
+            | Rejection::TokensNotNeeded
+            | Rejection::NoSender => 404,
+            Rejection::TooManyWaiting { .. }
+            | Rejection::TooManyCodeRequests { .. }
+            | Rejection::TooManyCodeLookups { .. } => 429,
             Rejection::PartOutOfOrder { .. } | Rejection::PartLengthMismatch { .. } => 409,
             Rejection::PartTooLarge { .. } => 413,
             Rejection::ProducerWithdrew => 410,
@@ -133,6 +157,18 @@ impl Rejection {
             | Rejection::ClusterUnavailable
             | Rejection::OwnerUnreachable => 503,
             _ => 400,
+        }
+    }
+
+    /// Seconds a refused client should wait before it tries again (`Retry-After`), for the
+    /// per-address limits (§9, §14.5): 1, or for lookups the time one more takes to refill.
+    pub fn retry_after_s(&self) -> Option<u32> {
+        match self {
+            Rejection::TooManyWaiting { .. } | Rejection::TooManyCodeRequests { .. } => Some(1),
+            Rejection::TooManyCodeLookups { per_minute } => {
+                Some(60u32.div_ceil((*per_minute).max(1)))
+            }
+            _ => None,
         }
     }
 
@@ -163,6 +199,10 @@ impl Rejection {
             Rejection::TokensNotNeeded => Code::TokensNotNeeded,
             Rejection::InvalidTokenRequest(_) => Code::InvalidTokenRequest,
             Rejection::ProducerWithdrew => Code::ProducerWithdrew,
+            Rejection::TooManyWaiting { .. } => Code::TooManyWaiting,
+            Rejection::NoSender => Code::NoSender,
+            Rejection::TooManyCodeRequests { .. } => Code::TooManyCodeRequests,
+            Rejection::TooManyCodeLookups { .. } => Code::TooManyCodeLookups,
         }
     }
 
@@ -228,6 +268,19 @@ impl Rejection {
             Rejection::ProducerWithdrew => {
                 "[ERROR] The sender failed before sending anything (it withdrew).\n".to_string()
             }
+            Rejection::TooManyWaiting { max } => format!(
+                "[ERROR] Too many waiting requests from your address (at most {max}): close \
+                 some, or try again later.\n"
+            ),
+            Rejection::NoSender => "[ERROR] No sender waits on this code channel.\n".to_string(),
+            Rejection::TooManyCodeRequests { max } => format!(
+                "[ERROR] Too many short-code requests from your address at once (at most \
+                 {max}): try again in a moment.\n"
+            ),
+            Rejection::TooManyCodeLookups { per_minute } => format!(
+                "[ERROR] Too many short-code lookups from your address (at most {per_minute} a \
+                 minute): wait a moment, then try again.\n"
+            ),
         }
     }
 }
@@ -283,10 +336,18 @@ pub enum Code {
     InvalidTokenRequest,
     /// The code of [`Rejection::ProducerWithdrew`].
     ProducerWithdrew,
+    /// The code of [`Rejection::TooManyWaiting`].
+    TooManyWaiting,
+    /// The code of [`Rejection::NoSender`].
+    NoSender,
+    /// The code of [`Rejection::TooManyCodeRequests`].
+    TooManyCodeRequests,
+    /// The code of [`Rejection::TooManyCodeLookups`].
+    TooManyCodeLookups,
 }
 
 /// Each code and its wire spelling (the only place the spellings live).
-const CODES: [(Code, &str); 24] = [
+const CODES: [(Code, &str); 28] = [
     (Code::ReservedPath, "reserved-path"),
     (Code::AnotherSender, "another-sender"),
     (Code::TooManyReceivers, "too-many-receivers"),
@@ -311,6 +372,10 @@ const CODES: [(Code, &str); 24] = [
     (Code::TokensNotNeeded, "tokens-not-needed"),
     (Code::InvalidTokenRequest, "invalid-token-request"),
     (Code::ProducerWithdrew, "producer-withdrew"),
+    (Code::TooManyWaiting, "too-many-waiting"),
+    (Code::NoSender, "no-sender"),
+    (Code::TooManyCodeRequests, "too-many-code-requests"),
+    (Code::TooManyCodeLookups, "too-many-code-lookups"),
 ];
 
 impl Code {
@@ -333,6 +398,9 @@ impl Code {
 /// Seconds a client waits for its withdrawal's answer (§3.10, §11.2 step 6): the consumer the
 /// rendezvous paired it with comes within moments.
 pub const WITHDRAW_WAIT_S: f64 = 5.0;
+
+/// The answer to a segmented upload's abandonment (§4 "Abandoning").
+pub const UPLOAD_ABANDONED: &str = "[INFO] The upload was abandoned.";
 
 /// `[ERROR]` lines of the producer's status log when a transfer fails (§3.2); the consumer
 /// sees the truncation (§3.3).
@@ -398,6 +466,10 @@ mod tests {
             Rejection::TokensNotNeeded,
             Rejection::InvalidTokenRequest("x"),
             Rejection::ProducerWithdrew,
+            Rejection::TooManyWaiting { max: 1 },
+            Rejection::NoSender,
+            Rejection::TooManyCodeRequests { max: 1 },
+            Rejection::TooManyCodeLookups { per_minute: 1 },
         ];
         assert_eq!(all.len(), CODES.len());
         for r in &all {
@@ -425,6 +497,13 @@ mod tests {
         assert_eq!(Rejection::UnknownUpload.status(), 404);
         assert_eq!(Rejection::PartTooLarge { max: 9 }.status(), 413);
         assert_eq!(Rejection::ShuttingDown.status(), 503);
+        assert_eq!(Rejection::TooManyWaiting { max: 9 }.status(), 429);
+        assert_eq!(
+            Rejection::TooManyCodeRequests { max: 16 }.body(),
+            "[ERROR] Too many short-code requests from your address at once (at most 16): try \
+             again in a moment.\n"
+        );
+        assert_eq!(Rejection::NoSender.status(), 404);
         assert_eq!(
             Rejection::InvalidN.body(),
             "[ERROR] Invalid \"n\" query parameter\n"

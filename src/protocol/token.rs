@@ -1,6 +1,6 @@
 //! Access tokens (`docs/PROTOCOL.md` §6): `hp1.<base64url JSON claims>.<base64url HMAC-SHA256>`.
 //!
-//! Claims are `{"p": path, "m": "r"|"w", "r": recursive, "e": expiry unix seconds}`. The MAC
+//! Claims are `{"p": path, "m": "r"|"w"|"c", "r": recursive, "e": expiry unix seconds}`. The MAC
 //! covers the ASCII text `hp1.<claims part>` and is keyed with a relay secret; verification
 //! tries every configured key (rotation: sign with the first, accept all) in constant time.
 //! Base64url is unpadded (RFC 4648 §5). No clock here: callers pass `now` (unix seconds).
@@ -10,6 +10,8 @@ use base64::Engine;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
+
+use super::paths::CODE_NAMESPACE;
 
 /// Token format tag, the first dot-separated field.
 pub const PREFIX: &str = "hp1";
@@ -23,23 +25,29 @@ pub enum Mode {
     /// Produce: Data API `POST`/`PUT`, Connect `mode=await-reader`.
     #[serde(rename = "w")]
     Write,
+    /// Short codes (§6, §14): read and write, on the code namespace only
+    /// ([`crate::protocol::paths::CODE_NAMESPACE`]). A grant, never what a request needs.
+    #[serde(rename = "c")]
+    Code,
 }
 
 impl Mode {
-    /// Parses `read`/`write` (management API and CLI spelling) or `r`/`w`.
+    /// Parses `read`/`write`/`code` (management API and CLI spelling) or `r`/`w`/`c`.
     pub fn parse(s: &str) -> Option<Mode> {
         match s {
             "read" | "r" => Some(Mode::Read),
             "write" | "w" => Some(Mode::Write),
+            "code" | "c" => Some(Mode::Code),
             _ => None,
         }
     }
 
-    /// `read` or `write`.
+    /// `read`, `write` or `code`.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Read => "read",
             Mode::Write => "write",
+            Mode::Code => "code",
         }
     }
 }
@@ -85,9 +93,18 @@ impl core::fmt::Display for TokenError {
 
 impl Claims {
     /// True if these claims allow `mode` on stream path `path`: the same path, or, when
-    /// recursive, a path below it on a segment boundary (`/a` covers `/a/b`, not `/ab`).
+    /// recursive, a path below it on a segment boundary (`/a` covers `/a/b`, not `/ab`). A
+    /// `code` token grants read and write, and only below the code namespace (§6).
     pub fn grants(&self, mode: Mode, path: &str) -> bool {
-        mode == self.mode && path_covered(&self.path, self.recursive, path)
+        let mode_ok = match self.mode {
+            Mode::Code => {
+                mode != Mode::Code
+                    && path_covered(CODE_NAMESPACE, true, path)
+                    && path != CODE_NAMESPACE
+            }
+            granted => mode == granted,
+        };
+        mode_ok && path_covered(&self.path, self.recursive, path)
     }
 }
 
@@ -219,5 +236,28 @@ mod tests {
         assert!(!exact.grants(Mode::Write, "/a/b"));
         let root = claims("/", Mode::Read, true);
         assert!(root.grants(Mode::Read, "/anything/here"));
+    }
+
+    #[test]
+    fn a_code_token_reads_and_writes_the_code_namespace_only() {
+        let code = claims("/code/v1", Mode::Code, true);
+        for mode in [Mode::Read, Mode::Write] {
+            assert!(code.grants(mode, "/code/v1/7/a"));
+            assert!(code.grants(mode, "/code/v1/x/0123456789abcdef0123456789abcdef"));
+            for other in ["/code/v1", "/code/v10/7/a", "/code", "/s/x", "/"] {
+                assert!(!code.grants(mode, other), "{other}");
+            }
+        }
+        // a code grant whatever its path claims: nothing outside the namespace
+        assert!(!claims("/", Mode::Code, true).grants(Mode::Write, "/s/x"));
+        assert!(claims("/", Mode::Code, true).grants(Mode::Write, "/code/v1/7/a"));
+        // the claim's spelling
+        let t = sign(b"k", &code);
+        assert_eq!(verify(&[b"k"], &t, 1_000), Ok(code));
+        let json = URL_SAFE_NO_PAD
+            .decode(t.split('.').nth(1).unwrap())
+            .unwrap();
+        assert!(String::from_utf8(json).unwrap().contains(r#""m":"c""#));
+        assert_eq!(Mode::parse("code"), Some(Mode::Code));
     }
 }

@@ -1,9 +1,9 @@
 // The demo on a relay in auth mode (PROTOCOL.md §6). Issue #14's new-user pass: there was no
 // way to give a token. The page sees the relay wants tokens (its /help says so), shows the
-// token field on the start screen, turns short codes off (a token grants sending or
-// receiving, a code needs both) and sends by link with the sender's write token; the receiver
+// token field on the start screen and sends by link with the sender's write token; the receiver
 // is asked for its read token before anything is requested, and a token that doesn't fit is
-// said so plainly, with a way to give another.
+// said so plainly, with a way to give another. Issue #26: short codes work there too, with a
+// code token on both sides (the way of sending follows the kind of token entered).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -16,11 +16,12 @@ import {
 const KEY = 'demo-auth-test-key-0123456789abcdef';
 
 function mint(mode) {
-  return execFileSync(RELAY_BIN, ['token', '--path', '/s', '--recursive', '--mode', mode, '--ttl', '1h'],
+  const path = mode === 'code' ? [] : ['--path', '/s', '--recursive'];
+  return execFileSync(RELAY_BIN, ['token', ...path, '--mode', mode, '--ttl', '1h'],
     { env: { ...process.env, HTTPIPE_AUTH_KEY: KEY } }).toString().trim();
 }
 
-test('auth mode: a token field on the start screen, codes off, a transfer with a write and a read token', { timeout: 120000 }, async () => {
+test('auth mode: a token field on the start screen, a transfer with a write and a read token, one by code with code tokens', { timeout: 150000 }, async () => {
   const relay = await startRelay({ env: { HTTPIPE_AUTH_KEY: KEY } });
   const senderBrowser = await launchChromium();
   const receiverBrowser = await launchChromium();
@@ -33,8 +34,8 @@ test('auth mode: a token field on the start screen, codes off, a transfer with a
     await openDemo(sender, `${relay.https}/`);
     assert.equal(await sender.evaluate(() => document.body.dataset.auth), 'true');
     assert.equal(await sender.isVisible('#token'), true, 'the token field is on the start screen, not folded away');
-    assert.equal(await sender.isDisabled('#mode-code'), true, 'short codes are off');
-    assert.equal(await sender.isChecked('#mode-link'), true);
+    assert.equal(await sender.isDisabled('#mode-code'), false, 'short codes are offered (with a code token)');
+    assert.equal(await sender.evaluate(() => document.getElementById('code-token').hidden), false);
     assert.deepEqual(await unlabelledControls(sender), []);
     await screenshot(sender, 'demo-auth-start.png');
     // no token: nothing is sent, the page asks for one
@@ -43,6 +44,7 @@ test('auth mode: a token field on the start screen, codes off, a transfer with a
     assert.equal(await sender.evaluate(() => document.activeElement.id), 'token');
     assert.equal(await sender.evaluate(() => document.body.dataset.view), 'start');
     await sender.fill('#token', write);
+    assert.equal(await sender.isChecked('#mode-link'), true, 'a write token sends by link');
     await dropFiles(sender, [src.file]);
     await waitState(sender, 'send-panel', ['waiting']);
     const link = await sender.inputValue('#link');
@@ -73,6 +75,46 @@ test('auth mode: a token field on the start screen, codes off, a transfer with a
     // the relay's /help, which the page reads, still says tokens are needed (and an open one doesn't)
     assert.match(await (await fetch(`${relay.http}/help`)).text(), /requires access tokens/);
     await dl.delete();
+
+    // by short code: a code token on both sides (PROTOCOL.md §6, §14)
+    const codeToken = mint('code');
+    const small = randomFile(300 * 1024 + 3, 'notes.bin');
+    try {
+      const cs = await senderBrowser.context.newPage();
+      await openDemo(cs, `${relay.https}/`);
+      // a write token, then short codes chosen by hand: said before anything is sent
+      await cs.fill('#token', write);
+      await cs.click('#options summary');
+      await cs.check('#mode-code');
+      await dropFiles(cs, [small.file]);
+      assert.match(await textOf(cs, 'drop-msg'), /short codes need a code token/);
+      assert.equal(await cs.evaluate(() => document.body.dataset.view), 'start');
+      await cs.fill('#token', codeToken);
+      assert.equal(await cs.isChecked('#mode-code'), true, 'a code token sends by code');
+      await dropFiles(cs, [small.file]);
+      await cs.waitForFunction(() => document.getElementById('send-code').textContent, null, { timeout: 30000 });
+      const code = await textOf(cs, 'send-code');
+      assert.match(await textOf(cs, 'share-hint'), /need a code token/);
+
+      const cr = await receiverBrowser.context.newPage();
+      await openDemo(cr, `${relay.https}/`);
+      await cr.fill('#open-input', code);
+      await cr.press('#open-input', 'Enter');
+      // asked for the token before any request, the code kept
+      await cr.waitForFunction(() => document.activeElement.id === 'recv-token');
+      assert.equal(await cr.inputValue('#recv-code'), code);
+      assert.equal(await cr.getAttribute('#recv-panel', 'data-state'), 'idle');
+      await cr.fill('#recv-token', codeToken);
+      const codeDownload = cr.waitForEvent('download', { timeout: 60000 });
+      await cr.press('#recv-token', 'Enter');
+      const cdl = await codeDownload;
+      assert.equal(await waitState(cr, 'recv-panel', ['error', 'done'], 60000), 'done', await textOf(cr, 'recv-error'));
+      assert.equal(await sha256File(await cdl.path()), small.sha256);
+      assert.equal(await waitState(cs, 'send-panel', ['error', 'done'], 60000), 'done', await textOf(cs, 'send-error'));
+      await cdl.delete();
+    } finally {
+      fs.rmSync(small.dir, { recursive: true, force: true });
+    }
   } finally {
     await senderBrowser.close();
     await receiverBrowser.close();

@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { startRelay } from './lib/relay.mjs';
 import {
   launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf,
-  screenshot, forbidForeignRequests, unlabelledControls, fitsWidth, preferLinks, dropPaths,
+  screenshot, forbidForeignRequests, unlabelledControls, fitsWidth, preferLinks, dropPaths, zipListing,
 } from './lib/demo-browser.mjs';
 
 const MiB = 1024 * 1024;
@@ -120,15 +120,6 @@ print(json.dumps({i.filename: hashlib.sha256(z.read(i)).hexdigest() for i in z.i
     fs.rmSync(b.dir, { recursive: true, force: true });
   }
 });
-
-/** The ZIP at `file`: { path: size } of every entry (folders end in "/"), checked by Python's zipfile. */
-function zipListing(file) {
-  return JSON.parse(execFileSync('python3', ['-c', `
-import zipfile, sys, json
-z = zipfile.ZipFile(sys.argv[1])
-assert z.testzip() is None
-print(json.dumps({i.filename: i.file_size for i in z.infolist()}))`, file]).toString());
-}
 
 test('a folder, chosen or dropped, goes as one ZIP named after it with the paths inside it', { timeout: 120000 }, async () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-folder-'));

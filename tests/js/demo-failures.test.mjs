@@ -9,6 +9,7 @@ import { startRelay } from './lib/relay.mjs';
 import { PKG } from './lib/sdk.mjs';
 import {
   launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf, screenshot, preferLinks,
+  sendByLink, typeWrongPassphrase,
 } from './lib/demo-browser.mjs';
 
 const MiB = 1024 * 1024;
@@ -39,18 +40,7 @@ test.after(async () => {
   if (big) fs.rmSync(big.dir, { recursive: true, force: true });
 });
 
-async function startSend(origin, files, passphrase) {
-  const page = await senderBrowser.context.newPage();
-  await openDemo(page, `${origin}/`);
-  if (passphrase !== undefined) {
-    await page.click('#options summary');
-    await page.check('#mode-passphrase');
-    await page.fill('#passphrase', passphrase);
-  }
-  await dropFiles(page, files);
-  await waitState(page, 'send-panel', ['waiting', 'sending']);
-  return { page, link: await page.inputValue('#link') };
-}
+const startSend = (origin, files, passphrase) => sendByLink(senderBrowser, origin, files, passphrase);
 
 /** The big file on its way: the receiving page's download started and 1 % arrived. */
 async function midTransfer() {
@@ -155,12 +145,7 @@ test('wrong passphrase: clear message, nothing saved; the right one then works w
       let downloads = 0;
       receiver.on('download', () => { downloads++; });
       await openDemo(receiver, link);
-      assert.equal(await receiver.isVisible('#recv-passphrase'), true);
-      await receiver.fill('#recv-passphrase', 'wrong horse');
-      await receiver.click('#recv-start');
-      assert.equal(await waitState(receiver, 'recv-panel', ['error', 'done'], 60000), 'error');
-      assert.equal(await textOf(receiver, 'recv-status'), 'Wrong passphrase or key.');
-      assert.match(await textOf(receiver, 'recv-error'), /Wrong passphrase.*Nothing was saved/);
+      await typeWrongPassphrase(receiver);
       if (size < 10 * MiB) await screenshot(receiver, 'demo-receiver-wrong-passphrase.png');
       assert.equal(downloads, 0, 'no download was started');
       // The sender hears why (the receiver's failed receipt, PROTOCOL.md §12.2) and waits

@@ -4,6 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   buildLink, parseFragment, parseTyped, randomPath, randomPassphrase, safeFileName, codeLink, looksLikeCode, normaliseCode,
+  tokenMode,
 } from '../../www/js/link.js';
 import { formatBytes, formatDuration, ProgressMeter, STALL_MS } from '../../www/js/format.js';
 import { walkDrop, fromInput, zipName } from '../../www/js/folders.js';
@@ -141,9 +142,24 @@ test('short-code links carry just the code and open the receive screen', () => {
   assert.deepEqual(parseTyped(' 7 - Guitarist - REVENGE '), { code: '7-guitarist-revenge' });
   assert.deepEqual(parseTyped(link), { code: '7-guitarist-revenge' });
   assert.equal(looksLikeCode('07-a-b'), false, 'no leading zero');
-  assert.equal(looksLikeCode('1000-a-b'), false, 'channels are 1-999');
+  assert.equal(looksLikeCode('9999-a-b'), true, 'channels are 1-9999 (PROTOCOL.md §14.1)');
+  assert.equal(looksLikeCode('10000-a-b'), false, 'channels are 1-9999');
   assert.equal(normaliseCode('12  ADROITNESS-adviser'), '12-adroitness-adviser');
   assert.deepEqual(parseTyped('/s/abc'), { path: '/s/abc', passphrase: true });
+});
+
+// Issue #26: relays in auth mode offer codes to holders of a code token (PROTOCOL.md §6); the
+// page reads which kind a token is from its (unverified) claims, and says what a busy relay is.
+test('the kind of an access token, and a busy relay', () => {
+  const claims = (m) => Buffer.from(JSON.stringify({ p: '/code/v1', m, r: true, e: 9e9 })).toString('base64url');
+  assert.equal(tokenMode(`hp1.${claims('c')}.sig`), 'c');
+  assert.equal(tokenMode(`hp1.${claims('w')}.sig`), 'w');
+  for (const bad of ['', 'hp1', 'hp1.!!.x', 'hp1.e30.x', undefined]) assert.equal(tokenMode(bad), undefined, String(bad));
+  const e = (code, message = 'x') => Object.assign(new Error(message), { code });
+  assert.match(describeError(e('RELAY_BUSY'), 'send').title, /busy.*try again/i);
+  assert.equal(headline('RELAY_BUSY', 'receive'), 'The relay is busy.');
+  const forbidden = e('FORBIDDEN', 'POST http://h/code/v1/7/a: the access token does not allow this path or mode');
+  assert.match(describeError(forbidden, 'send').title, /need a code token/);
 });
 
 // Issue #14's new-user pass: "81.31518472689373 B/s".

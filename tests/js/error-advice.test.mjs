@@ -64,7 +64,7 @@ after(async () => {
 
 test('docs/errors.md is the advice every HttpipeError carries, for every code', () => {
   const codes = ['UNAUTHORIZED', 'FORBIDDEN', 'CONNECT_TIMEOUT', 'PEER_DISCONNECTED', 'TRUNCATED', 'DECRYPT_FAILED',
-    'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'UNCONFIRMED', 'WRONG_CODE', 'WASM_LOAD_FAILED',
+    'WRONG_KEY', 'RELAY_ERROR', 'ABORTED', 'UNSUPPORTED', 'NETWORK', 'UNCONFIRMED', 'WRONG_CODE', 'RELAY_BUSY', 'WASM_LOAD_FAILED',
     'INVALID_RECORD', 'STEP_FAILED', 'SINK_FAILED'];
   assert.deepEqual([...ADVICE.keys()].sort(), [...codes].sort(), 'one row per code');
   for (const code of codes) {
@@ -84,6 +84,23 @@ test('a relay that is down: NETWORK says to check that a relay runs at that URL'
   carriesAdvice('NETWORK')(e);
   assert.match(e.message, new RegExp(`127\\.0\\.0\\.1:${port}`), 'names the URL');
   await assert.rejects(sdk.receive({ relay: `http://127.0.0.1:${port}`, path: '/down' }), carriesAdvice('NETWORK'));
+});
+
+// Issue #26: a limit of the relay said "check relay and path"; it says what happened and to wait.
+test('a relay at its per-address limit: RELAY_BUSY names the limit and says to try again', async () => {
+  const small = await startRelay({ args: ['--max-waiting-per-address', '1'] });
+  const ac = new AbortController();
+  try {
+    const first = sdk.receive({ relay: small.http, path: uniquePath('advice-busy'), signal: ac.signal });
+    first.catch(() => {});
+    await new Promise((r) => setTimeout(r, 300)); // it waits
+    const e = await sdk.receive({ relay: small.http, path: uniquePath('advice-busy'), timeout: 5 }).catch((x) => x);
+    carriesAdvice('RELAY_BUSY')(e);
+    assert.match(e.message, /Too many waiting requests from your address \(at most 1\)/);
+  } finally {
+    ac.abort();
+    await small.stop();
+  }
 });
 
 test('no peer within the timeout: CONNECT_TIMEOUT says to start the other side or raise timeout', async () => {

@@ -11,13 +11,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { uniquePath } from './lib/sdk.mjs';
 import { GEN_SRC, gen } from './lib/page-source.mjs';
-import { rssOf, runChild } from './lib/child.mjs';
+import { rssOf, runChild, processes, processTree } from './lib/child.mjs';
 
 const CHILD = path.join(ROOT, 'tests/js/lib/sdk-child.mjs');
 const MiB = 1 << 20;
@@ -52,24 +51,11 @@ const sampler = (0, eval)(SAMPLE_SRC);
 
 /** The pids of this browser's renderers: descendants of the process started with its profile. */
 function renderers() {
-  const procs = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      // Chromium's children rewrite their command line (one string, spaces): search it whole.
-      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
-      const ppid = Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]);
-      procs.push({ pid: Number(d), ppid, cmd });
-    } catch { /* gone */ }
-  }
+  const procs = processes();
+  // Chromium's children rewrite their command line (one string, spaces): search it whole.
   const root = procs.find((p) => p.cmd.includes(`--user-data-dir=${browser.userDataDir}`) && !p.cmd.join(' ').includes('--type='));
   assert.ok(root, 'the browser process');
-  const ours = new Set([root.pid]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const p of procs) if (!ours.has(p.pid) && ours.has(p.ppid)) { ours.add(p.pid); grew = true; }
-  }
-  return procs.filter((p) => ours.has(p.pid) && p.cmd.join(' ').includes('--type=renderer')).map((p) => p.pid);
+  return processTree(root.pid, procs).filter((p) => p.cmd.join(' ').includes('--type=renderer')).map((p) => p.pid);
 }
 
 function rss(pids) {

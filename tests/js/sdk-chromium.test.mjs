@@ -14,7 +14,7 @@ import path from 'node:path';
 import { startRelay, runCli } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, uniquePath, hashStream, within, sleep } from './lib/sdk.mjs';
-import { GEN_SRC, gen } from './lib/page-source.mjs';
+import { GEN_SRC, gen, SUM_SRC, sum, loadSdkPage, CHACHA_PROBE_SRC } from './lib/page-source.mjs';
 
 const sdk = await import(PKG);
 const MiB = 1 << 20;
@@ -30,20 +30,6 @@ after(async () => {
 });
 
 
-// A cheap order-sensitive checksum computable in the page (FNV-1a over 32-bit words + length).
-const SUM_SRC = `async (stream) => {
-  let h = 0x811c9dc5, n = 0;
-  const reader = stream.getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    for (let i = 0; i < value.length; i++) { h ^= value[i]; h = Math.imul(h, 16777619) >>> 0; }
-    n += value.length;
-  }
-  return { bytes: n, fnv: h >>> 0 };
-}`;
-const sum = (0, eval)(SUM_SRC);
-
 async function openPage(origin) {
   const page = await browser.context.newPage();
   page.consoleErrors = [];
@@ -52,8 +38,7 @@ async function openPage(origin) {
     page.consoleErrors.push(m.text());
     console.log(`# page: ${m.text()}`);
   });
-  await page.goto(`${origin}/version`);
-  await page.evaluate(async () => { window.httpipe = await import('/assets/pkg/index.js'); await window.httpipe.init(); });
+  await loadSdkPage(page, origin);
   return page;
 }
 
@@ -304,15 +289,7 @@ test('Chromium: a receiving page closed mid-stream tells the producer at once', 
 
 // The payload cipher (issue #13, src/wasm/webcrypto.rs): WebCrypto's ChaCha20-Poly1305 where
 // the page has it (Chromium 150+, in a secure context: 127.0.0.1 here), else the wasm one.
-// The page's own WebCrypto is probed here, independently of the package's detection.
-const PROBE_SRC = `async () => {
-  try {
-    const s = crypto.subtle;
-    const k = await s.importKey('raw-secret', new Uint8Array(32).fill(7), { name: 'ChaCha20-Poly1305' }, false, ['encrypt']);
-    const ct = new Uint8Array(await s.encrypt({ name: 'ChaCha20-Poly1305', iv: new Uint8Array(12) }, k, new Uint8Array(100)));
-    return ct.length === 116;
-  } catch { return false; }
-}`;
+// The page's own WebCrypto is probed here (CHACHA_PROBE_SRC), independently of the package's detection.
 
 // Deterministic crypto.getRandomValues (the header's randomness) while `fn` runs, so that two
 // encryptions of the same input give the same bytes.
@@ -334,7 +311,7 @@ test('Chromium: the payload cipher is WebCrypto\'s exactly when the page\'s WebC
       const probe = await (0, eval)(PROBE_SRC)();
       const h = window.httpipe;
       return { probe, detected: h.cryptoBackend(), forced: h.cryptoBackend('wasm'), back: h.cryptoBackend('auto') };
-    }, PROBE_SRC);
+    }, CHACHA_PROBE_SRC);
     const expected = r.probe ? 'webcrypto' : 'wasm';
     console.log(`# chromium: WebCrypto ChaCha20-Poly1305 ${r.probe ? 'present' : 'absent'}: ${r.detected}`);
     assert.deepEqual(r, { probe: r.probe, detected: expected, forced: 'wasm', back: expected });

@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,7 +14,7 @@ import { PKG, hashStream, randomBytes, rejection, within } from './lib/sdk.mjs';
 
 const sdk = await import(PKG);
 const DENO = path.join(ROOT, 'node_modules/.bin/deno');
-const CODE = /^([1-9]\d{0,2})-([a-z]+)-([a-z]+)$/;
+const CODE = /^([1-9]\d{0,3})-([a-z]+)-([a-z]+)$/;
 let relay;
 let dir;
 before(async () => {
@@ -105,20 +106,78 @@ test('two live senders get different codes (different channels); abort ends them
   for (const s of [a, b]) assert.equal((await rejection(s.done)).code, 'ABORTED');
 });
 
-test('busy channels: with 1–99 all held, the sender moves on to 1–999 (§14.2 step 1)', { timeout: 20_000 }, async () => {
-  const hold = new AbortController();
-  const held = await Promise.all(Array.from({ length: 99 }, (_, i) => fetch(`${relay.http}/code/v1/${i + 1}/a`,
-    { method: 'POST', body: new Uint8Array(33), signal: hold.signal })));
+/**
+ * An idle `method` request on `path` from source address `from` (Linux routes all of
+ * 127.0.0.0/8 to the loopback): resolves with its response head; `req.destroy()` hangs up.
+ */
+function idle(method, path, from) {
+  return new Promise((resolve, reject) => {
+    const body = method === 'POST' ? Buffer.alloc(33) : undefined;
+    const req = http.request(`${relay.http}${path}`, {
+      method, localAddress: from, agent: false, headers: body ? { 'content-length': body.length } : {},
+    });
+    req.on('response', (res) => resolve({ req, res, refusal: res.headers['x-httpipe-error'] }));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** How many of `answers` had each status and refusal code. */
+function tally(answers) {
+  const t = {};
+  for (const a of answers) {
+    const k = `${a.res.statusCode} ${a.refusal || ''}`.trim();
+    t[k] = (t[k] || 0) + 1;
+  }
+  return t;
+}
+
+test('busy channels: with 1–99 held by 7 addresses (16 each, §14.5), the sender moves on to 1–999 (§14.2 step 1)', { timeout: 20_000 }, async () => {
+  const held = await Promise.all(Array.from({ length: 99 }, (_, i) =>
+    idle('POST', `/code/v1/${i + 1}/a`, `127.0.2.${Math.floor(i / 16) + 1}`)));
   try {
-    for (const r of held) assert.equal(r.status, 200);
+    assert.deepEqual(tally(held), { 200: 99 });
     const ac = new AbortController();
     const { code, done } = await sdk.sendWithCode('busy', { relay: relay.http, signal: ac.signal });
     assert.ok(Number(code.split('-')[0]) > 99, code);
     ac.abort();
     assert.equal((await rejection(done)).code, 'ABORTED');
   } finally {
-    hold.abort();
-    await Promise.all(held.map((r) => r.body?.cancel().catch(() => {})));
+    for (const h of held) h.req.destroy();
+  }
+});
+
+// Issue #26: ~999 idle connections from one address made every `send` fail "20 channels in a
+// row were busy", and idle GETs on every first pipe took each sender's SPAKE2 message. Now one
+// address holds 16 channels, its GETs never wait, and a handoff from elsewhere goes through.
+test('a crowd from one address: 100 idle POSTs hold 16 channels, 100 GETs take nothing, codes still work', { timeout: 30_000 }, async () => {
+  const crowd = '127.0.3.1';
+  // one after another (at once, 16 at a time would pass: the open-request limit refuses the rest)
+  const gets = [];
+  for (let n = 1; n <= 100; n++) gets.push(await idle('GET', `/code/v1/${n}/a`, crowd));
+  await new Promise((r) => setTimeout(r, 100)); // the last GET's place given back
+  const posts = await Promise.all(Array.from({ length: 100 }, (_, i) => idle('POST', `/code/v1/${i + 1}/a`, crowd)));
+  try {
+    console.log('one address, 100 idle GETs on first pipes:', tally(gets), '100 idle POSTs:', tally(posts));
+    assert.ok(gets.every((g) => g.res.statusCode !== 200), 'a GET on pipe a waited');
+    // 60 lookups a minute; a slow run may see one more refilled
+    const t = tally(gets);
+    assert.ok(t['404 no-sender'] >= 60 && t['404 no-sender'] <= 62, JSON.stringify(t));
+    assert.equal(t['404 no-sender'] + t['429 too-many-code-lookups'], 100, JSON.stringify(t));
+    assert.deepEqual(tally(posts), { 200: 16, '429 too-many-code-requests': 84 });
+    // the refusal says what happened
+    const refused = posts.find((p) => p.res.statusCode === 429);
+    assert.equal(refused.res.headers['retry-after'], '1');
+    let text = '';
+    for await (const chunk of refused.res) text += chunk;
+    assert.match(text, /Too many short-code requests from your address at once \(at most 16\)/);
+    // a handoff from another address
+    const { code, done } = await sdk.sendWithCode('through the crowd', { relay: relay.http });
+    const r = await sdk.receiveWithCode(code, { relay: relay.http });
+    assert.equal(new TextDecoder().decode(await new Response(r.stream).arrayBuffer()), 'through the crowd');
+    assert.equal((await done).receipt.authenticated, true);
+  } finally {
+    for (const h of [...gets, ...posts]) h.req.destroy();
   }
 });
 

@@ -5,7 +5,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes, randomFillSync } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startRelay } from './lib/relay.mjs';
 import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within, channelOf } from './lib/sdk.mjs';
 
@@ -126,6 +129,49 @@ test("receipt: 'manual': send() resolves only after confirm()", async () => {
   await within(r.confirm(), 10_000, 'confirm');
   const report = await within(sendP, 10_000, 'send');
   assert.equal(report.receipt.bytes, got.bytes);
+});
+
+// Regression (#25 item 4): a receiver piping `received.stream` into a file on a full disk
+// confirmed all 8 MiB (the stream was read to its end before the write error surfaced).
+// receiveTo confirms only after the destination took every byte and closed.
+test('receiveTo: the receipt goes out after the file is written; a full disk (/dev/full) never confirms', { timeout: 60_000 }, async () => {
+  const size = 8 * MiB + 3;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-receive-to-'));
+  try {
+    // a file: complete before the sender resolves
+    let p = uniquePath('to-file');
+    const { stream, digest } = randomSource(size, 256 * KiB);
+    const sendP = sdk.send(stream, { relay: relay.http, path: p, size, passphrase: PASS });
+    const file = path.join(dir, 'saved.bin');
+    const info = await within(sdk.receiveTo(fs.createWriteStream(file), { relay: relay.http, path: p, passphrase: PASS }), 30_000, 'receiveTo');
+    assert.equal(info.filename, undefined);
+    const report = await within(sendP, 10_000, 'send');
+    assert.equal(report.receipt.bytes, size);
+    assert.equal(report.receipt.authenticated, true);
+    assert.equal(createHash('sha256').update(fs.readFileSync(file)).digest('hex'), await digest);
+    // a WritableStream works the same
+    p = uniquePath('to-web');
+    const sendW = sdk.send('into a web stream', { relay: relay.http, path: p });
+    const parts = [];
+    await sdk.receiveTo(new WritableStream({ write(c) { parts.push(c); } }), { relay: relay.http, path: p });
+    assert.equal(Buffer.concat(parts).toString(), 'into a web stream');
+    assert.equal((await sendW).receipt.bytes, 17);
+    // a full disk: the write fails, receiveTo rejects with it, the sender never resolves
+    if (fs.existsSync('/dev/full')) {
+      p = uniquePath('to-full');
+      const big = randomSource(size, 256 * KiB);
+      const sendE = rejection(sdk.send(big.stream, { relay: relay.http, path: p, size }));
+      const e = await rejection(sdk.receiveTo(fs.createWriteStream('/dev/full'), { relay: relay.http, path: p }));
+      assert.equal(e.code, 'ENOSPC', e.message);
+      const s = await within(sendE, 20_000, 'send');
+      assert.equal(s.code, 'PEER_DISCONNECTED', s.message);
+    }
+    // not a destination: a clear error before anything is received
+    const bad = await rejection(sdk.receiveTo({}, { relay: relay.http, path: uniquePath('bad') }));
+    assert.equal(bad.code, 'UNSUPPORTED');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('a receiver that fails (WRONG_KEY) on a small payload: send() rejects PEER_DISCONNECTED naming it', async () => {

@@ -2,6 +2,7 @@
 // it produces an age-rt encrypted NDJSON feed into the real relay; a Node consumer decrypts it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import path from 'node:path';
 import { startRelay, ROOT } from './lib/relay.mjs';
 import { PKG, uniquePath } from './lib/sdk.mjs';
@@ -69,3 +70,34 @@ for (const passphrase of [undefined, 'worker passphrase']) {
     assert.match(body.message, /the feed failed at line 50000/);
   });
 }
+
+// Regression (#25 item 7): a Worker that answers with a received stream handed out a clean
+// empty 200 when its producer failed right after the meeting (the relay had sent the
+// consumer its response head). The example now answers once the first bytes arrived: such a
+// failure is a 502 naming TRUNCATED. (A failure after the first bytes can only cut the
+// response, and local workerd ends a response whose body stream errors cleanly: measured,
+// stated in js/README.md.)
+test('Worker relays a stream: a producer that dies after the meeting, before its first byte, is a 502', { timeout: 60_000 }, async () => {
+  const p = uniquePath('worker-relay');
+  const q = new URLSearchParams({ relay: relay.http, path: p });
+  const answer = fetch(`${workerUrl}/receive?${q}`);
+  // a producer by hand: its request head reaches the relay (which answers the consumer's
+  // GET), then it dies without a byte
+  const conn = net.connect(new URL(relay.http).port, '127.0.0.1');
+  await new Promise((r) => conn.once('connect', r));
+  conn.write(`POST ${p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
+  // the relay's status log says when the Worker's GET met it (§3.2): then die
+  let log = '';
+  await new Promise((resolve) => conn.on('data', (d) => { log += d; if (/Start sending/.test(log)) resolve(); }));
+  conn.destroy();
+  const res = await answer;
+  assert.equal(res.status, 502, await res.clone().text());
+  assert.equal((await res.json()).error, 'TRUNCATED');
+  // and a producer that sends: the stream comes through whole
+  const p2 = uniquePath('worker-relay');
+  const ok = fetch(`${workerUrl}/receive?${new URLSearchParams({ relay: relay.http, path: p2 })}`);
+  await sdk.send('relayed through a Worker', { relay: relay.http, path: p2 });
+  const got = await ok;
+  assert.equal(got.status, 200);
+  assert.equal(await got.text(), 'relayed through a Worker');
+});

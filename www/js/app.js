@@ -1,7 +1,7 @@
 // Entry point: loads the SDK, routes between the start view (send; receive by code or link),
 // the sender panel and the receiver panel (a link's #fragment: #code=…, #r=…, #receive), and
 // wires the controls.
-import { parseFragment, parseTyped, buildLink, randomPassphrase, looksLikeCode, normaliseCode } from './link.js';
+import { parseFragment, parseTyped, buildLink, randomPassphrase, looksLikeCode, normaliseCode, tokenMode } from './link.js';
 import { registerDownloadWorker, hasFsa } from './save.js';
 import { readDrop, walkDrop, fromInput } from './folders.js';
 import { Sender } from './send.js';
@@ -83,6 +83,13 @@ function token() {
   return $('token').value.trim() || undefined;
 }
 
+/** Auth mode: a code token sends by short code, a write token by link (the choice follows it). */
+function followToken() {
+  const m = token() && tokenMode(token());
+  if (m === 'c' && currentMode() !== 'code') setMode('code');
+  if ((m === 'w' || m === 'r') && currentMode() === 'code') setMode('link');
+}
+
 function startSending(items) {
   if (!sdk) return;
   const mode = currentMode();
@@ -96,6 +103,15 @@ function startSending(items) {
     setText($('drop-msg'), 'This relay needs an access token: enter it above, then choose what to send.');
     show($('drop-msg'));
     $('token').focus();
+    return;
+  }
+  const granted = authMode ? tokenMode(token()) : undefined;
+  if ((mode === 'code') !== (granted === 'c') && granted !== undefined) {
+    setText($('drop-msg'), mode === 'code'
+      ? 'This token sends by link only: short codes need a code token. Choose "Secret link" under Options, or enter a code token.'
+      : 'A code token sends by short code only: choose "Short code" under Options, or enter a write token.');
+    show($('drop-msg'));
+    $('options').open = true;
     return;
   }
   if (sender) sender.close();
@@ -249,11 +265,6 @@ function wireStartView() {
       field.reportValidity();
       return;
     }
-    if (target.code && authMode) {
-      field.setCustomValidity("Short codes don't work on this relay (it needs access tokens): ask the sender for a link");
-      field.reportValidity();
-      return;
-    }
     field.setCustomValidity('');
     if (target.code) {
       autostart = true;
@@ -302,19 +313,17 @@ function wirePanels() {
   });
 }
 
-/** Auth mode: the token field comes out of the options, and codes are off (see #code-off). */
+/** Auth mode: the token field comes out of the options; codes need a code token (#code-token). */
 function enterAuthMode() {
   authMode = true;
   document.body.dataset.auth = 'true';
   $('token-slot-top').append($('token-row'));
   $('token-row').classList.add('token-needed');
   show($('token-when'), false);
-  setText($('hero-text'), 'Pick something to send and share the link with the other person, or let them scan it. It is encrypted in this page; the relay passes the bytes on and keeps nothing.');
-  $('open-input').placeholder = 'A receive link';
-  setText($('token-hint'), 'This relay needs an access token: a write token to send, from its operator. Receivers need a read token.');
-  $('mode-code').disabled = true;
-  show($('code-off'));
-  if (currentMode() === 'code') setMode('link');
+  setText($('token-hint'), "This relay needs an access token from its operator: a code token sends and receives by short code; a write token sends by link, and that link's receiver needs a read token.");
+  show($('code-token'));
+  $('token').addEventListener('input', followToken);
+  followToken();
 }
 
 async function main() {

@@ -38,6 +38,10 @@ const MESSAGES = {
     send: "The access token doesn't allow sending here: it needs to be a write token for this path (or a parent path).",
     receive: "The access token doesn't allow receiving here: it needs to be a read token for this path (or a parent path).",
   },
+  RELAY_BUSY: {
+    send: 'The relay is busy right now: its short-code channels are taken, or this network has too many transfers waiting on it. Try again in a moment.',
+    receive: 'The relay is busy right now: this network has too many transfers or code lookups waiting on it. Try again in a moment.',
+  },
   WRONG_CODE: {
     send: 'Someone entered a wrong code, so this code no longer works. Nothing was sent. Make a new code and read it out again.',
     receive: "It doesn't match the sender's code. Nothing was received. Check the code with the sender: they need to make a new one.",
@@ -64,6 +68,9 @@ export function describeError(err, side) {
   if (code === 'WRONG_CODE' && side === 'receive' && /no sender is waiting/.test(detail)) {
     return { code, title: 'Nobody is sending with this code: it was used already, it expired, or it was mistyped. Nothing was received.', detail };
   }
+  if (code === 'FORBIDDEN' && /\/code\/v1\//.test(detail)) {
+    return { code, title: "Short codes on this relay need a code token (ask its operator for one): this token doesn't allow them.", detail };
+  }
   if (code === 'PEER_DISCONNECTED' && side === 'send' && err.peerCode === 'WRONG_KEY') {
     return { code, title: 'The receiver could not decrypt (a wrong passphrase, or no key). Nothing was sent.', detail };
   }
@@ -87,6 +94,7 @@ const HEADLINES = {
   UNAUTHORIZED: { send: 'An access token is needed.', receive: 'An access token is needed.' },
   FORBIDDEN: { send: "The access token doesn't fit.", receive: "The access token doesn't fit." },
   CONNECT_TIMEOUT: { send: 'Nobody came.', receive: 'The sender did not come.' },
+  RELAY_BUSY: { send: 'The relay is busy.', receive: 'The relay is busy.' },
 };
 
 /** The short status line for a failure (the panel's heading), by error code and side. */

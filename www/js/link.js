@@ -53,7 +53,7 @@ export function buildLink(origin, t) {
 }
 
 /** A short code's text as people type it: "7-guitarist-revenge", "7 Guitarist Revenge". */
-const CODE_LIKE = /^\s*[1-9]\d{0,2}(?:[\s-]+[a-z]+){2}\s*$/i;
+const CODE_LIKE = /^\s*[1-9]\d{0,3}(?:[\s-]+[a-z]+){2}\s*$/i;
 
 /** True if `text` has the shape of a short code (the SDK checks the words themselves). */
 export function looksLikeCode(text) {
@@ -122,4 +122,19 @@ export function parseTyped(text) {
 export function safeFileName(name, fallback = 'httpipe-download') {
   const cleaned = String(name || '').replace(/[\u0000-\u001f\u007f/\\]/g, '_').replace(/^\.+/, '').trim();
   return cleaned.slice(0, 200) || fallback;
+}
+
+/**
+ * The mode an access token grants, from its claims (PROTOCOL.md §6: `hp1.<base64url JSON>.<MAC>`,
+ * `m` is 'r', 'w' or 'c' for a code token); not verified (the relay does that). undefined when
+ * it can't be read.
+ */
+export function tokenMode(token) {
+  try {
+    const b64 = String(token).split('.')[1].replaceAll('-', '+').replaceAll('_', '/');
+    const m = JSON.parse(atob(b64)).m;
+    return typeof m === 'string' ? m : undefined;
+  } catch {
+    return undefined;
+  }
 }

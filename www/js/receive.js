@@ -72,6 +72,8 @@ export class Receiver {
     show(this.panel);
     if (this.byCode) {
       $('recv-code').value = t.code;
+      // an auth-mode relay refuses a receiver without a (code) token: ask for it first
+      if (this.opts.authMode && !$('recv-token').value) return this.showForm(t.code ? 'token' : 'code');
       if (this.opts.autostart && t.code) return this.run();
       return this.showForm($('recv-code').value ? 'start' : 'code');
     }
@@ -91,7 +93,8 @@ export class Receiver {
     $('recv-passphrase').required = !this.byCode && !this.target.identity;
     $('recv-code').required = this.byCode;
     show($('recv-token-row'), !!(this.opts.authMode || this.needsToken || $('recv-token').value));
-    setText($('recv-status'), this.byCode ? 'Enter the code the sender gave you.'
+    const tokenToo = this.opts.authMode ? ', and your code token for this relay' : '';
+    setText($('recv-status'), this.byCode ? `Enter the code the sender gave you${tokenToo}.`
       : this.target.identity ? 'Enter your access token.' : 'Enter the passphrase the sender gave you.');
     const el = { code: $('recv-code'), passphrase: $('recv-passphrase'), token: $('recv-token'), start: $('recv-start') }[focus];
     if (el) {

@@ -110,7 +110,9 @@ export class Sender {
     setText($('qr-caption'), 'Scan to receive');
     const host = document.createElement('strong');
     host.textContent = location.host;
-    $('share-hint').replaceChildren('On the other device, open ', host, ' and enter the code, or scan the QR code. The code works once.');
+    // on a relay in auth mode the receiver needs a code token too (PROTOCOL.md §6)
+    const token = this.token ? ' They need a code token for this relay, as you do.' : '';
+    $('share-hint').replaceChildren('On the other device, open ', host, ' and enter the code, or scan the QR code. The code works once.', token);
     show($('share'));
     setText($('send-title'), 'Ready to send');
     // screen readers hear the code with the status (the tiles are not a live region)

@@ -1,10 +1,11 @@
 // Cloudflare Worker: produces a generated NDJSON feed, encrypted end to end with age-rt, into a
 // stream path on an httpipe relay, and answers with the SDK's report.
 //   GET /produce?relay=https://relay.example&path=/feeds/demo&lines=1000&passphrase=secret[&failAt=500]
+// And the other way: GET /receive?relay=...&path=... answers with the stream at `path`.
 // A consumer anywhere reads it with the SDK (`receive({ relay, path, passphrase })`), the
 // ZebraStream CLI, or curl + age. In an npm project import from "httpipe" instead (the package's
 // "workerd" export condition loads the wasm module the Workers way).
-import { send, cryptoBackend, HttpipeError } from '../../../pkg/workerd.js';
+import { send, receive, cryptoBackend, HttpipeError } from '../../../pkg/workerd.js';
 
 function feed(lines, failAt) {
   let seq = 0;
@@ -23,10 +24,40 @@ function feed(lines, failAt) {
   });
 }
 
+/**
+ * The stream once its first bytes arrived: a producer that fails before them (after the
+ * meeting) rejects here, so the Worker answers with an error status instead of an empty 200.
+ * (A failure after the first bytes can only cut the response: see js/README.md.)
+ */
+async function started(stream) {
+  const reader = stream.getReader();
+  const first = await reader.read();
+  return new ReadableStream({
+    start(c) { if (first.done) c.close(); else c.enqueue(first.value); },
+    async pull(c) {
+      const { done, value } = await reader.read();
+      if (done) c.close(); else c.enqueue(value);
+    },
+    cancel(reason) { return reader.cancel(reason); },
+  });
+}
+
+/** GET /receive?relay=...&path=...: the stream at `path` as this Worker's response. */
+async function relayed(url) {
+  const options = { relay: url.searchParams.get('relay'), path: url.searchParams.get('path'), timeout: 60 };
+  try {
+    const { stream, contentType } = await receive(options);
+    return new Response(await started(stream), { headers: { 'content-type': contentType ?? 'application/octet-stream' } });
+  } catch (e) {
+    return Response.json({ error: e instanceof HttpipeError ? e.code : 'UNKNOWN', message: String(e.message) }, { status: 502 });
+  }
+}
+
 export default {
   async fetch(request) {
     const url = new URL(request.url);
-    if (url.pathname !== '/produce') return new Response('try /produce?relay=...&path=...\n', { status: 404 });
+    if (url.pathname === '/receive') return relayed(url);
+    if (url.pathname !== '/produce') return new Response('try /produce?relay=...&path=... or /receive?relay=...&path=...\n', { status: 404 });
     const relay = url.searchParams.get('relay');
     const path = url.searchParams.get('path');
     const lines = Number(url.searchParams.get('lines') || '1000');

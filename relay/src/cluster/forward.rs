@@ -173,7 +173,12 @@ pub async fn forward(
 
     let (mut parts, body) = req.into_parts();
     let hangup = Hangup::of(&parts.extensions);
-    let client = parts.extensions.get::<Arc<ConnFd>>().cloned();
+    let http2 = parts.version >= Version::HTTP_2;
+    let client = parts
+        .extensions
+        .get::<Arc<ConnFd>>()
+        .cloned()
+        .map(|c| (c, http2));
     // A Data API consumer: its delivery is confirmed through the request body (§13.3).
     let consumer =
         parts.method == Method::GET && !parts.uri.path().starts_with(paths::CONNECT_PREFIX);
@@ -237,6 +242,7 @@ pub async fn forward(
         conn: Some(conn),
         hung_up,
         confirm,
+        relayed: 0,
     }
     .boxed();
     Ok(http::Response::from_parts(parts, body))
@@ -288,26 +294,24 @@ impl Body for Upstream {
 /// What confirming a forwarded consumer's delivery takes (§13.3).
 struct Confirm {
     tx: oneshot::Sender<()>,
-    /// The client's connection, whose acknowledgements are waited for.
-    client: Option<Arc<ConnFd>>,
+    /// The client's connection, whose acknowledgements are waited for, and whether it is
+    /// HTTP/2.
+    client: Option<(Arc<ConnFd>, bool)>,
 }
 
 impl Confirm {
-    /// Once the response has ended here: waits until the client acknowledged every byte, then
-    /// ends the forwarded request body; if the client failed, closes the connection instead.
-    /// The client's socket is held at once (synchronously): a connection already closed when
-    /// the response ended is a client that failed.
-    fn start(self, conn: Option<Conn>) {
-        let held = match &self.client {
-            Some(c) => match c.held() {
-                Some(h) => Some(h),
-                None => return, // `tx` and `conn` drop: the owner sees the connection close
-            },
-            None => None,
-        };
+    /// Once the response (`data` bytes) has ended here: waits until the client acknowledged
+    /// every byte up to its end (§3.2, `conn/`), then ends the forwarded request body; if the
+    /// client failed, closes the connection instead. The end is noted at once (synchronously,
+    /// where hyper polls the body): a connection already closed then is a client that failed.
+    fn start(self, conn: Option<Conn>, data: u64) {
+        let end = self.client.as_ref().map(|(c, http2)| match http2 {
+            true => c.end_h2(data),
+            false => c.end_h1(),
+        });
         tokio::spawn(async move {
-            let received = match held {
-                Some(h) => h.acknowledged().await,
+            let received = match end {
+                Some(end) => end.delivered().await,
                 None => true,
             };
             if !received {
@@ -328,6 +332,8 @@ struct Relayed {
     conn: Option<Conn>,
     hung_up: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
     confirm: Option<Confirm>,
+    /// Bytes relayed so far.
+    relayed: u64,
 }
 
 impl Relayed {
@@ -336,7 +342,7 @@ impl Relayed {
     fn ended(&mut self) {
         let conn = self.conn.take();
         match self.confirm.take() {
-            Some(confirm) => confirm.start(conn),
+            Some(confirm) => confirm.start(conn, self.relayed),
             None => {
                 if let Some(conn) = conn {
                     tokio::spawn(conn.finish(CONFIRM_FLUSH));
@@ -361,7 +367,17 @@ impl Body for Relayed {
             return Poll::Ready(Some(Err(std::io::Error::other("the client hung up"))));
         }
         match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
-            Some(Ok(frame)) => Poll::Ready(Some(Ok(frame))),
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    this.relayed += data.len() as u64;
+                }
+                if this.inner.is_end_stream() {
+                    // The last bytes (`Content-Length`): hyper writes them as the end (HTTP/2:
+                    // with `END_STREAM`) without polling again.
+                    this.ended();
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
             Some(Err(e)) => {
                 this.confirm = None;
                 this.conn = None;
@@ -375,7 +391,9 @@ impl Body for Relayed {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        // Ended once its end was noted (`ended`): an empty response's body is polled once,
+        // so that the end is noted before hyper writes it (HTTP/2: before `END_STREAM`).
+        self.inner.is_end_stream() && self.conn.is_none() && self.confirm.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -385,8 +403,9 @@ impl Body for Relayed {
 
 impl Drop for Relayed {
     fn drop(&mut self) {
-        // hyper drops a body whose `Content-Length` it has written without polling its end
-        // (and drops it too when the client's connection fails: `Confirm::start` tells).
+        // HTTP/1.1 never polls a body declared empty (`Content-Length: 0`) and drops it after
+        // writing the head (and drops any body when the client's connection fails:
+        // `Confirm::start` tells).
         if self.conn.is_some() && self.inner.is_end_stream() {
             self.ended();
         }

@@ -17,25 +17,30 @@ pub enum Msg {
 
 /// A consumer's response body. Without a [`Msg::End`] before the channel closes (the producer
 /// aborted) it yields an error, so hyper truncates the response (§3.3). Dropped before the end
-/// (the consumer hung up), it reports its index on the `gone` channel.
+/// (the consumer hung up, or its HTTP/2 stream was reset), it reports its index on the `gone`
+/// channel.
 pub struct ConsumerBody {
     rx: mpsc::Receiver<Msg>,
-    /// Gets the connection's flush count (`Ack::flushes`) at the end.
-    done: Option<oneshot::Sender<u64>>,
+    /// Gets what `ack` notes at the end ([`super::Ack::end`]).
+    done: Option<oneshot::Sender<super::Ending>>,
     ack: super::Ack,
     gone: Option<(mpsc::UnboundedSender<usize>, usize)>,
     ended: bool,
-    /// Bytes still expected when the producer declared a `Content-Length`: HTTP/1.1 stops
-    /// polling a body after that many bytes, so reaching it counts as the end.
+    /// Bytes still expected when the producer declared a `Content-Length`: the bytes that
+    /// reach it are the end (HTTP/1.1 stops polling the body there; on HTTP/2 they go in a
+    /// DATA frame with `END_STREAM`: curl resets a stream whose `Content-Length` it has while
+    /// its `END_STREAM` is missing, and the end must not wait for the upload's).
     remaining: Option<u64>,
+    /// Bytes yielded so far.
+    yielded: u64,
 }
 
 impl ConsumerBody {
-    /// `done` fires when the body has yielded its end, with `ack`'s flush count then; `gone`
+    /// `done` fires when the body has yielded its end, with what `ack` noted then; `gone`
     /// gets `index` if dropped before. `length` is the forwarded `Content-Length`, if any.
     pub fn new(
         rx: mpsc::Receiver<Msg>,
-        done: oneshot::Sender<u64>,
+        done: oneshot::Sender<super::Ending>,
         ack: super::Ack,
         gone: (mpsc::UnboundedSender<usize>, usize),
         length: Option<u64>,
@@ -48,17 +53,23 @@ impl ConsumerBody {
             gone: Some((gone, index)),
             ended: false,
             remaining: length,
+            yielded: 0,
         };
         if length == Some(0) {
-            // HTTP/1.1 never polls a body declared empty: it is complete already.
-            body.mark_done();
+            // hyper never polls a body that is at its end from the start.
+            body.end();
         }
         body
     }
 
+    fn end(&mut self) {
+        self.ended = true;
+        self.mark_done();
+    }
+
     fn mark_done(&mut self) {
         if let Some(done) = self.done.take() {
-            let _ = done.send(self.ack.flushes());
+            let _ = done.send(self.ack.end(self.yielded));
         }
     }
 }
@@ -76,17 +87,17 @@ impl Body for ConsumerBody {
         }
         match ready!(self.rx.poll_recv(cx)) {
             Some(Msg::Data(b)) => {
+                self.yielded += b.len() as u64;
                 if let Some(rem) = self.remaining.as_mut() {
                     *rem = rem.saturating_sub(b.len() as u64);
                     if *rem == 0 {
-                        self.mark_done();
+                        self.end();
                     }
                 }
                 Poll::Ready(Some(Ok(Frame::data(b))))
             }
             Some(Msg::End) => {
-                self.ended = true;
-                self.mark_done();
+                self.end();
                 Poll::Ready(None)
             }
             None => {

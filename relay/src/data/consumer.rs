@@ -16,21 +16,29 @@ use crate::respond::{rejection, Resp};
 /// up unnoticed by hyper (bytes pipelined behind the request), `hangup` ends it (§3.6); when the
 /// relay starts shutting down, a waiting consumer gets 503 at once (§9). With a Data API
 /// channel in `meet`, only a producer with the same channel on the path is met (§5.1).
+///
+/// While it waits it holds a place of its address's waiting peers (§9); on a code channel's
+/// pipe `a` it never waits (`meet.producer_first`, §14.5 rule 2).
 pub async fn handle(plane: Arc<Plane>, ack: Ack, hangup: Hangup, meet: Meet) -> Resp {
+    let _waiting = match meet.wait(&plane) {
+        Ok(h) => h,
+        Err(r) => return rejection(&r),
+    };
     loop {
         let (tx, rx) = oneshot::channel();
         let handoff = Handoff {
             tx,
             ack: ack.clone(),
         };
-        let _registered =
-            match plane
+        let (path, channel) = (&meet.path, meet.channel.as_deref());
+        let registered =
+            plane
                 .hub
-                .consumer(&meet.path, meet.channel.as_deref(), meet.n, handoff)
-            {
-                Ok(w) => w,
-                Err(r) => return rejection(&r),
-            };
+                .consumer_with(path, channel, meet.n, handoff, meet.producer_first);
+        let _registered = match registered {
+            Ok(w) => w,
+            Err(r) => return rejection(&r),
+        };
         let started = tokio::select! {
             s = rx => s,
             _ = plane.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),

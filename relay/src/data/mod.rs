@@ -24,6 +24,7 @@ pub(crate) mod transfer;
 use std::sync::Arc;
 use std::time::Duration;
 
+use httpipe::protocol::control::Rejection;
 use tokio::sync::{oneshot, watch};
 
 use crate::metrics::Metrics;
@@ -33,7 +34,7 @@ use crate::pairing::Hub;
 /// through `tx` when the transfer starts (or the refusal, when the producer withdrew: §3.10);
 /// `ack` tells, at the end, whether the consumer received every byte (§3.2).
 pub struct Handoff {
-    pub tx: oneshot::Sender<Result<Start, httpipe::protocol::control::Rejection>>,
+    pub tx: oneshot::Sender<Result<Start, Rejection>>,
     pub ack: Ack,
 }
 
@@ -42,8 +43,8 @@ pub struct Handoff {
 pub enum Ack {
     /// Nothing to inspect (not a TCP connection): the response's end counts.
     Ended,
-    /// The consumer's TCP connection acknowledged every byte written to it. `h1`: an
-    /// HTTP/1.1 connection, whose flushes tell when the response's last bytes were written.
+    /// The consumer's TCP connection acknowledged every byte up to the response's end. `h1`:
+    /// an HTTP/1.1 connection (else HTTP/2).
     Tcp {
         conn: Arc<crate::conn::ConnFd>,
         h1: bool,
@@ -77,25 +78,27 @@ impl Ack {
         Ack::Hop(rx)
     }
 
-    /// The connection's completed flushes now (0 when it isn't watched): what the response
-    /// body notes when it ends, for [`Ack::received`].
-    pub fn flushes(&self) -> u64 {
+    /// Called when the consumer's response body ends, having yielded `data` bytes (see
+    /// [`crate::conn::ConnFd::end_h1`], [`crate::conn::ConnFd::end_h2`]): what
+    /// [`Ack::received`] waits on.
+    pub fn end(&self, data: u64) -> Ending {
         match self {
-            Ack::Tcp { conn, h1: true } => conn.flushes(),
-            _ => 0,
+            Ack::Tcp { conn, h1: true } => Ending(Some(conn.end_h1())),
+            Ack::Tcp { conn, h1: false } => Ending(Some(conn.end_h2(data))),
+            _ => Ending(None),
         }
     }
 
     /// Waits until the consumer has received everything sent to it (`true`) or can't anymore.
-    /// Called once its response has ended. No timeout (a consumer that stops reading holds the
-    /// transfer open, as it does mid-stream).
-    /// `flushes`: the connection's completed flushes when the response body ended (see
-    /// [`Ack::flushes`]).
-    pub async fn received(&self, flushes: u64) -> bool {
+    /// Called once its response has ended, with what [`Ack::end`] noted then. No timeout (a
+    /// consumer that stops reading holds the transfer open, as it does mid-stream).
+    pub async fn received(&self, ending: Ending) -> bool {
         match self {
             Ack::Ended => true,
-            Ack::Tcp { conn, h1: true } => crate::conn::delivered_h1(conn, flushes).await,
-            Ack::Tcp { conn, h1: false } => crate::conn::delivered(conn).await,
+            Ack::Tcp { .. } => match ending.0 {
+                Some(end) => end.delivered().await,
+                None => false,
+            },
             Ack::Hop(rx) => {
                 let mut rx = rx.clone();
                 let ok = match rx.wait_for(Option::is_some).await {
@@ -108,6 +111,10 @@ impl Ack {
     }
 }
 
+/// What a consumer's response body noted when it ended, for [`Ack::received`]: where the
+/// response ended in its TCP connection (§3.2), when that is watched.
+pub struct Ending(Option<crate::conn::End>);
+
 /// The start of a consumer's response: forwarded headers and the relayed bytes.
 pub struct Start {
     pub headers: http::HeaderMap,
@@ -117,21 +124,50 @@ pub struct Start {
 /// Where a Data API request meets its peers (§3.1, §5.1): the stream path, the Data API
 /// channel if `channel=ID` was given (it then meets only requests with the same channel on
 /// the same path, never a Connect caller nor a request without channel: PROTOCOL.md §5.1
-/// "Data API channels"), and the number of consumers `n`.
+/// "Data API channels"), and the number of consumers `n`; and who asks (the client address
+/// its waiting counts against, §9) and, for a consumer on pipe `a` of a code channel, that it
+/// never waits (§14.5 rule 2).
 #[derive(Debug, Clone)]
 pub struct Meet {
     pub path: String,
     pub channel: Option<String>,
     pub n: usize,
+    pub client: Option<crate::crowd::Client>,
+    /// A consumer registers only if a producer waits (else `no-sender`, §14.5 rule 2).
+    pub producer_first: bool,
 }
 
 impl Meet {
-    /// Registers a producer in the pairing table at this meeting point.
-    fn producer(
-        &self,
-        hub: &Hub<Handoff>,
-    ) -> Result<crate::pairing::ProducerWait<Handoff>, httpipe::protocol::control::Rejection> {
-        hub.producer(&self.path, self.channel.as_deref(), self.n)
+    /// A place among the waiting peers of this request's address (§9): held while it waits.
+    pub fn wait(&self, plane: &Plane) -> Result<Option<crate::crowd::Hold>, Rejection> {
+        plane.crowd.wait(self.client)
+    }
+
+    /// Registers a producer in the pairing table at this meeting point, holding a place among
+    /// its address's waiting peers (§9) until it is matched or gone.
+    fn producer(&self, plane: &Plane) -> Result<Producer, Rejection> {
+        let place = self.wait(plane)?;
+        let wait = plane
+            .hub
+            .producer(&self.path, self.channel.as_deref(), self.n)?;
+        Ok(Producer {
+            wait,
+            _place: place,
+        })
+    }
+}
+
+/// A waiting producer: its registration and its address's place (§9); dropping it gives both
+/// back.
+pub struct Producer {
+    wait: crate::pairing::ProducerWait<Handoff>,
+    _place: Option<crate::crowd::Hold>,
+}
+
+impl Producer {
+    /// Resolves when its consumers are present ([`crate::pairing::ProducerWait::matched`]).
+    pub async fn matched(&mut self) -> crate::pairing::Match<Handoff> {
+        self.wait.matched().await
     }
 }
 
@@ -142,6 +178,8 @@ pub struct Limits {
     pub max_part_bytes: usize,
     /// A segmented upload without a part for this long is dropped (§4).
     pub upload_gap_timeout: Duration,
+    /// Per-address limits (§9, §14.5).
+    pub crowd: crate::crowd::CrowdLimits,
 }
 
 /// Where the relay is in its life (§9 shutdown).
@@ -157,6 +195,8 @@ pub enum Phase {
 /// The Data API's share of the relay: the pairing table, segmented uploads, metrics, limits.
 pub struct Plane {
     pub hub: Hub<Handoff>,
+    /// What each client address holds (§9 "Per-address limits", §14.5).
+    pub crowd: Arc<crate::crowd::Crowd>,
     pub(crate) uploads: segmented::Uploads,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
@@ -169,6 +209,7 @@ impl Plane {
     pub fn new(metrics: Arc<Metrics>, limits: Limits, hashed_paths: bool) -> Arc<Plane> {
         Arc::new(Plane {
             hub: Hub::new(),
+            crowd: crate::crowd::Crowd::new(limits.crowd),
             uploads: segmented::Uploads::default(),
             metrics,
             limits,

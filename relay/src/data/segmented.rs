@@ -26,7 +26,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, Limited};
-use httpipe::protocol::control::Rejection;
+use httpipe::protocol::control::{Rejection, UPLOAD_ABANDONED};
 use httpipe::protocol::upload;
 
 use super::body::{Log, LogBody};
@@ -222,7 +222,7 @@ async fn start(
     meet: Meet,
     is_final: bool,
 ) -> Resp {
-    let mut wait = match meet.producer(&plane.hub) {
+    let mut wait = match meet.producer(&plane) {
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
@@ -337,6 +337,25 @@ async fn accept(
     s.verdict = Some((part, text.clone()));
     forget_later(plane.clone(), up.id.clone());
     answer(text)
+}
+
+/// Handles `DELETE /{path}?upload=ID` (§4 "Abandoning"; the router checked path and token):
+/// the producer gives the upload up, its consumers are truncated at once.
+pub async fn abandon(plane: Arc<Plane>, meet: Meet, id: &str) -> Resp {
+    // only on the (path, channel) it was started on (§4, §5.1)
+    let up = plane
+        .uploads
+        .get(id)
+        .filter(|u| u.path == meet.path && u.channel == meet.channel);
+    let Some(up) = up else {
+        return rejection(&Rejection::UnknownUpload);
+    };
+    let mut s = up.session.lock().await;
+    if s.live.is_none() {
+        return rejection(&Rejection::UnknownUpload);
+    }
+    drop_upload(&plane, &up, &mut s, FailReason::ProducerAborted);
+    text(StatusCode::OK, format!("{}\n", UPLOAD_ABANDONED))
 }
 
 /// Removes an ended upload after [`VERDICT_KEPT`].

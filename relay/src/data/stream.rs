@@ -12,10 +12,9 @@ use httpipe::protocol::control::failure_line;
 use super::body::Log;
 use super::source::{first_part, Source, Upload};
 use super::transfer::{Kind, Transfer};
-use super::{headers, Handoff, Meet, Phase, Plane};
+use super::{headers, Meet, Phase, Plane};
 use crate::hangup::Hangup;
 use crate::metrics::FailReason;
-use crate::pairing::ProducerWait;
 use crate::respond::{plain_text, rejection, Resp};
 use httpipe::protocol::control::Rejection;
 
@@ -29,7 +28,7 @@ pub async fn handle(
     hangup: Hangup,
     meet: Meet,
 ) -> Resp {
-    let wait = match meet.producer(&plane.hub) {
+    let wait = match meet.producer(&plane) {
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
@@ -61,7 +60,7 @@ pub async fn handle(
 /// with the status log; its consumers, once present, get `producer-withdrew` and the path is
 /// free.
 pub async fn withdraw(plane: Arc<Plane>, hangup: Hangup, meet: Meet) -> Resp {
-    let mut wait = match meet.producer(&plane.hub) {
+    let mut wait = match meet.producer(&plane) {
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
@@ -107,7 +106,7 @@ struct Request {
 
 async fn run(
     plane: Arc<Plane>,
-    mut wait: ProducerWait<Handoff>,
+    mut wait: super::Producer,
     request: Request,
     mut upload: Upload,
     log: Log,

@@ -44,12 +44,12 @@ impl Kind {
 /// One consumer's channel as seen by the transfer.
 struct Sink {
     tx: mpsc::Sender<Msg>,
-    /// The consumer connection's flush count when its body ended.
-    done: oneshot::Receiver<u64>,
+    /// What the consumer's body noted when it ended.
+    done: oneshot::Receiver<super::Ending>,
     /// How the consumer's receipt of every byte is known at the end (§3.2).
     ack: super::Ack,
-    /// `done` already fired (observed with `try_recv`), with this flush count.
-    finished: Option<u64>,
+    /// `done` already fired (observed with `try_recv`), with this.
+    finished: Option<super::Ending>,
 }
 
 /// A transfer in progress: from the match of producer and consumers to its one end.
@@ -191,8 +191,8 @@ impl Transfer {
             };
             // A body that reached its Content-Length may be gone already, having finished.
             if sink.tx.send(Msg::End).await.is_err() {
-                if let Ok(flushes) = sink.done.try_recv() {
-                    sink.finished = Some(flushes);
+                if let Ok(ending) = sink.done.try_recv() {
+                    sink.finished = Some(ending);
                 } else {
                     self.drop_sink(i);
                 }
@@ -201,16 +201,17 @@ impl Transfer {
         self.busy.take(); // the path is free again
         let sinks = std::mem::take(&mut self.sinks);
         // Every consumer's response ended (hyper has the last byte), then its connection
-        // acknowledged every byte (§3.2: the bytes reached the consumer's TCP stack).
+        // acknowledged every byte up to that end (§3.2: the bytes reached the consumer's TCP
+        // stack).
         let received = sinks.into_iter().flatten().map(|sink| async move {
-            let flushes = match sink.finished {
-                Some(f) => f,
+            let ending = match sink.finished {
+                Some(e) => e,
                 None => match sink.done.await {
-                    Ok(f) => f,
+                    Ok(e) => e,
                     Err(_) => return false,
                 },
             };
-            sink.ack.received(flushes).await
+            sink.ack.received(ending).await
         });
         for ok in futures_util::future::join_all(received).await {
             if !ok {

@@ -222,9 +222,25 @@ impl<C> Hub<C> {
         n: usize,
         handoff: C,
     ) -> Result<ConsumerWait<C>, Rejection> {
+        self.consumer_with(path, channel, n, handoff, false)
+    }
+
+    /// As [`Hub::consumer`]; with `producer_first`, only if a producer waits there now: else
+    /// `no-sender`, and nothing is registered (a code channel's pipe `a`, §14.5 rule 2).
+    pub fn consumer_with(
+        &self,
+        path: &str,
+        channel: Option<&str>,
+        n: usize,
+        handoff: C,
+        producer_first: bool,
+    ) -> Result<ConsumerWait<C>, Rejection> {
         let id = self.id();
         let key = (path.to_string(), Room::data(channel));
         let mut paths = self.lock();
+        if producer_first && paths.get(&key).is_none_or(|s| s.producer.is_none()) {
+            return Err(Rejection::NoSender);
+        }
         let slot = paths.entry(key.clone()).or_insert_with(|| Slot::new(n));
         if slot.has_data_peers() && slot.n != n {
             let expected = slot.n;

@@ -331,3 +331,28 @@ async fn data_channel_peers_that_leave_are_forgotten() {
     drop((m, p, c));
     assert!(hub.lock().is_empty());
 }
+
+#[tokio::test]
+async fn a_consumer_that_needs_a_producer_never_waits() {
+    // §14.5 rule 2: refused and not registered, with no producer or a running transfer
+    let hub = H::new();
+    assert_eq!(
+        hub.consumer_with("/a", None, 1, 1, true).err(),
+        Some(Rejection::NoSender)
+    );
+    assert_eq!(hub.counts(), Counts::default());
+    let mut p = hub.producer("/a", None, 1).unwrap();
+    let _c = hub.consumer_with("/a", None, 1, 2, true).unwrap();
+    let m = p.matched().await;
+    assert_eq!(m.consumers, vec![2]);
+    assert_eq!(
+        hub.consumer_with("/a", None, 1, 3, true).err(),
+        Some(Rejection::NoSender)
+    );
+    // another room of the path is another place
+    let _other = hub.producer("/a", Some("ch"), 1).unwrap();
+    assert_eq!(
+        hub.consumer_with("/a", None, 1, 4, true).err(),
+        Some(Rejection::NoSender)
+    );
+}

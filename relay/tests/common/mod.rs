@@ -36,6 +36,15 @@ impl T {
     pub fn is_tls(self) -> bool {
         matches!(self, T::H1Tls | T::H2)
     }
+    /// curl's options for this transport (`-k`: the test relay's certificate is its own).
+    pub fn curl_flags(self) -> &'static [&'static str] {
+        match self {
+            T::H1 => &["--http1.1"],
+            T::H1Tls => &["--http1.1", "-k"],
+            T::H2c => &["--http2-prior-knowledge"],
+            T::H2 => &["--http2", "-k"],
+        }
+    }
 }
 
 pub type TestBody = BoxBody<Bytes, io::Error>;
@@ -213,15 +222,7 @@ impl Relay {
         }
         let req = req.body(body).unwrap();
         if t.is_tls() {
-            let cfg = if t.is_h2() {
-                self.tls_h2.clone()
-            } else {
-                self.tls_h1.clone()
-            };
-            let tls = tokio_rustls::TlsConnector::from(cfg)
-                .connect(ServerName::try_from("localhost").unwrap(), tcp)
-                .await
-                .unwrap();
+            let tls = self.tls(t, tcp).await;
             Call {
                 socket: Some(socket),
                 ..send(t, TokioIo::new(tls), req).await
@@ -237,16 +238,39 @@ impl Relay {
     /// A raw connection to the plain port (`tls` false) or a TLS connection (ALPN http/1.1)
     /// to the TLS port, for tests that write bytes by hand.
     pub async fn raw(&self, tls: bool) -> Raw {
-        if tls {
-            let tcp = TcpStream::connect(self.https).await.unwrap();
-            let s = tokio_rustls::TlsConnector::from(self.tls_h1.clone())
-                .connect(ServerName::try_from("localhost").unwrap(), tcp)
-                .await
-                .unwrap();
-            Box::new(s)
+        let t = if tls { T::H1Tls } else { T::H1 };
+        let addr = if tls { self.https } else { self.http };
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()
         } else {
-            Box::new(TcpStream::connect(self.http).await.unwrap())
+            tokio::net::TcpSocket::new_v6()
+        };
+        self.connect_with(t, socket.unwrap()).await
+    }
+
+    /// A byte stream to the port of transport `t` (TLS with its ALPN on the TLS port) over
+    /// `socket`, which the caller set up (e.g. with a small receive buffer).
+    pub async fn connect_with(&self, t: T, socket: tokio::net::TcpSocket) -> Raw {
+        let addr = if t.is_tls() { self.https } else { self.http };
+        let tcp = socket.connect(addr).await.unwrap();
+        tcp.set_nodelay(true).unwrap();
+        if !t.is_tls() {
+            return Box::new(tcp);
         }
+        Box::new(self.tls(t, tcp).await)
+    }
+
+    /// TLS over `tcp` with the ALPN of transport `t`, trusting the relay's certificate.
+    async fn tls(&self, t: T, tcp: TcpStream) -> tokio_rustls::client::TlsStream<TcpStream> {
+        let cfg = if t.is_h2() {
+            self.tls_h2.clone()
+        } else {
+            self.tls_h1.clone()
+        };
+        tokio_rustls::TlsConnector::from(cfg)
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await
+            .unwrap()
     }
 
     pub async fn get(&self, t: T, path: &str) -> Call {

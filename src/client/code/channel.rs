@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::words::{EVEN, ODD};
-use super::{wrong_code, CHANNEL_MAX, CHANNEL_NARROW, MAX_TRIES, NARROW_TRIES};
+use super::{wrong_code, CHANNEL_MAX, CHANNEL_TIERS, MAX_TRIES};
 use crate::client::error::{Error, ErrorCode};
 use crate::crypto::RandomSource;
 
@@ -17,7 +17,7 @@ pub struct Code {
 }
 
 impl Code {
-    /// The code on `channel` (1–999) with the words of `bytes`.
+    /// The code on `channel` (1–9999) with the words of `bytes`.
     pub fn new(channel: u16, bytes: [u8; 2]) -> Result<Code, Error> {
         if !(1..=CHANNEL_MAX).contains(&channel) {
             return Err(Error::usage(format!(
@@ -46,14 +46,15 @@ impl Code {
         }
         let n = parts[0];
         let channel = (!n.is_empty()
-            && n.len() <= 3
+            && n.len() <= 4
             && n.bytes().all(|b| b.is_ascii_digit())
             && !n.starts_with('0'))
         .then(|| n.parse::<u16>().ok())
         .flatten()
+        .filter(|c| (1..=CHANNEL_MAX).contains(c))
         .ok_or_else(|| {
             wrong_code(format!(
-                "the code's number {n:?} is wrong: it is 1–999, as the 7 in 7-guitarist-revenge"
+                "the code's number {n:?} is wrong: it is 1–{CHANNEL_MAX}, as the 7 in 7-guitarist-revenge"
             ))
         })?;
         let word = |w: &str, list: &[&str; 256], other: &[&str; 256], which: &str| {
@@ -97,23 +98,32 @@ impl fmt::Display for Code {
 }
 
 /// The channel for the sender's next try, after `busy` busy channels, from a random `r`:
-/// 1–99 for the first [`NARROW_TRIES`] tries, then 1–999 (§14.2 step 1).
+/// uniform in the range of [`CHANNEL_TIERS`] that `busy` has reached: 1–99 for the first 3
+/// tries, 1–999 for the next 3, then 1–9999 (§14.2 step 1). Never the lowest free one: a
+/// crowd can't tell which channel the next sender takes.
 pub fn pick_channel(busy: u32, r: u32) -> u16 {
-    let range = if busy < NARROW_TRIES {
-        CHANNEL_NARROW
-    } else {
-        CHANNEL_MAX
-    };
+    let mut tries = busy;
+    let mut range = CHANNEL_MAX;
+    for (top, count) in CHANNEL_TIERS {
+        range = top;
+        if tries < count {
+            break;
+        }
+        tries -= count;
+    }
     (r % u32::from(range)) as u16 + 1
 }
 
 /// The sender's next code after `busy` busy channels: a channel by [`pick_channel`] and two
-/// random words. `RELAY_ERROR` after [`MAX_TRIES`] busy channels in a row.
+/// random words. `RELAY_BUSY` after [`MAX_TRIES`] busy channels in a row.
 pub fn next_code(busy: u32, rng: &mut dyn RandomSource) -> Result<Code, Error> {
     if busy >= MAX_TRIES {
         return Err(Error::new(
-            ErrorCode::RelayError,
-            format!("{busy} channels in a row were busy on the relay; try again later"),
+            ErrorCode::RelayBusy,
+            format!(
+                "the relay's code channels are busy: {busy} channels in a row were taken by \
+                 other senders"
+            ),
         ));
     }
     let mut r = [0u8; 6];
@@ -135,9 +145,9 @@ pub enum Pipe {
 
 pub(super) fn pipe_path(channel: u16, pipe: Pipe) -> String {
     let p = match pipe {
-        Pipe::A => 'a',
+        Pipe::A => crate::protocol::paths::CODE_FIRST_PIPE,
         Pipe::B => 'b',
         Pipe::C => 'c',
     };
-    format!("/code/v1/{channel}/{p}")
+    crate::protocol::paths::code_pipe_path(channel, p)
 }

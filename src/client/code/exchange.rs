@@ -10,12 +10,12 @@
 //! Receiver ([`CodeReceive`]): await a sender on the channel (`408` → `WRONG_CODE`) → GET `a`
 //! → POST `b` → GET `c` → the keys and the offer, or `WRONG_CODE`.
 
-use super::busy_pipe;
 use super::call::{misuse, Call, Got, Machine, Steps};
 use super::channel::{next_code, Code, Pipe};
 use super::keys::CodeKeys;
 use super::relay::{CodeRelay, Posted};
 use super::spake::{CodeReceiver, CodeSender, Offer};
+use super::{busy_pipe, step_late, Late};
 use crate::client::error::Error;
 use crate::crypto::RandomSource;
 
@@ -100,7 +100,8 @@ impl Steps for Sender {
             },
             (Sending::AwaitB(sender), Some(b)) => {
                 let channel = sender.code().channel();
-                let reply = sender.on_b(&b?.got()?);
+                let b = b.map_err(|e| step_late(e, Late::Receiver))?;
+                let reply = sender.on_b(&b.got()?);
                 *call = Call::ask(
                     self.relay.post(channel, Pipe::C, None)?,
                     Some(reply.c),
@@ -110,7 +111,7 @@ impl Steps for Sender {
             }
             (Sending::PostC(verdict), Some(c)) => {
                 let keys = verdict?;
-                return match c?.posted()? {
+                return match c.map_err(|e| step_late(e, Late::Receiver))?.posted()? {
                     Posted::Held => Ok(Some(keys)),
                     Posted::Busy => Err(busy_pipe(Pipe::C)),
                 };
@@ -184,14 +185,19 @@ impl Steps for Receiver {
                 *call = Call::ask(self.relay.post(channel, Pipe::B, None)?, Some(b), None);
                 Receiving::PostB(receiver)
             }
-            (Receiving::PostB(receiver), Some(b)) => match b?.posted()? {
-                Posted::Held => {
-                    *call = Call::ask(self.relay.get(channel, Pipe::C)?, None, None);
-                    Receiving::AwaitC(receiver)
+            (Receiving::PostB(receiver), Some(b)) => {
+                match b.map_err(|e| step_late(e, Late::Sender))?.posted()? {
+                    Posted::Held => {
+                        *call = Call::ask(self.relay.get(channel, Pipe::C)?, None, None);
+                        Receiving::AwaitC(receiver)
+                    }
+                    Posted::Busy => return Err(busy_pipe(Pipe::B)),
                 }
-                Posted::Busy => return Err(busy_pipe(Pipe::B)),
-            },
-            (Receiving::AwaitC(receiver), Some(c)) => return receiver.on_c(&c?.got()?).map(Some),
+            }
+            (Receiving::AwaitC(receiver), Some(c)) => {
+                let c = c.map_err(|e| step_late(e, Late::Sender))?;
+                return receiver.on_c(&c.got()?).map(Some);
+            }
             _ => return Err(misuse("no answer to go on with")),
         };
         Ok(None)

@@ -63,7 +63,11 @@ impl Shared {
 
     pub(super) fn keys(&self) -> Result<CodeKeys, Error> {
         let path = self.derive::<16>(INFO_PATH);
-        let path = format!("/code/v1/x/{}", hex(path.as_ref()));
+        let path = format!(
+            "{}/x/{}",
+            crate::protocol::paths::CODE_NAMESPACE,
+            hex(path.as_ref())
+        );
         let secret = self.derive::<32>(INFO_IDENTITY);
         let id = Identity::generate_x25519_with_rng(&mut FixedRandom::new(secret.to_vec()))?;
         let identity = id

@@ -45,13 +45,12 @@ pub const SPAKE2_IDENTITY: &str = "httpipe-code-v1";
 pub const CODE_STEP_S: f64 = 30.0;
 /// Seconds the receiver waits for a sender on the channel before `WRONG_CODE` (§14.2 step 2).
 pub const SENDER_WAIT_S: f64 = 10.0;
-/// Highest channel number.
-pub const CHANNEL_MAX: u16 = 999;
-/// Channels tried first (1 to this); after [`NARROW_TRIES`] busy ones, 1 to [`CHANNEL_MAX`].
-pub const CHANNEL_NARROW: u16 = 99;
-/// Busy channels in 1–99 before the sender picks in 1–999.
-pub const NARROW_TRIES: u32 = 3;
-/// Busy channels after which the sender gives up (`RELAY_ERROR`).
+/// Highest channel number (§14.1).
+pub const CHANNEL_MAX: u16 = crate::protocol::paths::CODE_CHANNEL_MAX;
+/// The sender's channel ranges (§14.2 step 1): each `(highest channel, busy channels before
+/// the next range)`; the last range is the rest of the tries, up to [`MAX_TRIES`].
+pub const CHANNEL_TIERS: [(u16, u32); 3] = [(99, 3), (999, 3), (CHANNEL_MAX, u32::MAX)];
+/// Busy channels after which the sender gives up (`RELAY_BUSY`).
 pub const MAX_TRIES: u32 = 20;
 /// A SPAKE2 message: one side byte and a compressed Ed25519 point.
 pub const SPAKE2_MSG_LEN: usize = 33;
@@ -61,6 +60,38 @@ pub const CONFIRM_LEN: usize = 32;
 /// A `WRONG_CODE` error: its message starts "wrong code: ".
 fn wrong_code(message: impl std::fmt::Display) -> Error {
     Error::new(ErrorCode::WrongCode, format!("wrong code: {message}"))
+}
+
+/// A step of the exchange (§14.2 steps 2–4) that ran out of its [`CODE_STEP_S`]: `WRONG_CODE`
+/// saying which side did not answer (not "no peer arrived": it was there a moment ago, and the
+/// code is used up either way); `late` is that side and why it may be so.
+fn step_late(e: Error, late: Late) -> Error {
+    if e.code != ErrorCode::ConnectTimeout {
+        return e;
+    }
+    let (who, why) = match late {
+        Late::Receiver => (
+            "the receiver that took this code's first message",
+            "it left, or it was someone else trying the code",
+        ),
+        Late::Sender => (
+            "the sender",
+            "it left, or someone else is on this code's channel",
+        ),
+    };
+    let cause = e.cause().cloned();
+    wrong_code(format!(
+        "{who} did not answer within {CODE_STEP_S} s ({why}); nothing was sent ({})",
+        e.message
+    ))
+    .with_shared_source(cause)
+}
+
+/// The side a step of the exchange waits for ([`step_late`]).
+#[derive(Debug, Clone, Copy)]
+enum Late {
+    Receiver,
+    Sender,
 }
 
 /// A POST on pipe `b` (receiver) or `c` (sender) found another writer there: someone else is in

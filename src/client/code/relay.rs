@@ -114,10 +114,15 @@ impl Answer {
         Err(self.refused())
     }
 
-    /// A GET on a pipe: its bytes.
+    /// A GET on a pipe: its bytes. `no-sender` (pipe `a`, §14.5 rule 2): the sender that was
+    /// there a moment ago is gone, or someone else took its message first: `WRONG_CODE`.
     pub fn got(self) -> Result<Vec<u8>, Error> {
         match self.status {
             200 => Ok(self.body),
+            _ if self.refusal == Some(RefusalCode::NoSender) => Err(wrong_code(
+                "no sender is waiting for this code any more (someone else took its first \
+                 message, or the sender left)",
+            )),
             _ => Err(self.refused()),
         }
     }

@@ -26,14 +26,17 @@ fn next_code_narrow_channels_first_then_gives_up() {
         code.to_string(),
         format!("{}-adroitness-zulu", 200 % 99 + 1)
     );
-    let wide = next_code(
-        NARROW_TRIES,
-        &mut FixedRandom::new(vec![200, 0, 0, 0, 0, 0]),
-    );
+    let wide = next_code(3, &mut FixedRandom::new(vec![200, 0, 0, 0, 0, 0]));
     assert_eq!(wide.unwrap().channel(), 201);
+    let wider = next_code(6, &mut FixedRandom::new(vec![0x10, 0x27, 0, 0, 0, 0]));
+    assert_eq!(wider.unwrap().channel(), 10_000 % 9999 + 1);
     let e = next_code(MAX_TRIES, &mut OsRandom).unwrap_err();
-    assert_eq!(e.code, ErrorCode::RelayError);
-    assert!(e.message.contains("busy"), "{}", e.message);
+    assert_eq!(e.code, ErrorCode::RelayBusy);
+    assert!(
+        e.message.contains("the relay's code channels are busy"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -172,6 +175,7 @@ fn parse_and_normalise() {
         Code::parse("999-yucatan-zulu").unwrap().to_string(),
         "999-yucatan-zulu"
     );
+    assert_eq!(Code::parse("9999 Yucatan zulu").unwrap().channel(), 9999);
     assert_eq!(
         Code::parse("1-adroitness-aardvark").unwrap(),
         Code::new(1, [0, 0]).unwrap()
@@ -186,7 +190,8 @@ fn parse_and_normalise() {
     wrong("7-guitarist-revenge-x", "not a code");
     wrong("07-guitarist-revenge", "number \"07\"");
     wrong("0-guitarist-revenge", "number \"0\"");
-    wrong("1000-guitarist-revenge", "number \"1000\"");
+    wrong("10000-guitarist-revenge", "number \"10000\"");
+    wrong("0999-guitarist-revenge", "number \"0999\"");
     wrong("x-guitarist-revenge", "number \"x\"");
     wrong("+7-guitarist-revenge", "number");
     wrong("7-guitarst-revenge", "first word \"guitarst\"");
@@ -210,14 +215,21 @@ fn the_word_lists() {
 
 #[test]
 fn channels() {
+    // 1–99 for 3 tries, 1–999 for 3, then 1–9999 (§14.2 step 1), uniform in each
     for r in [0u32, 1, 98, 99, 12345, u32::MAX] {
         assert!((1..=99).contains(&pick_channel(0, r)));
         assert!((1..=99).contains(&pick_channel(2, r)));
         assert!((1..=999).contains(&pick_channel(3, r)));
+        assert!((1..=999).contains(&pick_channel(5, r)));
+        assert!((1..=9999).contains(&pick_channel(6, r)));
+        assert!((1..=9999).contains(&pick_channel(MAX_TRIES - 1, r)));
     }
     assert_eq!(pick_channel(3, 998), 999);
+    assert_eq!(pick_channel(6, 9998), 9999);
+    assert_eq!(pick_channel(u32::MAX, 9998), 9999);
     assert!(Code::new(0, [0, 0]).is_err());
-    assert!(Code::new(1000, [0, 0]).is_err());
+    assert!(Code::new(9999, [0, 0]).is_ok());
+    assert!(Code::new(10000, [0, 0]).is_err());
     assert_eq!(
         Code::new(5, [1, 2]).unwrap().pipe_path(Pipe::B),
         "/code/v1/5/b"
@@ -285,6 +297,29 @@ fn answers() {
         answer(403, &[], b"").got().unwrap_err().code,
         ErrorCode::Forbidden
     );
+    // pipe a without its sender (§14.5 rule 2): taken a moment ago, or the sender left
+    let gone = answer(
+        404,
+        &[("x-httpipe-error", "no-sender")],
+        b"[ERROR] No sender",
+    )
+    .got()
+    .unwrap_err();
+    assert_eq!(gone.code, ErrorCode::WrongCode);
+    assert!(
+        gone.message.contains("no sender is waiting"),
+        "{}",
+        gone.message
+    );
+    // a per-address limit (§9, §14.5): RELAY_BUSY with the relay's words
+    let limit = b"[ERROR] Too many short-code requests from your address at once (at most 16)";
+    for e in [
+        answer(429, &[], limit).posted().unwrap_err(),
+        answer(429, &[], limit).sender_waits().unwrap_err(),
+    ] {
+        assert_eq!(e.code, ErrorCode::RelayBusy);
+        assert!(e.message.contains("from your address"), "{}", e.message);
+    }
 }
 
 #[test]

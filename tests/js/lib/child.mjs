@@ -85,3 +85,28 @@ export function rssOf(pid) {
     return m ? Number(m[1]) * 1024 : 0;
   } catch { return 0; }
 }
+
+/** Every process: { pid, ppid, name, cmd } (cmd: the command line's arguments), from /proc. */
+export function processes() {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+      const ppid = Number(stat.replace(/^.*\) /, '').split(' ')[1]);
+      out.push({ pid: Number(d), ppid, name: /\((.*)\)/.exec(stat)[1], cmd });
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+/** `root` and its descendants, from `procs` (default: {@link processes} now). */
+export function processTree(root, procs = processes()) {
+  const ours = new Set([root]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of procs) if (!ours.has(p.pid) && ours.has(p.ppid)) { ours.add(p.pid); grew = true; }
+  }
+  return procs.filter((p) => ours.has(p.pid));
+}

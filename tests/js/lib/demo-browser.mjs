@@ -1,7 +1,9 @@
 // Helpers for the demo's browser tests: launch Debian's Chromium through playwright-core,
 // drive the sender and receiver pages, hash files, save screenshots to test-artifacts/.
 import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,6 +57,15 @@ export async function sha256File(file) {
   const hash = crypto.createHash('sha256');
   for await (const chunk of fs.createReadStream(file)) hash.update(chunk);
   return hash.digest('hex');
+}
+
+/** The ZIP at `file`: { path: size } of every entry (folders end in "/"), checked by Python's zipfile. */
+export function zipListing(file) {
+  return JSON.parse(execFileSync('python3', ['-c', `
+import zipfile, sys, json
+z = zipfile.ZipFile(sys.argv[1])
+assert z.testzip() is None
+print(json.dumps({i.filename: i.file_size for i in z.infolist()}))`, file]).toString());
 }
 
 /** Fails the test on any request that leaves the page's origin (the page must make none). */
@@ -170,6 +181,37 @@ export async function receiveByCode(browser, origin, code, { timeout = 120000 } 
   await page.press('#open-input', 'Enter');
   await waitState(page, 'recv-panel', ['waiting', 'ready', 'receiving', 'done', 'error']);
   return { page, download };
+}
+
+/**
+ * Sends `files` from a new demo page in `browser` by link: `{ page, link }` once it waits for
+ * the receiver. With `passphrase`, in passphrase mode (which the page then remembers);
+ * without, in the mode the page has (see {@link preferLinks}).
+ */
+export async function sendByLink(browser, origin, files, passphrase) {
+  const page = await browser.context.newPage();
+  await openDemo(page, `${origin}/`);
+  if (passphrase !== undefined) {
+    await page.click('#options summary');
+    await page.check('#mode-passphrase');
+    await page.fill('#passphrase', passphrase);
+  }
+  await dropFiles(page, files);
+  await waitState(page, 'send-panel', ['waiting', 'sending']);
+  return { page, link: await page.inputValue('#link') };
+}
+
+/**
+ * On a receiving page that asks for the passphrase (any page with fill and click, also
+ * lib/webkit.mjs's): a wrong one ends it in the error that says so, nothing saved.
+ */
+export async function typeWrongPassphrase(page) {
+  assert.equal(await page.isVisible('#recv-passphrase'), true);
+  await page.fill('#recv-passphrase', 'wrong horse');
+  await page.click('#recv-start');
+  assert.equal(await waitState(page, 'recv-panel', ['error', 'done'], 60000), 'error');
+  assert.equal(await textOf(page, 'recv-status'), 'Wrong passphrase or key.');
+  assert.match(await textOf(page, 'recv-error'), /Wrong passphrase.*Nothing was saved/);
 }
 
 /** Makes new pages of `browser` send by link ('link') or passphrase, not by code (the default). */

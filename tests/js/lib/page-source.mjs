@@ -1,6 +1,7 @@
-// Deterministic pseudo-random bytes (xorshift32) that a Chromium page and Node both make from
-// the same source text: `GEN_SRC` goes into `page.evaluate` and is evaluated there, `gen` is
-// the same function here. `gen(total, seed)` → a ReadableStream of 256 KiB chunks.
+// Functions a browser page and Node both run from the same source text: `*_SRC` goes into
+// `page.evaluate` and is evaluated there, the function of the same name is it here.
+// `gen(total, seed)`: deterministic pseudo-random bytes (xorshift32), a ReadableStream of
+// 256 KiB chunks. `sum(stream)`: a cheap order-sensitive checksum of a byte stream.
 export const GEN_SRC = `(total, seed) => {
   let x = seed >>> 0 || 1;
   let sent = 0;
@@ -17,3 +18,37 @@ export const GEN_SRC = `(total, seed) => {
 }`;
 // eslint-disable-next-line no-eval
 export const gen = (0, eval)(GEN_SRC);
+
+// FNV-1a over the bytes, and their count: { bytes, fnv }.
+export const SUM_SRC = `async (stream) => {
+  let h = 0x811c9dc5, n = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    for (let i = 0; i < value.length; i++) { h ^= value[i]; h = Math.imul(h, 16777619) >>> 0; }
+    n += value.length;
+  }
+  return { bytes: n, fnv: h >>> 0 };
+}`;
+// eslint-disable-next-line no-eval
+export const sum = (0, eval)(SUM_SRC);
+
+// True when the page's WebCrypto has ChaCha20-Poly1305 (and it seals 100 bytes into 116).
+export const CHACHA_PROBE_SRC = `async () => {
+  try {
+    const s = crypto.subtle;
+    const k = await s.importKey('raw-secret', new Uint8Array(32).fill(7), { name: 'ChaCha20-Poly1305' }, false, ['encrypt']);
+    const ct = new Uint8Array(await s.encrypt({ name: 'ChaCha20-Poly1305', iv: new Uint8Array(12) }, k, new Uint8Array(100)));
+    return ct.length === 116;
+  } catch { return false; }
+}`;
+
+/**
+ * Opens `origin`/version in `page` (Playwright's, puppeteer's or lib/webkit.mjs's: any with
+ * goto and evaluate) and loads the package there as `window.httpipe`, initialised.
+ */
+export async function loadSdkPage(page, origin) {
+  await page.goto(`${origin}/version`);
+  await page.evaluate(async () => { window.httpipe = await import('/assets/pkg/index.js'); await window.httpipe.init(); });
+}

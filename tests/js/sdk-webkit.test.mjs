@@ -1,0 +1,333 @@
+// The package in WebKit (WebKitGTK's MiniBrowser over WebDriver, lib/webkit.mjs: the engine of
+// Safari), same origin as a real relay, the other side Node: one browser session for the file.
+// WebKit can't stream a request body, so every upload is segmented (PROTOCOL.md §4), over
+// HTTP/2 too; its WebCrypto has no ChaCha20-Poly1305, so the payload cipher is the wasm one.
+// Plain, passphrase and X25519 both ways with receipts; short codes both ways; resume after
+// cut connections (lib/cut-proxy.mjs); aborts on either side end in a failure, never a clean
+// end; and one 200 MB upload with the page's processes' memory (RSS from /proc) in the output.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startRelay } from './lib/relay.mjs';
+import { cutProxy } from './lib/cut-proxy.mjs';
+import { launchWebKit, skipWithoutWebKit } from './lib/webkit.mjs';
+import { PKG, uniquePath, hashStream, rejection, within } from './lib/sdk.mjs';
+import { GEN_SRC, gen, SUM_SRC, sum, loadSdkPage, CHACHA_PROBE_SRC } from './lib/page-source.mjs';
+
+const sdk = await import(PKG);
+const MiB = 1 << 20;
+const MB = 1e6;
+const skip = skipWithoutWebKit();
+let relay;
+let webkit;
+let page;
+before(async () => {
+  if (skip) return;
+  relay = await startRelay();
+  webkit = await launchWebKit();
+  page = webkit.page;
+});
+after(async () => {
+  await webkit?.close();
+  await relay?.stop();
+});
+
+/** A fresh page with the package on `origin` (default: the relay's TLS port, HTTP/2). */
+const fresh = (origin = relay.https) => loadSdkPage(page, origin);
+
+/** The page sends `size` bytes of gen(size, seed) with `opts`; the Node side receives with `recv`. */
+async function pageSends(size, seed, opts = {}, recv = {}, relayUrl = relay.https) {
+  const path = uniquePath('webkit-send');
+  const recvP = sdk.receive({ relay: relay.http, path, ...recv }).then((r) => hashStream(r.stream));
+  recvP.catch(() => {});
+  const report = await page.evaluate(async ({ relayUrl, path, size, seed, GEN_SRC, opts }) => {
+    const gen = (0, eval)(GEN_SRC);
+    return window.httpipe.send(gen(size, seed), { relay: relayUrl, path, size, ...opts });
+  }, { relayUrl, path, size, seed, GEN_SRC, opts });
+  const got = await recvP;
+  assert.equal(got.bytes, size);
+  assert.equal(got.sha256, (await hashStream(gen(size, seed))).sha256);
+  assert.equal(report.bytes, size);
+  assert.equal(report.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+  return report;
+}
+
+/** Node sends gen(size, seed) with `opts`; the page receives with `recv`: the page's checksum. */
+async function pageReceives(size, seed, opts = {}, recv = {}, relayUrl = relay.https) {
+  const path = uniquePath('webkit-recv');
+  const sendP = sdk.send(gen(size, seed), { relay: relay.http, path, ...opts });
+  sendP.catch(() => {});
+  const got = await page.evaluate(async ({ relayUrl, path, SUM_SRC, recv }) => {
+    const r = await window.httpipe.receive({ relay: relayUrl, path, ...recv });
+    return (0, eval)(SUM_SRC)(r.stream);
+  }, { relayUrl, path, SUM_SRC, recv });
+  assert.deepEqual(got, await sum(gen(size, seed)));
+  return sendP;
+}
+
+test('WebKit: no streaming uploads and no WebCrypto ChaCha20-Poly1305: segmented over HTTP/2, the wasm cipher', { skip, timeout: 60_000 }, async () => {
+  await fresh();
+  const r = await page.evaluate(async (PROBE_SRC) => ({
+    ua: navigator.userAgent,
+    h2: performance.getEntriesByType('navigation')[0]?.nextHopProtocol,
+    probe: await (0, eval)(PROBE_SRC)(),
+    backend: window.httpipe.cryptoBackend(),
+  }), CHACHA_PROBE_SRC);
+  console.log(`# webkit: ${r.ua} (page over ${r.h2})`);
+  assert.match(r.ua, /AppleWebKit\/[\d.]+ .*Safari/);
+  assert.deepEqual({ probe: r.probe, backend: r.backend }, { probe: false, backend: 'wasm' });
+  const report = await pageSends(8 * MiB + 3, 1);
+  assert.equal(report.transport, 'segmented');
+  assert.equal(report.receipt.bytes, 8 * MiB + 3, 'the Node receiver\'s receipt, read over CORS');
+});
+
+test('WebKit ↔ Node: plain, passphrase and X25519 both ways; receipts confirm each (authenticated when encrypted)', { skip, timeout: 120_000 }, async () => {
+  await fresh();
+  const nodeId = sdk.generateIdentity();
+  const pageId = await page.evaluate(() => window.httpipe.generateIdentity());
+  const cases = {
+    plain: [{}, {}, {}, {}],
+    passphrase: [{ passphrase: 'webkit pw' }, { passphrase: 'webkit pw' }, { passphrase: 'webkit pw' }, { passphrase: 'webkit pw' }],
+    x25519: [{ recipients: [sdk.identityToRecipient(nodeId)] }, { identities: [nodeId] },
+      { recipients: [sdk.identityToRecipient(pageId)], format: 'age' }, { identities: [pageId] }],
+  };
+  for (const [name, [pageSend, nodeRecv, nodeSend, pageRecv]] of Object.entries(cases)) {
+    const size = 3 * MiB + 7;
+    const sent = await pageSends(size, 2, pageSend, nodeRecv);
+    assert.equal(sent.receipt?.bytes, size, `${name}: page → Node receipt`);
+    assert.equal(sent.receipt.authenticated, name !== 'plain', `${name}: page → Node`);
+    const got = await pageReceives(size, 3, nodeSend, pageRecv);
+    assert.equal(got.receipt?.bytes, size, `${name}: Node → page receipt`);
+    assert.equal(got.receipt.authenticated, name !== 'plain', `${name}: Node → page`);
+  }
+  // a wrong passphrase: WRONG_KEY in the page, and the Node sender hears it in the receipt
+  const path = uniquePath('webkit-wrong');
+  const sendP = rejection(sdk.send('secret', { relay: relay.http, path, passphrase: 'right' }));
+  const code = await page.evaluate(async ({ relayUrl, path }) => {
+    const r = await window.httpipe.receive({ relay: relayUrl, path, passphrase: 'wrong' });
+    try { await r.stream.getReader().read(); return 'read'; } catch (e) { return `${e.name} ${e.code}`; }
+  }, { relayUrl: relay.https, path });
+  assert.equal(code, 'HttpipeError WRONG_KEY');
+  assert.equal((await within(sendP, 15_000, 'the sender told')).peerCode, 'WRONG_KEY');
+});
+
+test('WebKit ↔ Node by short code (PROTOCOL.md §14) both ways; a manual receipt reaches the sender only on confirm()', { skip, timeout: 60_000 }, async () => {
+  await fresh();
+  const size = 2 * MiB + 11;
+  const bytes = new Uint8Array(await new Response(gen(size, 5)).arrayBuffer());
+  // page → Node
+  const code = await page.evaluate(async ({ relayUrl, size, GEN_SRC }) => {
+    const blob = await new Response((0, eval)(GEN_SRC)(size, 5)).blob();
+    const { code, done } = await window.httpipe.sendWithCode(new File([blob], 'from webkit.bin'), { relay: relayUrl });
+    window.sent = done;
+    return code;
+  }, { relayUrl: relay.https, size, GEN_SRC });
+  assert.match(code, /^[1-9]\d{0,2}-[a-z]+-[a-z]+$/);
+  const r = await sdk.receiveWithCode(code, { relay: relay.http });
+  assert.equal(r.filename, 'from webkit.bin');
+  assert.deepEqual(await sum(r.stream), await sum(gen(size, 5)));
+  const sent = await page.evaluate(async () => { const s = await window.sent; return { bytes: s.bytes, receipt: s.receipt, transport: s.transport }; });
+  assert.deepEqual({ ...sent, receipt: { ...sent.receipt, digest: 'x' } }, { bytes: size, transport: 'segmented', receipt: { bytes: size, authenticated: true, digest: 'x' } });
+  // Node → page, the page confirming by hand
+  const { code: code2, done } = await sdk.sendWithCode(new File([bytes], 'to webkit.bin'), { relay: relay.http });
+  let confirmed = false;
+  done.then(() => { confirmed = true; }, () => {});
+  const got = await page.evaluate(async ({ code, SUM_SRC }) => {
+    const r = await window.httpipe.receiveWithCode(code, { relay: location.origin, receipt: 'manual' });
+    window.received = r;
+    return { name: r.filename, size: r.size, ...(await (0, eval)(SUM_SRC)(r.stream)) };
+  }, { code: code2, SUM_SRC });
+  assert.deepEqual(got, { name: 'to webkit.bin', size, ...(await sum(gen(size, 5))) });
+  await new Promise((res) => setTimeout(res, 500));
+  assert.equal(confirmed, false, 'no receipt before confirm()');
+  await page.evaluate(() => window.received.confirm());
+  const report = await within(done, 10_000, 'the sender\'s receipt');
+  assert.equal(report.receipt.bytes, size);
+  assert.equal(report.receipt.authenticated, true);
+});
+
+test('WebKit: cut connections resume (PROTOCOL.md §12.3): the page\'s download cut twice, its upload cut twice; exact', { skip, timeout: 120_000 }, async () => {
+  await fresh(relay.http);
+  const proxy = await cutProxy(Number(new URL(relay.http).port));
+  try {
+    const size = 12 * MiB + 5;
+    // the page receives through the proxy, which cuts what it gets at 30 % and 70 %
+    proxy.cutDownAt(Math.floor(size * 0.3), Math.floor(size * 0.7));
+    const progress = [];
+    const blob = new Blob([await new Response(gen(size, 8)).arrayBuffer()]);
+    const path = uniquePath('webkit-cut-down');
+    const sendP = sdk.send(blob, { relay: relay.http, path, onProgress: (p) => progress.push(p) });
+    sendP.catch(() => {});
+    const got = await page.evaluate(async ({ relayUrl, path, SUM_SRC }) => {
+      const seen = [];
+      const r = await window.httpipe.receive({ relay: relayUrl, path, onProgress: (p) => seen.push(p.reconnecting) });
+      return { ...(await (0, eval)(SUM_SRC)(r.stream)), reconnecting: seen.includes(true) };
+    }, { relayUrl: proxy.url, path, SUM_SRC });
+    assert.deepEqual(got, { ...(await sum(gen(size, 8))), reconnecting: true });
+    const report = await within(sendP, 30_000, 'send');
+    assert.equal(proxy.stats.cuts, 2);
+    assert.equal(report.resumes, 2);
+    assert.equal(report.receipt.bytes, size);
+    // the page sends through the proxy, which cuts its uploads twice: a cut part is sent again
+    // (segmented, §4) or the transfer resumes; either way the bytes arrive exact
+    const before = proxy.stats.cuts;
+    proxy.cutAt(proxy.stats.up + 3 * MiB, proxy.stats.up + 8 * MiB);
+    const sent = await pageSends(size, 9, { partSize: MiB }, {}, proxy.url);
+    assert.equal(proxy.stats.cuts - before, 2, 'both cuts happened');
+    assert.equal(sent.receipt.bytes, size);
+    console.log(`# webkit upload cut twice: resumes ${sent.resumes}`);
+  } finally {
+    await proxy.close();
+  }
+});
+
+/** A Node consumer of `path` that settles with its error (null on a clean end); `stop()` ends it. */
+function nodeConsumer(path) {
+  const ac = new AbortController();
+  const settled = sdk.receive({ relay: relay.http, path, signal: ac.signal })
+    .then(async (r) => { for await (const _ of r.stream); return null; })
+    .catch((e) => e);
+  return { settled, stop: () => ac.abort() };
+}
+
+// Regression (found by this test): a segmented upload aborted mid-stream left its consumer
+// waiting ~120 s (the relay's 60 s upload gap, §4, then the consumer's 60 s resume wait): the
+// withdrawal (§3.10) is refused while the upload holds the path, and the failure notice had
+// expired when the consumer's stall call came. The producer now abandons the upload (§4
+// "Abandoning"): the consumer is truncated at once and meets the failure notice.
+test('WebKit: the page aborts its upload mid-stream → ABORTED; the Node consumer rejects TRUNCATED within 10 s', { skip, timeout: 60_000 }, async () => {
+  await fresh();
+  const path = uniquePath('webkit-abort-p');
+  const consumer = nodeConsumer(path);
+  try {
+    const pageErr = await page.evaluate(async ({ relayUrl, path, GEN_SRC }) => {
+      const ac = new AbortController();
+      const onProgress = (p) => { if (p.bytes >= 4 << 20) ac.abort(); };
+      try { await window.httpipe.send((0, eval)(GEN_SRC)(1 << 30, 4), { relay: relayUrl, path, signal: ac.signal, onProgress }); return 'resolved'; } catch (e) { return e.code; }
+    }, { relayUrl: relay.https, path, GEN_SRC });
+    assert.equal(pageErr, 'ABORTED');
+    const err = await within(consumer.settled, 10_000, 'the Node consumer told');
+    assert.equal(err?.code, 'TRUNCATED', String(err));
+  } finally { consumer.stop(); }
+});
+
+test('WebKit: a page whose source fails before its first byte withdraws (§3.10); the Node consumer rejects TRUNCATED at once', { skip, timeout: 60_000 }, async () => {
+  await fresh();
+  const path = uniquePath('webkit-withdraw');
+  const consumer = nodeConsumer(path);
+  try {
+    const t0 = Date.now();
+    const failed = await page.evaluate(async ({ relayUrl, path }) => {
+      const failing = new ReadableStream({ pull(c) { c.error(new Error('the export query failed')); } });
+      try { await window.httpipe.send(failing, { relay: relayUrl, path }); return 'resolved'; } catch (e) { return e.message; }
+    }, { relayUrl: relay.https, path });
+    assert.match(failed, /the export query failed/);
+    const err = await within(consumer.settled, 10_000, 'the Node consumer told');
+    assert.equal(err?.code, 'TRUNCATED', String(err));
+    assert.ok(Date.now() - t0 < 5_000, `told after ${Date.now() - t0} ms`);
+  } finally { consumer.stop(); }
+});
+
+/**
+ * The page receives `path` in the background; `window.outcome` becomes 'clean end after N' or
+ * the error's code. (In the background: a read that never settles must not hold the WebDriver
+ * session, whose commands run one at a time.)
+ */
+async function pageReadsInBackground(relayUrl, path, recv = {}) {
+  await page.evaluate(({ relayUrl, path, recv }) => {
+    window.outcome = null;
+    (async () => {
+      const r = await window.httpipe.receive({ relay: relayUrl, path, ...recv });
+      let got = 0;
+      for await (const v of r.stream) got += v.length;
+      return `clean end after ${got}`;
+    })().then((v) => { window.outcome = v; }, (e) => { window.outcome = e.code; });
+  }, { relayUrl, path, recv });
+  return page.waitForFunction(() => window.outcome, null, { timeout: 10_000 }).catch(() => 'not settled in 10 s');
+}
+
+/** Node sends gen() with `opts` and aborts after 4 MiB; resolves with its error. */
+function nodeSendsAndAborts(path, opts = {}) {
+  const ac = new AbortController();
+  const onProgress = (p) => { if (p.bytes >= 4 * MiB) ac.abort(); };
+  return rejection(sdk.send(gen(1 << 30, 6), { relay: relay.http, path, ...opts, signal: ac.signal, onProgress }));
+}
+
+test('WebKit: the page aborts its download → ABORTED there, the Node producer PEER_DISCONNECTED; an encrypted stream the Node producer aborts errors TRUNCATED in the page', { skip, timeout: 60_000 }, async () => {
+  await fresh(relay.http);
+  let path = uniquePath('webkit-abort-c');
+  const produced = rejection(sdk.send(gen(1 << 30, 5), { relay: relay.http, path }));
+  const recvErr = await page.evaluate(async ({ relayUrl, path }) => {
+    const ac = new AbortController();
+    const r = await window.httpipe.receive({ relay: relayUrl, path, signal: ac.signal });
+    const reader = r.stream.getReader();
+    try {
+      for (let got = 0; ;) {
+        const { value, done } = await reader.read();
+        if (done) return 'clean end';
+        got += value.length;
+        if (got >= 4 << 20) ac.abort();
+      }
+    } catch (e) { return e.code; }
+  }, { relayUrl: relay.http, path });
+  assert.equal(recvErr, 'ABORTED');
+  const e = await within(produced, 15_000, 'the Node producer told');
+  assert.equal(e.code, 'PEER_DISCONNECTED', String(e));
+  // age-rt marks its last chunk: a stream cut before it is TRUNCATED whatever the transport says
+  path = uniquePath('webkit-abort-enc');
+  const sent = nodeSendsAndAborts(path, { passphrase: 'cut' });
+  assert.equal(await pageReadsInBackground(relay.http, path, { passphrase: 'cut' }), 'TRUNCATED');
+  assert.equal((await sent).code, 'ABORTED');
+});
+
+// Found by this test, not fixed here (a WebKitGTK bug the SDK, src/, takes at its word; todo):
+// WebKitGTK 2.50's fetch (libsoup 3) ends the body of an HTTP/1.1 chunked response whose
+// connection closed before the last chunk as if it were complete, and never settles the body
+// of an HTTP/2 response whose stream was reset (RST_STREAM INTERNAL_ERROR, measured 200 s;
+// curl reports both as errors, Chromium's fetch errors TRUNCATED at once). That is how the
+// relay cuts a consumer whose producer failed (§3.3), so in WebKitGTK a plain stream cut by its
+// producer ends clean over HTTP/1.1 (even one with a declared `size`: the SDK does not compare
+// what arrived with it) and hangs over HTTP/2, encrypted ones too (the stall calls of §12.4
+// meet nobody). Encrypted over HTTP/1.1 is safe (above). Over HTTP/1.1 the SDK is told, and
+// drops it: the `ok` receipt call at the "end" is answered 200 with the producer's failure
+// notice (`X-Httpipe-Peer-Hello: httpipe-resume=1; failed=ABORTED`), which the receipt
+// delivery (src/client/delivery.rs `on_answer`, src/wasm/receipt.rs `with_receipt`) ignores.
+// Safari's network stack is not libsoup: untested there.
+const WEBKIT_CUT_TODO = 'WebKitGTK fetch: a cut HTTP/1.1 chunked body ends clean, a reset HTTP/2 body never settles';
+for (const [name, origin] of [['HTTP/1.1', () => relay.http], ['HTTP/2', () => relay.https]]) {
+  test(`WebKit: a plain stream the Node producer aborts errors TRUNCATED in the page (${name})`, { skip, todo: WEBKIT_CUT_TODO, timeout: 60_000 }, async () => {
+    await fresh(origin());
+    const path = uniquePath('webkit-abort-n');
+    const sent = nodeSendsAndAborts(path);
+    const outcome = await pageReadsInBackground(origin(), path);
+    assert.equal((await sent).code, 'ABORTED');
+    assert.equal(outcome, 'TRUNCATED');
+  });
+}
+
+test('WebKit sends 200 MB (segmented, HTTP/2): exact; the WebKit processes\' memory is noted', { skip, timeout: 180_000 }, async () => {
+  await fresh();
+  const size = 200 * MB;
+  const procs = () => Object.fromEntries(webkit.processes().map((p) => [p.name, p.rss]));
+  const idle = procs();
+  const peak = { ...idle };
+  let moving = true;
+  const sampler = (async () => {
+    while (moving) {
+      for (const [name, rss] of Object.entries(procs())) peak[name] = Math.max(peak[name] ?? 0, rss);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  const t0 = Date.now();
+  let report;
+  try { report = await pageSends(size, 12); } finally { moving = false; await sampler; }
+  const secs = (Date.now() - t0) / 1000;
+  const after = procs();
+  const mb = (n) => (n / MB).toFixed(0);
+  const line = Object.keys(idle).map((n) => `${n} ${mb(idle[n])} → peak ${mb(peak[n])} → ${mb(after[n] ?? 0)} MB`).join('; ');
+  console.log(`# webkit sends 200 MB (${report.transport}): ${secs.toFixed(1)} s, ${(size / MB / secs).toFixed(0)} MB/s; RSS ${line}`);
+  assert.equal(report.transport, 'segmented');
+  // The web process (the page) must not hold what it sent: its growth stays well under the
+  // 200 MB (no forced collection in WebKit over WebDriver, so the bound is loose).
+  const web = Object.keys(idle).find((n) => /WebProces/.test(n));
+  assert.ok(peak[web] - idle[web] < 150 * MB, `the page's process grew by ${mb(peak[web] - idle[web])} MB`);
+});
