@@ -21,8 +21,11 @@ pub struct Abort {
     timer: Option<(JsValue, Closure<dyn FnMut()>)>,
     reason: Rc<Cell<StopReason>>,
     /// What the caller's signal does before it aborts the requests ([`Abort::set_first`]).
-    first: Rc<RefCell<Option<Rc<dyn Fn()>>>>,
+    first: Rc<RefCell<Option<Hook>>>,
 }
+
+/// What runs when the caller's signal fires, before the requests are aborted.
+pub type Hook = Rc<dyn Fn()>;
 
 fn js_failed(e: JsValue) -> Error {
     Error::new(
@@ -88,7 +91,7 @@ impl Abort {
     /// `hook` runs when the caller's signal fires, before the requests are aborted (`None`:
     /// nothing): a streaming upload errors its body first where that is what cuts it
     /// (`PROTOCOL.md` §11.2 step 5, [`super::body::BodyStop::first`]).
-    pub fn set_first(&self, hook: Option<Rc<dyn Fn()>>) {
+    pub fn set_first(&self, hook: Option<Hook>) {
         *self.first.borrow_mut() = hook;
     }
 
