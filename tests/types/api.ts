@@ -68,6 +68,7 @@ export function describe(e: unknown): string {
     case 'UNCONFIRMED': return 'ask the receiver';
     case 'DECRYPT_FAILED': case 'WRONG_KEY': return 'crypto';
     case 'WRONG_CODE': return 'check the code with the sender';
+    case 'RELAY_BUSY': return 'try again in a moment';
     case 'RELAY_ERROR': case 'ABORTED': case 'UNSUPPORTED': return 'other';
     case 'WASM_LOAD_FAILED': return 'serve the .wasm file';
     case 'INVALID_RECORD': case 'STEP_FAILED': case 'SINK_FAILED': return 'pipeline';
