@@ -6,7 +6,7 @@
 //! then the stream's verdict ([`ReceiptDelivery::checks_end`]). Drivers (wasm, native) make
 //! the calls and sleep until the time it names.
 
-use super::error::{classify_response, Error, ErrorCode, Failure, StopReason};
+use super::error::{classify_response, unavailable_now, Error, ErrorCode, Failure, StopReason};
 use super::receipt::{check_end, Commitment, Outcome};
 use super::request::{Headers, Request};
 use crate::protocol::headers::PEER_HELLO;
@@ -110,7 +110,7 @@ impl ReceiptDelivery {
                     self.outcome.send_timeout_s()
                 ),
             )),
-            503 => return self.again(classify_response(503, body, WHAT), now_ms),
+            s if unavailable_now(s) => return self.again(classify_response(s, body, WHAT), now_ms),
             _ => Err(classify_response(status, body, WHAT)),
         };
         self.finish(r);

@@ -16,12 +16,14 @@
 use std::collections::VecDeque;
 
 use super::disposition;
-use super::error::{classify_response, Error, ErrorCode, Failure, Source, StopReason};
+use super::error::{
+    classify_response, unavailable_now, Error, ErrorCode, Failure, Source, StopReason,
+};
 use super::parts::{ByteChunk, PartCutter};
 use super::receipt::{self, Commitment, ReceiptReport};
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Method, Request};
-use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
+use super::resume::{agree, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_RECHECK_MS};
 use super::status::{StatusLog, Verdict};
 use super::transport::{
@@ -872,11 +874,17 @@ impl<T: ByteChunk> Producer<T> {
                 },
                 State::Rewind(offset) => {
                     let offset = *offset;
-                    let (Some(url), Some(rc)) = (&self.stream_url, &self.cfg.receipt) else {
-                        self.fail_final(misuse("resume without a data URL"));
+                    let (Some(plan), Some(rc)) = (self.resume_plan(), &self.cfg.receipt) else {
+                        self.fail_final(misuse("resume without a transfer"));
                         continue;
                     };
-                    let url = channel_data_url(url, &rc.transfer);
+                    let url = match plan.data_url() {
+                        Ok(url) => url,
+                        Err(e) => {
+                            self.fail_final(e);
+                            continue;
+                        }
+                    };
                     // The consumer has the metadata: a resumed upload says only where it starts.
                     let mut headers = auth_headers(self.cfg.token.as_deref());
                     headers.push(channel_key(&rc.transfer));
@@ -1220,7 +1228,7 @@ impl<T: ByteChunk> Producer<T> {
                 "the resume call was answered without the receiver's hello (is the relay an httpipe relay, PROTOCOL.md §5.1?)",
             )),
             (408, _) => self.resume_again(None, report, error),
-            (503, _) => self.resume_again(Some(RESUME_RETRY_MS), report, error),
+            (s, _) if unavailable_now(s) => self.resume_again(Some(RESUME_RETRY_MS), report, error),
             _ => self.fail_final(classify_response(
                 status,
                 body,
@@ -1832,11 +1840,13 @@ mod tests {
             "httpipe=1; transfer=TID; receipt; attest; resume".into()
         )));
         let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
-        p.on_response(200, &h, "http://h:1/p\n");
+        // the answer names a cluster node (§13.3) ...
+        p.on_response(200, &h, "http://10.0.0.11:8080/p\n");
         assert!(p.resumes());
-        let Step::Stream(_) = p.poll(&mut mem) else {
+        let Step::Stream(first) = p.poll(&mut mem) else {
             panic!()
         };
+        assert_eq!(first.url, "http://10.0.0.11:8080/p");
         // while it streams, a failure of its own is told on the channel, as a last word
         let aborted = Error::new(ErrorCode::Aborted, "gone");
         let notice = p
@@ -1878,6 +1888,18 @@ mod tests {
         let Step::Receipt(_) = p.poll(&mut mem) else {
             panic!()
         };
+        // a balancer whose upstream died answers 502 / 504: not now, call again (§13.4)
+        for gateway in [502, 504] {
+            p.on_receipt(gateway, &NoHeaders, "Bad Gateway", &none, None);
+            let Step::Sleep(ms) = p.poll(&mut mem) else {
+                panic!("{gateway} is repeated")
+            };
+            assert_eq!(ms, RESUME_RETRY_MS);
+            p.on_slept();
+            let Step::Receipt(_) = p.poll(&mut mem) else {
+                panic!()
+            };
+        }
         let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
         p.on_receipt(200, &ask, "", &none, None);
         let Step::ResumeFrom(300) = p.poll(&mut mem) else {
@@ -1886,6 +1908,7 @@ mod tests {
         let Step::Stream(up) = p.poll(&mut mem) else {
             panic!()
         };
+        // ... which may have died: the resumed upload goes to the relay's own URL (§12.3)
         assert_eq!(
             up.url,
             format!(

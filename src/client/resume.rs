@@ -253,6 +253,16 @@ impl ResumePlan {
         self.call_with_end(hello, None, timeout_s)
     }
 
+    /// The Data API channel a resumed transfer flows on (§12.3): the relay's own data URL of
+    /// the path, never a Connect answer's (in a cluster that may name a node that died since,
+    /// §13.4), with the transfer's channel.
+    pub fn data_url(&self) -> Result<String, Error> {
+        Ok(channel_data_url(
+            &self.relay.data_url(&self.path)?,
+            &self.transfer,
+        ))
+    }
+
     /// [`ResumePlan::call`] whose hello goes on with `end`, the producer's end items once its
     /// source ended (§12.2: `httpipe-end=1; bytes=N; digest=D`).
     pub fn call_with_end(
