@@ -7,11 +7,13 @@
 //! ```
 
 use super::disposition;
-use super::error::{classify_response, withdrawn, Error, ErrorCode, Failure, StopReason};
+use super::error::{
+    classify_response, unavailable_now, withdrawn, Error, ErrorCode, Failure, StopReason,
+};
 use super::receipt::ReceiptPlan;
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Request};
-use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
+use super::resume::{agree, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_AFTER_MS};
 use super::urls::{ConnectMode, RelayBase};
 use crate::crypto::{sniff, Sniff, SNIFF_BYTES};
@@ -94,6 +96,8 @@ pub struct Consumer {
     state: State,
     /// The producer's transfer id, when it waits for a receipt (§12.1).
     receipt_transfer: Option<String>,
+    /// The producer states its end (`attest`, §12.2).
+    peer_attests: bool,
     /// The producer's transfer id, when both sides resume (§12.3).
     resume_transfer: Option<String>,
     /// The data URL of the rendezvous.
@@ -107,6 +111,7 @@ impl Consumer {
             cfg,
             state: State::Start,
             receipt_transfer: None,
+            peer_attests: false,
             resume_transfer: None,
             data_url: None,
         })
@@ -186,6 +191,7 @@ impl Consumer {
                         .unwrap_or_default();
                     if self.cfg.receipt && peer.receipt {
                         self.receipt_transfer = peer.transfer.clone();
+                        self.peer_attests = peer.attests;
                     }
                     if self.cfg.resume_s.is_some() && peer.resume {
                         self.resume_transfer = peer.transfer;
@@ -212,11 +218,14 @@ impl Consumer {
             path: self.cfg.path.clone(),
             token: self.cfg.token.clone(),
             transfer: self.receipt_transfer.clone()?,
+            attest: self.peer_attests,
         })
     }
 
-    /// The consumer's side of resume (§12.3), when both sides said they resume.
+    /// The consumer's side of resume (§12.3), when both sides said they resume (and the
+    /// stream began: it has a data URL).
     pub fn resumer(&self) -> Option<Resumer> {
+        self.data_url.as_ref()?;
         Some(Resumer {
             plan: ResumePlan {
                 relay: self.cfg.relay.clone(),
@@ -224,7 +233,6 @@ impl Consumer {
                 token: self.cfg.token.clone(),
                 transfer: self.resume_transfer.clone()?,
             },
-            data_url: self.data_url.clone()?,
             seconds: self.cfg.resume_s?,
             state: ResumeState::Idle,
             resumes: 0,
@@ -334,7 +342,6 @@ enum ResumeState {
 #[derive(Debug)]
 pub struct Resumer {
     plan: ResumePlan,
-    data_url: String,
     seconds: f64,
     state: ResumeState,
     /// Breaks resumed after.
@@ -435,7 +442,7 @@ impl Resumer {
                 )),
             },
             408 => self.meet(error, offset, now_ms, Some(clock)),
-            503 => {
+            s if unavailable_now(s) => {
                 self.state = ResumeState::Meeting {
                     clock,
                     offset,
@@ -462,7 +469,10 @@ impl Resumer {
                 if let Err(e) = agree(from, to, offset, true) {
                     return ResumeStep::Failed(e);
                 }
-                let url = channel_data_url(&self.data_url, &self.plan.transfer);
+                let url = match self.plan.data_url() {
+                    Ok(url) => url,
+                    Err(e) => return ResumeStep::Failed(e),
+                };
                 let mut headers = auth_headers(self.plan.token.as_deref());
                 headers.push(channel_key(&self.plan.transfer));
                 let mut req = Request::get(url, headers);
@@ -591,7 +601,7 @@ impl Resumer {
         let Some((clock, offset, error)) = self.take() else {
             return ResumeStep::Failed(misuse("a head nobody asked for"));
         };
-        let what = format!("receiving the rest of {} after a break", self.data_url);
+        let what = format!("receiving the rest of {} after a break", self.plan.path);
         match status {
             200 => {
                 let at = headers.get(X_PIPING).and_then(|v| resumed_at(&v));
@@ -611,7 +621,7 @@ impl Resumer {
                 };
                 ResumeStep::Resumed(check, offset)
             }
-            503 => self.meet(error, offset, now_ms, Some(clock)),
+            s if unavailable_now(s) => self.meet(error, offset, now_ms, Some(clock)),
             _ => ResumeStep::Failed(
                 withdrawn(headers, &what).unwrap_or_else(|| classify_response(status, "", &what)),
             ),
@@ -776,6 +786,21 @@ mod tests {
             .find(|(n, _)| *n == crate::protocol::headers::HELLO)
             .unwrap();
         assert!(hello.starts_with("httpipe-receipt=1; status=ok; bytes=3; digest="));
+        // an older producer promised no end: the ok receipt checks none
+        let plan = c.receipt_plan().unwrap();
+        assert!(!plan.attest);
+        let d = plan.delivery(Outcome::Ok, &k.commitment(), None, 0.0);
+        assert!(!d.unwrap().checks_end());
+        // one that says `attest` (§12.2): the ok receipt checks its end, a cancelled one not
+        let mut a = Consumer::new(cfg(true, false)).unwrap();
+        a.poll();
+        let ha: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; receipt; attest")];
+        a.on_response(200, &ha, "http://h:1/p\n");
+        let plan = a.receipt_plan().unwrap();
+        let ok = plan.delivery(Outcome::Ok, &k.commitment(), None, 0.0);
+        assert!(ok.unwrap().checks_end());
+        let cancelled = plan.delivery(Outcome::Cancelled, &k.commitment(), None, 0.0);
+        assert!(!cancelled.unwrap().checks_end());
         // receipts turned off: the producer's wish is ignored
         let mut off = cfg(true, false);
         off.receipt = false;
@@ -907,6 +932,59 @@ mod tests {
 
     /// §12.3: a break meets the producer with the offset held, refuses an offer that no
     /// longer covers it, and checks that the resumed stream starts at that offset.
+    /// §12.3, §13.4: a cluster node named by the rendezvous answer died with the transfer. The
+    /// resume goes through the relay's own URL (the balancer), and a balancer's 502 / 504 while
+    /// its upstream is gone is "not now", not a refusal.
+    #[test]
+    fn a_resume_finds_a_live_node_through_the_relay_url() {
+        let mut c = cfg(true, false);
+        c.resume_s = Some(30.0);
+        let mut c = Consumer::new(c).unwrap();
+        let Step::Rendezvous(_) = c.poll() else {
+            panic!()
+        };
+        let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; resume")];
+        c.on_response(200, &h, "http://10.0.0.11:8080/p\n");
+        let mut r = c.resumer().expect("both sides resume");
+        let Step::Get(get) = c.poll() else { panic!() };
+        assert_eq!(
+            get.url, "http://10.0.0.11:8080/p",
+            "the first GET follows the answer"
+        );
+        c.on_head(200, &NoHeaders);
+        let Step::Stream(_, check) = c.poll() else {
+            panic!()
+        };
+        let cut = Failure::network(Cause {
+            name: String::new(),
+            message: "reset".into(),
+        });
+        let ResumeStep::Call(_) = r.on_break(cut, &check, Some(70), 0.0) else {
+            panic!()
+        };
+        let mut now = 0.0;
+        for gateway in [502, 504, 503] {
+            let ResumeStep::Sleep(ms) = r.on_call(gateway, &NoHeaders, "", now) else {
+                panic!("{gateway} is repeated")
+            };
+            assert_eq!(ms, RESUME_RETRY_MS);
+            now += ms;
+            let ResumeStep::Call(_) = r.on_slept(now) else {
+                panic!()
+            };
+        }
+        let offer: &[(&str, &str)] = &[(PEER_HELLO, "httpipe-resume=1; from=10; to=90")];
+        let ResumeStep::Get(get) = r.on_call(200, &offer, "", now) else {
+            panic!()
+        };
+        let channel = crate::protocol::channel::channel_id("TID");
+        assert_eq!(get.url, format!("http://h:1/p?channel={channel}"));
+        // the resumed GET reached the dead node through the balancer: meet again
+        let ResumeStep::Call(_) = r.on_head(502, &NoHeaders, now + 10.0) else {
+            panic!("a 502 on the resumed GET meets again")
+        };
+    }
+
     #[test]
     fn a_break_resumes_at_the_offset_held() {
         let mut c = cfg(true, false);

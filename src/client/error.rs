@@ -30,7 +30,8 @@ pub enum ErrorCode {
     WrongKey,
     /// Any other refusal by the relay (4xx/5xx with its `[ERROR]` line).
     RelayError,
-    /// The caller aborted (JavaScript `AbortSignal`, native `abort()`).
+    /// The caller aborted (JavaScript `AbortSignal`, native `abort()`), or its source failed
+    /// ([`source_failed`], §11.2 step 5).
     Aborted,
     /// The runtime or the input can't do what was asked (bad options, bad source).
     Unsupported,
@@ -321,6 +322,14 @@ pub fn withdrawn(headers: &dyn Headers, what: &str) -> Option<Error> {
     })
 }
 
+/// Statuses that say the relay can't be reached *now* (`PROTOCOL.md` §12.3, §13.4): `503`
+/// from the relay itself (shutting down, §9; a cluster node that can't coordinate, §13) and
+/// `502` / `504` from a balancer in front of it whose upstream node is gone. `NETWORK` in
+/// every client; a call that the protocol repeats (a resume call, a receipt) is made again.
+pub fn unavailable_now(status: u16) -> bool {
+    matches!(status, 502..=504)
+}
+
 /// Maps a non-success relay answer (status and text body) of a request made for `what`
 /// (e.g. `"POST http://relay/p"`) to an error (§3.5, §5, §6).
 pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
@@ -355,9 +364,9 @@ pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
         // The relay is shutting down (`shutting-down`, §9), a cluster node can't coordinate
         // (`cluster-unavailable`, `owner-unreachable`, §13), or a proxy in front of it can't
         // reach it: either way the relay can't be reached now; trying again later may work.
-        503 => Error::new(
+        s if unavailable_now(s) => Error::new(
             ErrorCode::Network,
-            format!("{what}: the relay is not available right now (HTTP 503){said}"),
+            format!("{what}: the relay is not available right now (HTTP {s}){said}"),
         ),
         // A per-address limit of the relay (§9, §14.5): its words say which.
         429 => Error::new(
@@ -369,6 +378,13 @@ pub fn classify_response(status: u16, body: &str, what: &str) -> Error {
             format!("{what}: the relay answered HTTP {status}{said}"),
         ),
     }
+}
+
+/// The producer's source failed (§11.2 step 5): `ABORTED` — the producer's own side stopped
+/// the transfer, as a caller's abort does — saying so with the source's words (`what`); the
+/// driver keeps the source's error as the cause.
+pub fn source_failed(what: impl std::fmt::Display) -> Error {
+    Error::new(ErrorCode::Aborted, format!("the source failed: {what}"))
 }
 
 /// A reopened source gave other bytes than the first time (§12.3): the producer fails rather

@@ -16,15 +16,19 @@
 use std::collections::VecDeque;
 
 use super::disposition;
-use super::error::{classify_response, Error, ErrorCode, Failure, Source, StopReason};
+use super::error::{
+    classify_response, unavailable_now, Error, ErrorCode, Failure, Source, StopReason,
+};
 use super::parts::{ByteChunk, PartCutter};
 use super::receipt::{self, Commitment, ReceiptReport};
 use super::rendezvous::{auth_headers, Begin, Rendezvous};
 use super::request::{Headers, Method, Request};
-use super::resume::{agree, channel_data_url, ResumeClock, ResumePlan};
+use super::resume::{agree, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_RECHECK_MS};
 use super::status::{StatusLog, Verdict};
-use super::transport::{OriginMemory, Plan, RuntimeStreams, Transport, UploadMode};
+use super::transport::{
+    OriginMemory, Plan, RuntimeStreams, StopOrder, Transport, UploadCut, UploadMode,
+};
 use super::urls::{origin, part_url, percent_encode_component, ConnectMode, RelayBase};
 use crate::protocol::channel::{self, key_header as channel_key};
 use crate::protocol::control::{Code, WITHDRAW_WAIT_S};
@@ -78,6 +82,9 @@ pub struct SendConfig {
     pub encrypted: bool,
     /// Whether the runtime can send a streaming request body (feature detection, §10).
     pub runtime_streams: RuntimeStreams,
+    /// What cuts a streaming upload in this runtime (§10, §11.2 step 5).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // read by the wasm driver's
+    pub upload_cut: UploadCut,
     /// Delivery receipts (§12): the transfer's id and whether to wait for a receipt. `None`:
     /// no hello at all (the rendezvous is plain §5).
     pub receipt: Option<ReceiptConfig>,
@@ -417,8 +424,9 @@ enum State<T> {
         seg: Box<Segmented<T>>,
         phase: SegPhase,
     },
+    /// The relay reported success: the receipt call (made at the next poll, so that it states
+    /// the producer's end, §12.2).
     AwaitReceipt {
-        request: Request,
         report: SendReport,
         issued: bool,
     },
@@ -482,6 +490,8 @@ pub struct Producer<T> {
     transport: Transport,
     /// Breaks resumed after.
     resumes: u32,
+    /// What the producer sent, once its source ended ([`Producer::attest`], §12.2).
+    sent: Option<Commitment>,
     /// The adapter's clock (milliseconds) and replay window (`low`, `high`), from
     /// [`Producer::observe`].
     now_ms: f64,
@@ -552,6 +562,7 @@ impl<T: ByteChunk> Producer<T> {
             stream_url: None,
             transport: Transport::Stream,
             resumes: 0,
+            sent: None,
             now_ms: 0.0,
             window: (0, 0),
             stall_offer: None,
@@ -594,10 +605,15 @@ impl<T: ByteChunk> Producer<T> {
     /// When the transfer failed with `e` for another reason than the break (its source, its
     /// application) while the consumer may be resuming: the call that tells it so (§12.3),
     /// for the adapter to make in the background (any answer will do).
+    ///
+    /// Also without resume when this producer promised its end (§12.2) and failed for its own
+    /// reason ([`Producer::failed_locally`]): a consumer whose body ended cleanly anyway (a
+    /// runtime that ends a stopped upload cleanly) meets it with its receipt call.
     pub fn failure_notice(&self, e: &Error) -> Option<Request> {
         // After the relay's success the receipt call already offers the resume, and a
         // consumer that had not come by the end of it is not resuming.
-        if !self.resumes()
+        let told = self.resumes() || (self.states_end() && self.failed_locally(e));
+        if !told
             || self.stream_url.is_none()
             || self.delivered
             || e.code == ErrorCode::PeerDisconnected
@@ -624,8 +640,7 @@ impl<T: ByteChunk> Producer<T> {
     /// (§4 "Abandoning", with or without a rendezvous): its consumer is truncated at once
     /// rather than after the relay's gap timeout.
     pub fn withdrawal(&self, e: &Error) -> Option<Request> {
-        let local = self.source_failed || e.code == ErrorCode::Aborted;
-        if !local || self.relay_succeeded {
+        if !self.failed_locally(e) || self.relay_succeeded {
             return None;
         }
         // a segmented upload holds the path (the relay refuses a withdrawal then): abandon it
@@ -644,13 +659,43 @@ impl<T: ByteChunk> Producer<T> {
         Some(request.into_last_word())
     }
 
+    /// The transfer failed with `e` for a reason of the producer's own: its source failed or
+    /// its application aborted (§11.2 step 5).
+    fn failed_locally(&self, e: &Error) -> bool {
+        self.source_failed || e.code == ErrorCode::Aborted
+    }
+
+    /// When the application aborted while this producer waited for the receipt, after the
+    /// relay delivered every byte of its ended source: the call that still states its end
+    /// (§12.2), since the consumer has every byte and its receipt call checks the end (any
+    /// answer will do).
+    fn end_notice(&self, e: &Error) -> Option<Request> {
+        let rc = self.cfg.receipt.as_ref()?;
+        if !self.delivered || e.code != ErrorCode::Aborted {
+            return None;
+        }
+        let c = &self.cfg;
+        receipt::channel_request(
+            &c.relay,
+            &c.path,
+            &rc.transfer,
+            ConnectMode::AwaitReader,
+            FAILURE_NOTICE_TIMEOUT_S,
+            c.token.as_deref(),
+            Some(self.end_items()?),
+        )
+        .ok()
+        .map(Request::into_last_word)
+    }
+
     /// Every call due when the transfer failed with `e`, for the adapter to make together:
     /// the failure notice ([`Producer::failure_notice`]) and the withdrawal
-    /// ([`Producer::withdrawal`]).
+    /// ([`Producer::withdrawal`]), or the producer's end ([`Producer::end_notice`]).
     pub fn last_words(&self, e: &Error) -> Vec<Request> {
         self.failure_notice(e)
             .into_iter()
             .chain(self.withdrawal(e))
+            .chain(self.end_notice(e))
             .collect()
     }
 
@@ -686,6 +731,13 @@ impl<T: ByteChunk> Producer<T> {
     /// The transfer id of the rendezvous hello (§12.1), if any.
     pub fn transfer_id(&self) -> Option<&str> {
         self.cfg.receipt.as_ref().map(|r| r.transfer.as_str())
+    }
+
+    /// How the driver stops a streaming upload so that it is cut, never ended (§11.2 step 5):
+    /// on a source that failed, the caller's abort, a stall that turns into a resume.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+    pub fn stop_order(&self) -> StopOrder {
+        self.cfg.upload_cut.stop_order()
     }
 
     /// The body of the part a [`Step::Part`] asked for.
@@ -783,12 +835,14 @@ impl<T: ByteChunk> Producer<T> {
                     }
                     _ => return Step::Failed(misuse("poll while waiting for an answer")),
                 },
-                State::AwaitReceipt {
-                    request, issued, ..
-                } => {
-                    return issue_once(issued, "while waiting for the receipt", || {
-                        Step::Receipt(request.clone())
-                    })
+                State::AwaitReceipt { issued, .. } => {
+                    if std::mem::replace(issued, true) {
+                        return Step::Failed(misuse("poll while waiting for the receipt"));
+                    }
+                    match self.receipt_wait_call() {
+                        Ok(req) => return Step::Receipt(req),
+                        Err(e) => self.fail(e),
+                    }
                 }
                 State::Resuming { clock, phase, .. } => match *phase {
                     ResumePhase::Call { issued: false } => {
@@ -802,7 +856,10 @@ impl<T: ByteChunk> Producer<T> {
                             continue;
                         };
                         *phase = ResumePhase::Call { issued: true };
-                        let call = self.resume_plan().map(|p| p.call(self.offer(), t));
+                        let end = self.end_items();
+                        let call = self
+                            .resume_plan()
+                            .map(|p| p.call_with_end(self.offer(), end.as_deref(), t));
                         match call {
                             Some(Ok(req)) => return Step::Receipt(req),
                             Some(Err(e)) => self.fail_final(e),
@@ -817,11 +874,17 @@ impl<T: ByteChunk> Producer<T> {
                 },
                 State::Rewind(offset) => {
                     let offset = *offset;
-                    let (Some(url), Some(rc)) = (&self.stream_url, &self.cfg.receipt) else {
-                        self.fail_final(misuse("resume without a data URL"));
+                    let (Some(plan), Some(rc)) = (self.resume_plan(), &self.cfg.receipt) else {
+                        self.fail_final(misuse("resume without a transfer"));
                         continue;
                     };
-                    let url = channel_data_url(url, &rc.transfer);
+                    let url = match plan.data_url() {
+                        Ok(url) => url,
+                        Err(e) => {
+                            self.fail_final(e);
+                            continue;
+                        }
+                    };
                     // The consumer has the metadata: a resumed upload says only where it starts.
                     let mut headers = auth_headers(self.cfg.token.as_deref());
                     headers.push(channel_key(&rc.transfer));
@@ -902,35 +965,68 @@ impl<T: ByteChunk> Producer<T> {
             receipt: None,
             resumes: self.resumes,
         };
-        let c = &self.cfg;
-        let wait = match &c.receipt {
-            Some(rc) if rc.wait && self.peer_sends_receipts => Some(rc),
-            _ => None,
-        };
-        let Some(rc) = wait else {
+        if !self.expects_receipt() {
             self.state = State::Finished(Some(Ok(report)));
             return;
+        }
+        self.delivered = true;
+        self.state = State::AwaitReceipt {
+            report,
+            issued: false,
         };
-        match receipt::channel_request(
+    }
+
+    /// The call that waits for the receipt on the transfer's channel (§12.2): it offers the
+    /// resume to a consumer whose side broke after the relay's success (§12.3), and states the
+    /// producer's end (§12.2).
+    fn receipt_wait_call(&self) -> Result<Request, Error> {
+        let c = &self.cfg;
+        let Some(rc) = &c.receipt else {
+            return Err(misuse("a receipt wait without a transfer"));
+        };
+        let offer = self.resumes().then(|| self.offer().text());
+        let hello = match (offer, self.end_items()) {
+            (Some(o), Some(e)) => Some(format!("{o}; {e}")),
+            (o, e) => o.or(e),
+        };
+        receipt::channel_request(
             &c.relay,
             &c.path,
             &rc.transfer,
             ConnectMode::AwaitReader,
             rc.timeout_s,
             c.token.as_deref(),
-            // A consumer whose side broke after the relay's success resumes here (§12.3).
-            self.resumes().then(|| self.offer().text()),
-        ) {
-            Ok(request) => {
-                self.delivered = true;
-                self.state = State::AwaitReceipt {
-                    request,
-                    report,
-                    issued: false,
-                }
-            }
-            Err(e) => self.fail(e),
+            hello,
+        )
+    }
+
+    /// The source ended, and `sent` is what the producer sent, as a receipt is checked against
+    /// (§12.2): from now on its calls on the transfer's channel state its end, when it
+    /// promised to ([`Producer::states_end`]). The first call counts.
+    pub fn attest(&mut self, sent: Commitment) {
+        if self.sent.is_none() {
+            self.sent = Some(sent);
         }
+    }
+
+    /// True once the rendezvous said the consumer sends receipts and this producer waits for
+    /// one: its hello said `attest` then, and it states its end on the channel (§12.2).
+    pub fn states_end(&self) -> bool {
+        self.expects_receipt()
+    }
+
+    /// True when the driver should tell [`Producer::attest`] what was sent once its source
+    /// ended: the producer states its end and does not know it yet.
+    pub fn needs_end(&self) -> bool {
+        self.states_end() && self.sent.is_none()
+    }
+
+    /// The items that state the producer's end (§12.2), once it knows it.
+    fn end_items(&self) -> Option<String> {
+        self.sent
+            .as_ref()
+            .filter(|_| self.states_end())
+            .map(receipt::end_items)
     }
 
     /// The stall watch of a streaming upload (§12.4), on the clock of the last
@@ -961,7 +1057,11 @@ impl<T: ByteChunk> Producer<T> {
         if !streaming || !self.resumes() || self.stall_offer.is_some() {
             return None;
         }
-        let req = self.resume_plan()?.call(self.offer(), STALL_CALL_S).ok()?;
+        let end = self.end_items();
+        let req = self
+            .resume_plan()?
+            .call_with_end(self.offer(), end.as_deref(), STALL_CALL_S)
+            .ok()?;
         self.stall_offer = Some(self.window);
         Some(req)
     }
@@ -1128,7 +1228,7 @@ impl<T: ByteChunk> Producer<T> {
                 "the resume call was answered without the receiver's hello (is the relay an httpipe relay, PROTOCOL.md §5.1?)",
             )),
             (408, _) => self.resume_again(None, report, error),
-            (503, _) => self.resume_again(Some(RESUME_RETRY_MS), report, error),
+            (s, _) if unavailable_now(s) => self.resume_again(Some(RESUME_RETRY_MS), report, error),
             _ => self.fail_final(classify_response(
                 status,
                 body,
@@ -1469,6 +1569,7 @@ mod tests {
             } else {
                 RuntimeStreams::No
             },
+            upload_cut: UploadCut::BodyError,
             receipt: None,
             resume_s: None,
         }
@@ -1491,7 +1592,7 @@ mod tests {
         };
         assert!(r.headers.contains(&(
             crate::protocol::headers::HELLO,
-            "httpipe=1; transfer=TID; receipt".into()
+            "httpipe=1; transfer=TID; receipt; attest".into()
         )));
         let h: Vec<(&str, &str)> = peer.map(|v| vec![(PEER_HELLO, v)]).unwrap_or_default();
         p.on_response(200, &h, "http://h:1/p\n");
@@ -1574,6 +1675,155 @@ mod tests {
             .is_none());
     }
 
+    fn hello_of(r: &Request) -> Option<&str> {
+        r.headers
+            .iter()
+            .find(|(n, _)| *n == crate::protocol::headers::HELLO)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// §12.2 "The producer's end": once the driver said what was sent, every call on the
+    /// transfer's channel states it (the receipt wait, a resume call after a break at the end);
+    /// never a failure notice; nothing to a consumer that sends no receipts.
+    #[test]
+    fn the_producer_states_its_end_on_the_channel() {
+        let mut mem = OriginMemory::new();
+        let mut k = receipt::Committer::new();
+        k.update(b"hello");
+        let sent = k.commitment();
+        let end = receipt::end_items(&sent);
+        // the receipt wait after the relay's success
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+        assert!(p.states_end() && p.needs_end());
+        p.attest(sent.clone());
+        assert!(!p.needs_end());
+        let Step::Receipt(wait) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(hello_of(&wait), Some(end.as_str()));
+        assert!(end.starts_with("httpipe-end=1; bytes=5; digest="), "{end}");
+        // the application aborts while it waits: its end goes as a last word all the same
+        let aborted = Error::new(ErrorCode::Aborted, "stop");
+        let words = p.last_words(&aborted);
+        assert_eq!(words.len(), 1);
+        assert_eq!(hello_of(&words[0]), Some(end.as_str()));
+        assert!(words[0].last_word && words[0].url.contains("mode=await-reader"));
+
+        // a driver that did not say (an older one): the wait states nothing
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1; receipt"));
+        let Step::Receipt(wait) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert_eq!(hello_of(&wait), None);
+        assert!(p.end_notice(&aborted).is_none());
+
+        // a consumer that sends no receipts meets no call, and is told no end
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        streamed_to_success(&mut p, &mut mem, Some("httpipe=1"));
+        assert!(!p.states_end() && !p.needs_end());
+        let Step::Done(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+
+        // both resume: a break after the body ended offers the resume and states the end
+        let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+        c.resume_s = Some(10.0);
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(
+            200,
+            &vec![(PEER_HELLO, "httpipe=1; receipt; resume")],
+            "http://h:1/p\n",
+        );
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.observe(1000.0, 0, 5);
+        p.attest(sent.clone());
+        p.on_stream_failed(StreamFailure {
+            failure: Failure::network(Cause {
+                name: String::new(),
+                message: "reset".into(),
+            }),
+            replay: None,
+            response_started: true,
+            source_error: None,
+        });
+        let Step::Receipt(call) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let offer = format!("httpipe-resume=1; from=0; to=5; {end}");
+        assert_eq!(hello_of(&call), Some(offer.as_str()));
+        // ... and its failure notice states no end
+        let notice = p.failure_notice(&aborted).unwrap();
+        assert_eq!(hello_of(&notice), Some("httpipe-resume=1; failed=ABORTED"));
+    }
+
+    /// §11.2 step 6, §12.2: a producer that promised its end and fails for its own reason
+    /// tells the consumer on the channel even without resume (a consumer whose body ended
+    /// cleanly meets it with its receipt call); a cut or the consumer leaving does not.
+    #[test]
+    fn a_producer_that_states_its_end_sends_its_failure_notice_without_resume() {
+        let mut mem = OriginMemory::new();
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(
+            200,
+            &vec![(PEER_HELLO, "httpipe=1; receipt")],
+            "http://h:1/p\n",
+        );
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert!(!p.resumes());
+        let aborted = Error::new(ErrorCode::Aborted, "stop");
+        let notice = p.failure_notice(&aborted).expect("a notice without resume");
+        assert_eq!(hello_of(&notice), Some("httpipe-resume=1; failed=ABORTED"));
+        assert_eq!(
+            p.last_words(&aborted).len(),
+            2,
+            "the notice and the withdrawal"
+        );
+        let cut = Error::new(ErrorCode::Network, "reset");
+        assert!(p.failure_notice(&cut).is_none());
+        let left = Error::new(ErrorCode::PeerDisconnected, "left");
+        assert!(p.failure_notice(&left).is_none());
+        // the source's failure (whatever its code)
+        p.on_stream_failed(StreamFailure {
+            failure: Failure::stopped(StopReason::Internal, None),
+            replay: None,
+            response_started: false,
+            source_error: Some(Error::new(ErrorCode::Truncated, "upstream cut")),
+        });
+        let Step::Failed(e) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let notice = p
+            .failure_notice(&e)
+            .expect("a notice for the source's failure");
+        assert_eq!(
+            hello_of(&notice),
+            Some("httpipe-resume=1; failed=TRUNCATED")
+        );
+        // an older consumer (no receipts): nothing on the channel
+        let mut p =
+            Producer::<Vec<u8>>::new(with_receipt(cfg(UploadMode::Stream, true, true))).unwrap();
+        p.poll(&mut mem);
+        p.on_response(200, &NoHeaders, "http://h:1/p\n");
+        p.poll(&mut mem);
+        assert!(p.failure_notice(&aborted).is_none());
+    }
+
     /// §12.3: a cut streaming upload meets the consumer on the channel with its window, goes
     /// on at the consumer's offset on the Data API channel, and counts the resume.
     #[test]
@@ -1587,14 +1837,16 @@ mod tests {
         };
         assert!(r.headers.contains(&(
             crate::protocol::headers::HELLO,
-            "httpipe=1; transfer=TID; receipt; resume".into()
+            "httpipe=1; transfer=TID; receipt; attest; resume".into()
         )));
         let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
-        p.on_response(200, &h, "http://h:1/p\n");
+        // the answer names a cluster node (§13.3) ...
+        p.on_response(200, &h, "http://10.0.0.11:8080/p\n");
         assert!(p.resumes());
-        let Step::Stream(_) = p.poll(&mut mem) else {
+        let Step::Stream(first) = p.poll(&mut mem) else {
             panic!()
         };
+        assert_eq!(first.url, "http://10.0.0.11:8080/p");
         // while it streams, a failure of its own is told on the channel, as a last word
         let aborted = Error::new(ErrorCode::Aborted, "gone");
         let notice = p
@@ -1636,6 +1888,18 @@ mod tests {
         let Step::Receipt(_) = p.poll(&mut mem) else {
             panic!()
         };
+        // a balancer whose upstream died answers 502 / 504: not now, call again (§13.4)
+        for gateway in [502, 504] {
+            p.on_receipt(gateway, &NoHeaders, "Bad Gateway", &none, None);
+            let Step::Sleep(ms) = p.poll(&mut mem) else {
+                panic!("{gateway} is repeated")
+            };
+            assert_eq!(ms, RESUME_RETRY_MS);
+            p.on_slept();
+            let Step::Receipt(_) = p.poll(&mut mem) else {
+                panic!()
+            };
+        }
         let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
         p.on_receipt(200, &ask, "", &none, None);
         let Step::ResumeFrom(300) = p.poll(&mut mem) else {
@@ -1644,6 +1908,7 @@ mod tests {
         let Step::Stream(up) = p.poll(&mut mem) else {
             panic!()
         };
+        // ... which may have died: the resumed upload goes to the relay's own URL (§12.3)
         assert_eq!(
             up.url,
             format!(

@@ -8,6 +8,7 @@ use hmac::Mac;
 use subtle::ConstantTimeEq;
 use xxhash_rust::xxh3::Xxh3;
 
+use super::delivery::ReceiptDelivery;
 use super::error::{Error, ErrorCode};
 use super::rendezvous::auth_headers;
 use super::request::Request;
@@ -15,7 +16,8 @@ use super::urls::{ConnectMode, RelayBase};
 use crate::protocol::channel::{self, key_header as channel_key};
 use crate::protocol::headers::HELLO;
 use crate::protocol::hello::{
-    self, item, BYTES, CODE, DIGEST, MAC_SEPARATOR, RECEIPT_VERSION, STATUS,
+    self, item, ResumeHello, BYTES, CODE, DIGEST, END_VERSION, MAC_SEPARATOR, RECEIPT_VERSION,
+    STATUS, VERSION_1,
 };
 
 /// What one side counted and hashed (§12.2): plaintext bytes released (consumer) or read
@@ -261,6 +263,60 @@ pub fn verify(
     })
 }
 
+/// The producer's end (§12.2, "The producer's end"): `httpipe-end=1; bytes=N; digest=D`, the
+/// items its channel calls carry once its source ended; `c` is what a receipt is checked
+/// against.
+pub fn end_items(c: &Commitment) -> String {
+    format!(
+        "{END_VERSION}={VERSION_1}; {BYTES}={}; {DIGEST}={}",
+        c.bytes,
+        b64(&c.digest)
+    )
+}
+
+fn not_the_end(why: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::Truncated,
+        format!(
+            "the stream ended cleanly, but {why}: the end is not the sender's (PROTOCOL.md §12.2)"
+        ),
+    )
+}
+
+/// The consumer's verdict on the producer's hello that answered its `ok` receipt (`None`: the
+/// answer had none), when the producer promised its end (§12.2): `Ok` when it states the
+/// end the consumer released (`ours`, its receipt's commitment); else `TRUNCATED`.
+pub fn check_end(peer_hello: Option<&str>, ours: &Commitment) -> Result<(), Error> {
+    let Some(text) = peer_hello else {
+        return Err(not_the_end("the sender did not state its end"));
+    };
+    if let Some(ResumeHello::Failed { code }) = ResumeHello::parse(text) {
+        return Err(not_the_end(format!(
+            "the sender failed with {code} before its end"
+        )));
+    }
+    if item(text, END_VERSION) != Some(VERSION_1) {
+        return Err(not_the_end("the sender did not state its end"));
+    }
+    let bytes = item(text, BYTES).and_then(|b| b.parse::<u64>().ok());
+    let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d).ok());
+    let (Some(bytes), Some(digest)) = (bytes, digest) else {
+        return Err(not_the_end("the sender's end is malformed"));
+    };
+    if bytes != ours.bytes {
+        return Err(not_the_end(format!(
+            "the sender sent {bytes} bytes and {} arrived",
+            ours.bytes
+        )));
+    }
+    if digest != ours.digest {
+        return Err(not_the_end(format!(
+            "the {bytes} bytes that arrived are not the ones the sender sent (another digest)"
+        )));
+    }
+    Ok(())
+}
+
 /// A fresh transfer id (§12.1) from 16 random bytes.
 pub fn transfer_id(random: &[u8; hello::TRANSFER_ID_BYTES]) -> String {
     b64(random)
@@ -287,6 +343,9 @@ pub struct ReceiptPlan {
     pub(crate) token: Option<String>,
     /// The producer's transfer id.
     pub transfer: String,
+    /// The producer states its end (its hello said `attest`, §12.2): an `ok` receipt's
+    /// meeting checks it.
+    pub attest: bool,
 }
 
 impl ReceiptPlan {
@@ -309,6 +368,23 @@ impl ReceiptPlan {
             Some(text),
         )
         .map(Request::into_last_word)
+    }
+
+    /// The receipt for `outcome` on its way from `now_ms` ([`ReceiptPlan::request`]): an `ok`
+    /// one checks the producer's end when it promised one (§12.2,
+    /// [`ReceiptDelivery::checks_end`]).
+    pub fn delivery(
+        &self,
+        outcome: Outcome,
+        released: &Commitment,
+        key: Option<&[u8; 32]>,
+        now_ms: f64,
+    ) -> Result<ReceiptDelivery, Error> {
+        let d = ReceiptDelivery::new(self.request(outcome, released, key)?, outcome, now_ms);
+        Ok(match self.attest {
+            true => d.checking_end(released.clone()),
+            false => d,
+        })
     }
 }
 
@@ -358,6 +434,7 @@ mod tests {
             path: "/p".into(),
             transfer: "T".into(),
             token: None,
+            attest: false,
         };
         for o in [
             Outcome::Ok,

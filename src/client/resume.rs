@@ -250,6 +250,31 @@ impl ResumePlan {
     /// The resume call on the transfer's channel: the producer (`AwaitReader`) offers, the
     /// consumer (`AwaitWriter`) asks.
     pub fn call(&self, hello: ResumeHello, timeout_s: f64) -> Result<Request, Error> {
+        self.call_with_end(hello, None, timeout_s)
+    }
+
+    /// The Data API channel a resumed transfer flows on (§12.3): the relay's own data URL of
+    /// the path, never a Connect answer's (in a cluster that may name a node that died since,
+    /// §13.4), with the transfer's channel.
+    pub fn data_url(&self) -> Result<String, Error> {
+        Ok(channel_data_url(
+            &self.relay.data_url(&self.path)?,
+            &self.transfer,
+        ))
+    }
+
+    /// [`ResumePlan::call`] whose hello goes on with `end`, the producer's end items once its
+    /// source ended (§12.2: `httpipe-end=1; bytes=N; digest=D`).
+    pub fn call_with_end(
+        &self,
+        hello: ResumeHello,
+        end: Option<&str>,
+        timeout_s: f64,
+    ) -> Result<Request, Error> {
+        let text = match end {
+            Some(end) => format!("{}; {end}", hello.text()),
+            None => hello.text(),
+        };
         let mode = match hello {
             ResumeHello::Offer { .. } | ResumeHello::Failed { .. } => ConnectMode::AwaitReader,
             ResumeHello::Ask { .. } => ConnectMode::AwaitWriter,
@@ -261,7 +286,7 @@ impl ResumePlan {
             mode,
             timeout_s,
             self.token.as_deref(),
-            Some(hello.text()),
+            Some(text),
         )
     }
 }

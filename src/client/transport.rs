@@ -76,6 +76,43 @@ impl RuntimeStreams {
     }
 }
 
+/// What cuts a streaming upload in this runtime, never ending it cleanly (`PROTOCOL.md` §10,
+/// §11.2 step 5): a property of its HTTP client, which the driver knows and tells the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UploadCut {
+    /// An error in the request body: Chromium resets an HTTP/2 upload whose body stream
+    /// errored but ends an aborted one cleanly (END_STREAM); Node, Deno and the native client
+    /// cut it either way.
+    BodyError,
+    /// Only an abort: a body that errors ends the request as if it were complete (workerd).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+    Abort,
+}
+
+/// The order in which a driver stops a streaming upload (a source that failed, the caller's
+/// abort, a stall that turns into a resume) so that the relay sees a cut (§11.2 step 5). The
+/// native driver's cancel fails the body and drops the request: `BodyFirst`, by construction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+pub enum StopOrder {
+    /// Error the request body, then abort the request.
+    BodyFirst,
+    /// Abort the request before the error reaches the body.
+    AbortFirst,
+}
+
+impl UploadCut {
+    /// The order that cuts an upload in a runtime with this property: what cuts it comes
+    /// first (what follows is harmless there, and stops the rest).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+    pub fn stop_order(self) -> StopOrder {
+        match self {
+            UploadCut::BodyError => StopOrder::BodyFirst,
+            UploadCut::Abort => StopOrder::AbortFirst,
+        }
+    }
+}
+
 /// The plan for one upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
@@ -208,5 +245,12 @@ mod tests {
         );
         assert!(UploadMode::parse(Some("fast")).is_err());
         assert_eq!(Transport::Segmented.as_str(), "segmented");
+    }
+
+    #[test]
+    fn the_stop_order_is_whatever_cuts_the_upload_first() {
+        // Chromium (and Node, Deno, native): the body's error resets; workerd: only an abort
+        assert_eq!(UploadCut::BodyError.stop_order(), StopOrder::BodyFirst);
+        assert_eq!(UploadCut::Abort.stop_order(), StopOrder::AbortFirst);
     }
 }

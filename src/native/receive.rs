@@ -144,7 +144,8 @@ type DecryptJob = JoinHandle<DecryptJobOutput>;
 ///
 /// # Errors
 ///
-/// `TRUNCATED` (the producer's stream was cut, or the relay went away), `WRONG_KEY` (the keys
+/// `TRUNCATED` (the producer's stream was cut, or the relay went away, or — with automatic
+/// receipts — it ended cleanly but the producer did not state that end, §12.2), `WRONG_KEY` (the keys
 /// don't open the header: before any plaintext), `DECRYPT_FAILED` (tampered or malformed
 /// ciphertext). After an error every call returns it again.
 pub struct Reader {
@@ -174,8 +175,9 @@ pub struct Reader {
     mode: ReceiptMode,
     /// A receipt was sent (or is on its way).
     receipt_sent: bool,
-    /// The receipt on its way before the end or an error is reported.
-    last_word: Option<BoxFuture<'static, ()>>,
+    /// The receipt on its way before the end or an error is reported; with automatic
+    /// receipts its meeting may say the end is not the producer's (§12.2): the stream's error.
+    last_word: Option<BoxFuture<'static, Option<Error>>>,
     /// The core's stall watch of the body (§12.4): its timer and call, and when the read
     /// under way began waiting for a byte (ms on `clock`).
     stall: StallWatch,
@@ -205,12 +207,13 @@ impl Reader {
     fn fail(&mut self, cx: &mut Context<'_>, e: Error) -> Poll<Result<Option<Bytes>, Error>> {
         self.error = Some(e.clone());
         self.body = futures_util::stream::empty().boxed();
-        if let Some(call) = self.receipt_call(Outcome::of_error(e.code)) {
+        if let Some((call, _)) = self.receipt_call(Outcome::of_error(e.code)) {
             let task = tokio::spawn(call);
             if e.code != ErrorCode::Truncated {
                 let mut last_word = async move {
                     let wait = http::duration_of_ms(FAILURE_NOTICE_WAIT_MS);
                     let _ = tokio::time::timeout(wait, task).await;
+                    None
                 }
                 .boxed();
                 if last_word.as_mut().poll(cx).is_pending() {
@@ -222,11 +225,16 @@ impl Reader {
         Poll::Ready(Err(e))
     }
 
-    /// The call that delivers the receipt for `outcome` (once; `None` when none is due).
+    /// The call that delivers the receipt for `outcome` (once; `None` when none is due), and
+    /// whether its result is the stream's verdict (an `ok` receipt that checks the producer's
+    /// end, §12.2: [`ReceiptDelivery::checks_end`]).
     fn receipt_call(
         &mut self,
         outcome: Outcome,
-    ) -> Option<impl Future<Output = Result<(), Error>> + Send + 'static> {
+    ) -> Option<(
+        impl Future<Output = Result<(), Error>> + Send + 'static,
+        bool,
+    )> {
         let plan = self.plan.as_ref()?;
         if self.receipt_sent {
             return None;
@@ -234,9 +242,10 @@ impl Reader {
         self.receipt_sent = true;
         let (released, key) =
             ledger::consumer_commitment(&self.ledger, self.dec.as_ref(), outcome, &plan.transfer);
-        let req = plan.request(outcome, &released, key.as_deref());
+        let delivery = plan.delivery(outcome, &released, key.as_deref(), 0.0);
+        let checks_end = delivery.as_ref().is_ok_and(ReceiptDelivery::checks_end);
         let http = self.http.clone();
-        Some(async move { deliver(&http, req?, outcome).await })
+        Some((async move { deliver(&http, delivery?).await }, checks_end))
     }
 
     fn plaintext(&mut self, out: Vec<u8>) -> Option<Bytes> {
@@ -337,8 +346,11 @@ impl Reader {
     pub fn poll_next_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, Error>> {
         loop {
             if let Some(call) = self.last_word.as_mut() {
-                ready!(call.as_mut().poll(cx));
+                let verdict = ready!(call.as_mut().poll(cx));
                 self.last_word = None;
+                if let Some(e) = verdict {
+                    self.error = Some(e);
+                }
             }
             if let Some(e) = &self.error {
                 return Poll::Ready(Err(e.clone()));
@@ -495,13 +507,11 @@ impl Reader {
         let last = self.plaintext(out);
         self.meter.finish();
         if self.mode == ReceiptMode::Auto {
-            if let Some(call) = self.receipt_call(Outcome::Ok) {
-                self.last_word = Some(
-                    async move {
-                        let _ = call.await;
-                    }
-                    .boxed(),
-                );
+            if let Some((call, checks_end)) = self.receipt_call(Outcome::Ok) {
+                // Only the producer's end (§12.2) is the stream's business; a receipt that
+                // can't be delivered otherwise leaves the producer unconfirmed, which it reports.
+                self.last_word =
+                    Some(async move { call.await.err().filter(|_| checks_end) }.boxed());
             }
         }
         Ok(last)
@@ -542,8 +552,10 @@ impl Reader {
     ///
     /// # Errors
     ///
-    /// `UNSUPPORTED` before the end; `UNCONFIRMED` when the producer did not come for it
-    /// (gone?); `NETWORK` and the relay's refusals. The data is the caller's either way.
+    /// `UNSUPPORTED` before the end; `TRUNCATED` when the producer promised to state its end
+    /// and did not state this one (§12.2: the stream was cut, though it ended cleanly; discard
+    /// the data); otherwise `UNCONFIRMED` when the producer did not come for it (gone?),
+    /// `NETWORK` and the relay's refusals, and the data is the caller's either way.
     pub async fn confirm(&mut self) -> Result<(), Error> {
         if !self.done || self.error.is_some() || !self.leftover.is_empty() {
             return Err(Error::usage(
@@ -551,7 +563,7 @@ impl Reader {
             ));
         }
         match self.receipt_call(Outcome::Ok) {
-            Some(call) => call.await,
+            Some((call, _)) => call.await,
             None => Ok(()),
         }
     }
@@ -565,7 +577,7 @@ impl Reader {
         if self.done && self.error.is_none() {
             return;
         }
-        if let Some(call) = self.receipt_call(Outcome::Cancelled) {
+        if let Some((call, _)) = self.receipt_call(Outcome::Cancelled) {
             let wait = http::duration_of_ms(FAILURE_NOTICE_WAIT_MS);
             let _ = tokio::time::timeout(wait, tokio::spawn(call)).await;
         }
@@ -579,7 +591,7 @@ impl Drop for Reader {
         if self.done || self.error.is_some() {
             return;
         }
-        if let (Some(call), Ok(rt)) = (
+        if let (Some((call, _)), Ok(rt)) = (
             self.receipt_call(Outcome::Cancelled),
             tokio::runtime::Handle::try_current(),
         ) {
@@ -588,22 +600,20 @@ impl Drop for Reader {
     }
 }
 
-/// Sends a receipt (§12.2) as the core's [`ReceiptDelivery`] says; `Ok` when the producer
-/// took it.
+/// Sends a receipt (§12.2) as the core's [`ReceiptDelivery`] (made at 0 on its clock) says;
+/// `Ok` when the producer took it (and stated the end, when it checks that).
 async fn deliver(
     http_client: &reqwest::Client,
-    req: Request,
-    outcome: Outcome,
+    mut delivery: ReceiptDelivery,
 ) -> Result<(), Error> {
     let clock = Instant::now();
     let now = || clock.elapsed().as_secs_f64() * 1000.0;
-    let mut delivery = ReceiptDelivery::new(req, outcome, now());
     loop {
         match delivery.poll(now()) {
             DeliveryStep::Call(req) => {
                 match text_request(http_client, &req, None, &Stop::new(), TimeoutAs::Network).await
                 {
-                    Ok(a) => delivery.on_answer(a.status, &a.body, now()),
+                    Ok(a) => delivery.on_answer(a.status, &HeaderView(&a.headers), &a.body, now()),
                     Err(f) => delivery.on_failure(f, now()),
                 }
             }

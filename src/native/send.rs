@@ -32,7 +32,7 @@ use crate::client::resume::MAX_WINDOW;
 use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
-use crate::client::transport::RuntimeStreams;
+use crate::client::transport::{RuntimeStreams, UploadCut};
 use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 use zeroize::Zeroizing;
 
@@ -96,6 +96,9 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         },
         encrypted: enc.is_some(),
         runtime_streams: RuntimeStreams::Yes,
+        // hyper resets (HTTP/2) or closes (HTTP/1.1) a request whose body stream fails: the
+        // upload's cancel fails its body (§11.2 step 5)
+        upload_cut: UploadCut::BodyError,
         receipt: receipt_config(o.receipt, o.ciphertext_receipt, receipt_timeout_s, resume_s)?,
         resume_s,
     };
@@ -287,11 +290,16 @@ impl Drop for Driver {
 }
 
 impl Driver {
-    /// The clock and the replay window, for the core (§12.3).
+    /// The clock and the replay window, for the core (§12.3); once the source ended, what was
+    /// sent (the producer's end, §12.2).
     fn observe(&mut self) {
         let (low, high) = self.source.window();
         let now = self.clock.elapsed().as_secs_f64() * 1000.0;
         self.producer.observe(now, low, high);
+        if self.producer.needs_end() && self.source.ended() {
+            let (sent, _) = self.sent();
+            self.producer.attest(sent);
+        }
     }
 
     fn poll(&mut self) -> Step {

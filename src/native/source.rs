@@ -21,7 +21,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::stop::Stop;
 use super::ProgressFn;
-use crate::client::error::{Error, ErrorCode, StopReason};
+use crate::client::error::{source_failed, Error, ErrorCode, StopReason};
 use crate::client::ledger::Ledger;
 use crate::client::parts::ByteChunk;
 use crate::client::producer::REPLAY_LIMIT;
@@ -475,6 +475,12 @@ impl Source {
         };
     }
 
+    /// True once the source ended cleanly: every wire byte was taken (and counted) and the
+    /// encoder finished (§12.2, the producer's end).
+    pub(crate) fn ended(&self) -> bool {
+        lock(&self.inner).ended
+    }
+
     /// Runs `f` with the wire ledger (the receipt check, §12.2).
     pub(crate) fn with_wire<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
         f(&lock(&self.inner).wire)
@@ -621,13 +627,10 @@ pub(crate) async fn pump_reader<R: AsyncRead + Unpin>(
                 return Ok(false);
             }
             buf.reserve(READ_CHUNK);
-            let n = source.read_buf(&mut buf).await.map_err(|e| {
-                Error::new(
-                    ErrorCode::Unsupported,
-                    format!("reading the source failed: {e}"),
-                )
-                .with_source(e)
-            })?;
+            let n = source
+                .read_buf(&mut buf)
+                .await
+                .map_err(|e| source_failed(&e).with_source(e))?;
             if n == 0 {
                 enc.finish(&mut out)?;
                 return Ok(true);

@@ -17,6 +17,12 @@ pub const RECEIPT: &str = "receipt";
 pub const DECRYPTED: &str = "decrypted";
 /// Both: this side resumes after a break (§12.3).
 pub const RESUME: &str = "resume";
+/// Producer (with `receipt`): it states its end on the transfer's channel (§12.2, "The
+/// producer's end").
+pub const ATTEST: &str = "attest";
+/// The first item of a producer's end, `httpipe-end=1; bytes=N; digest=D` (§12.2), in the
+/// hello of its channel calls once its source ended; `bytes` and `digest` are the receipt's.
+pub const END_VERSION: &str = "httpipe-end";
 /// The first item of a resume call's hello (§12.3), from either side.
 pub const RESUME_VERSION: &str = "httpipe-resume";
 /// Producer (resume call): the first wire byte it can send again.
@@ -116,6 +122,8 @@ pub struct PeerHello {
     pub decrypts: bool,
     /// `resume` (§12.3).
     pub resume: bool,
+    /// (producer) `attest` with `receipt`: it states its end (§12.2).
+    pub attests: bool,
 }
 
 impl PeerHello {
@@ -130,15 +138,17 @@ impl PeerHello {
             receipt: v1 && item(hello, RECEIPT).is_some(),
             decrypts: v1 && item(hello, RECEIPT) == Some(DECRYPTED),
             resume: v1 && item(hello, RESUME).is_some(),
+            attests: v1 && item(hello, RECEIPT).is_some() && item(hello, ATTEST).is_some(),
         }
     }
 }
 
-/// A producer's rendezvous hello: `httpipe=1; transfer=ID[; receipt][; resume]`.
+/// A producer's rendezvous hello: `httpipe=1; transfer=ID[; receipt; attest][; resume]` (a
+/// producer that waits for a receipt states its end, §12.2).
 pub fn producer_hello(transfer: &str, receipt: bool, resume: bool) -> String {
     let mut h = format!("{VERSION}={VERSION_1}; {TRANSFER}={transfer}");
     if receipt {
-        h.push_str(&format!("; {RECEIPT}"));
+        h.push_str(&format!("; {RECEIPT}; {ATTEST}"));
     }
     if resume {
         h.push_str(&format!("; {RESUME}"));
@@ -236,6 +246,7 @@ mod tests {
                 receipt: true,
                 decrypts: false,
                 resume: false,
+                attests: true,
             }
         );
         let c = PeerHello::parse(&consumer_hello(true, false, false));
@@ -248,6 +259,10 @@ mod tests {
             "httpipe=1; transfer=T; resume"
         );
         assert!(PeerHello::parse("httpipe=1; transfer=T; resume").resume);
+        // `attest` promises nothing without `receipt` (its end travels with the receipt)
+        assert!(!PeerHello::parse("httpipe=1; transfer=T; attest").attests);
+        assert!(!PeerHello::parse("httpipe=1; transfer=T; receipt").attests);
+        assert!(!c.attests && !d.attests);
         assert!(
             !PeerHello::parse("transfer=T; resume").resume,
             "no version, no promise"
@@ -286,6 +301,11 @@ mod tests {
         ] {
             assert_eq!(ResumeHello::parse(bad), None, "{bad}");
         }
+        // an offer with the producer's end after it (§12.2) is the offer to an older reader
+        assert_eq!(
+            ResumeHello::parse("httpipe-resume=1; from=0; to=5; httpipe-end=1; bytes=5; digest=AA"),
+            Some(ResumeHello::Offer { from: 0, to: 5 })
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! consumer left). Every request of the operation uses its signal, so aborting it aborts the
 //! HTTP requests and the peer sees the abort.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
@@ -20,7 +20,12 @@ pub struct Abort {
     listener: Option<Closure<dyn FnMut()>>,
     timer: Option<(JsValue, Closure<dyn FnMut()>)>,
     reason: Rc<Cell<StopReason>>,
+    /// What the caller's signal does before it aborts the requests ([`Abort::set_first`]).
+    first: Rc<RefCell<Option<Hook>>>,
 }
+
+/// What runs when the caller's signal fires, before the requests are aborted.
+pub type Hook = Rc<dyn Fn()>;
 
 fn js_failed(e: JsValue) -> Error {
     Error::new(
@@ -43,6 +48,7 @@ impl Abort {
             listener: None,
             timer: None,
             reason,
+            first: Rc::default(),
         };
         if let Some(signal) = user {
             if signal.aborted() {
@@ -53,9 +59,14 @@ impl Abort {
             }
             let controller = abort.controller.clone();
             let reason = abort.reason.clone();
+            let first = abort.first.clone();
             let listener = Closure::<dyn FnMut()>::new(move || {
                 if reason.get() == StopReason::None {
                     reason.set(StopReason::User);
+                }
+                let hook = first.borrow().clone();
+                if let Some(h) = hook {
+                    h();
                 }
                 controller.abort();
             });
@@ -75,6 +86,13 @@ impl Abort {
 
     pub fn reason(&self) -> StopReason {
         self.reason.get()
+    }
+
+    /// `hook` runs when the caller's signal fires, before the requests are aborted (`None`:
+    /// nothing): a streaming upload errors its body first where that is what cuts it
+    /// (`PROTOCOL.md` §11.2 step 5, [`super::body::BodyStop::first`]).
+    pub fn set_first(&self, hook: Option<Hook>) {
+        *self.first.borrow_mut() = hook;
     }
 
     /// A shared view of the reason, for streams that must stop once the operation is aborted.

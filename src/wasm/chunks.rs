@@ -17,9 +17,9 @@ use wasm_bindgen::JsCast;
 use web_sys::ReadableStream;
 
 use super::bindings::now_ms;
-use super::error::{from_js, to_js as error_to_js};
+use super::error::{coded, from_js, has_code, js_error, message_of, to_js as error_to_js};
 use super::options::Parsed;
-use crate::client::error::source_changed;
+use crate::client::error::{source_changed, source_failed};
 use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
 use crate::client::producer::REPLAY_LIMIT;
@@ -36,15 +36,59 @@ pub fn raw(stream: ReadableStream) -> LocalBoxStream<'static, Result<JsValue, Js
         .boxed_local()
 }
 
-/// Reads the caller's source, a `ReadableStream` of `Uint8Array` (or `ArrayBuffer`) chunks;
-/// its failures are reported as "reading the source" (after a stop: the stop's code).
-pub fn source(stream: ReadableStream, stop: Rc<Cell<StopReason>>) -> ByteStream {
+/// Reads the caller's source, a `ReadableStream` of `Uint8Array` (or `ArrayBuffer`) chunks.
+/// A source that fails is reported as what it is (§11.2 step 5): `ABORTED` "the source failed:
+/// …" ([`source_failed`]), or the `HttpipeError` it failed with; `failure` keeps its own error
+/// for the rejection. After a stop: the stop's code.
+pub fn source(
+    stream: ReadableStream,
+    stop: Rc<Cell<StopReason>>,
+    failure: SourceFailure,
+) -> ByteStream {
     raw(stream)
         .map(move |r| {
-            r.map_err(|e| from_js(&e, stop.get(), ErrorCode::Unsupported, "reading the source"))
-                .and_then(as_bytes)
+            r.map_err(|e| {
+                let stopped = stop.get();
+                if stopped != StopReason::None {
+                    return from_js(&e, stopped, ErrorCode::Aborted, "reading the source");
+                }
+                let err = coded(&e).unwrap_or_else(|| source_failed(message_of(&e)));
+                failure.record(&err, &e);
+                err
+            })
+            .and_then(as_bytes)
         })
         .boxed_local()
+}
+
+/// The caller's source failed: the SDK error it became, and the JavaScript value it failed
+/// with, for the operation's rejection (shared by every read of one source).
+#[derive(Clone, Default)]
+pub struct SourceFailure(Rc<RefCell<Option<(Error, JsValue)>>>);
+
+impl SourceFailure {
+    fn record(&self, e: &Error, raw: &JsValue) {
+        let mut r = self.0.borrow_mut();
+        if r.is_none() {
+            *r = Some((e.clone(), raw.clone()));
+        }
+    }
+
+    /// The operation's error `e` as JavaScript: the source's own failure with the very error
+    /// the source failed with as its `cause` (an `HttpipeError` it failed with as it is);
+    /// any other error as usual.
+    pub fn to_js(&self, e: &Error) -> JsValue {
+        match &*self.0.borrow() {
+            Some((own, raw)) if own.code == e.code && own.message == e.message => {
+                if has_code(raw) {
+                    raw.clone()
+                } else {
+                    js_error(e.code, &e.message, Some(raw))
+                }
+            }
+            _ => error_to_js(e),
+        }
+    }
 }
 
 fn as_bytes(v: JsValue) -> Result<Uint8Array, Error> {
@@ -451,24 +495,6 @@ impl Drop for CloseOnDrop {
     fn drop(&mut self) {
         self.0.set(false);
     }
-}
-
-/// Aborts the upload (`cut`) before a source error reaches the request body: an errored
-/// body must cut the request, never end it, and workerd ends a request whose body stream
-/// errors as if it were complete (the relay then reports success and a plain consumer gets
-/// a short but clean stream). An aborted `fetch` is cut off in every runtime (PROTOCOL.md
-/// §11.2 step 5) but Chromium over HTTP/2, which ends it cleanly (§10, not yet handled).
-/// The error still reaches the body after the abort: a body left pending kept a Node
-/// `fetch` from settling (pipeline-e2e's partition test hung when it was tried).
-pub fn cut_on_error(stream: ByteStream, cut: Rc<dyn Fn()>) -> ByteStream {
-    stream
-        .map(move |r| {
-            if r.is_err() {
-                cut();
-            }
-            r
-        })
-        .boxed_local()
 }
 
 /// Ends a source with an `ABORTED` error (never a clean end) once the operation was aborted,

@@ -17,7 +17,7 @@ use super::bindings::global_fetch;
 use super::error::failure;
 use crate::client::error::{Failure, StopReason};
 use crate::client::request::{Headers as ClientHeaders, Request};
-use crate::client::transport::RuntimeStreams;
+use crate::client::transport::{RuntimeStreams, UploadCut};
 
 /// Response headers for the core (`Headers.get` joins repeated names with ", ").
 pub struct JsHeaders(pub web_sys::Headers);
@@ -207,6 +207,17 @@ pub fn runtime_streams() -> RuntimeStreams {
         (false, _) => RuntimeStreams::No,
         (true, true) => RuntimeStreams::OverTls,
         (true, false) => RuntimeStreams::Yes,
+    }
+}
+
+/// What cuts a streaming upload in this runtime (§10, §11.2 step 5): workerd ends a request
+/// whose body errored as if it were complete, so only an abort cuts there; everywhere else an
+/// errored body does (Chromium's aborted HTTP/2 upload ends cleanly, its errored one resets).
+pub fn upload_cut() -> UploadCut {
+    if is_cloudflare_workers() {
+        UploadCut::Abort
+    } else {
+        UploadCut::BodyError
     }
 }
 

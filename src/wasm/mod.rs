@@ -23,6 +23,7 @@
 
 pub mod abort;
 pub mod bindings;
+pub mod body;
 pub mod chunks;
 pub mod code;
 pub mod connect;

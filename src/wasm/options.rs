@@ -14,7 +14,7 @@ use crate::client::parts::part_size;
 use crate::client::producer::{Metadata, SendConfig};
 use crate::client::rate::Progress;
 use crate::client::resume::window_size;
-use crate::client::transport::{RuntimeStreams, UploadMode};
+use crate::client::transport::{RuntimeStreams, UploadCut, UploadMode};
 use crate::client::urls::RelayBase;
 use crate::protocol::hello::RESUME_TIME_S;
 
@@ -137,8 +137,13 @@ impl Parsed {
         RelayBase::parse(relay)
     }
 
-    /// The producer's configuration for the core.
-    pub fn send_config(&self, runtime_streams: RuntimeStreams) -> Result<SendConfig, Error> {
+    /// The producer's configuration for the core, with what the runtime can stream and what
+    /// cuts its uploads (§10).
+    pub fn send_config(
+        &self,
+        runtime_streams: RuntimeStreams,
+        upload_cut: UploadCut,
+    ) -> Result<SendConfig, Error> {
         Ok(SendConfig {
             relay: self.relay()?,
             path: self.path()?.to_string(),
@@ -154,6 +159,7 @@ impl Parsed {
             },
             encrypted: self.encrypted(),
             runtime_streams,
+            upload_cut,
             receipt: receipt_config(
                 self.receipt != ReceiptMode::Off,
                 self.receipt == ReceiptMode::Ciphertext,

@@ -43,6 +43,17 @@ pub fn committed(stream: ByteStream, ledger: Rc<RefCell<Ledger>>) -> ByteStream 
         .boxed_local()
 }
 
+/// `stream`, setting `ended` at its clean end (every byte passed: what was committed to is
+/// final, the producer's end of §12.2).
+pub fn marking_end(stream: ByteStream, ended: Rc<Cell<bool>>) -> ByteStream {
+    stream
+        .chain(futures::stream::poll_fn(move |_| {
+            ended.set(true);
+            std::task::Poll::Ready(None)
+        }))
+        .boxed_local()
+}
+
 /// The producer's commitment and receipt key (§12.2), as the core decides
 /// ([`ledger::producer_commitment`]); `enc` is the transfer's shared encryptor.
 pub fn producer_commitment(
@@ -133,29 +144,24 @@ impl Receipt {
     }
 
     /// Sends the receipt for `outcome` once; `Ok` when the producer took it (or none is
-    /// wanted).
-    async fn deliver(self: Rc<Self>, outcome: Outcome) -> Result<(), Error> {
+    /// wanted), and whether that result is the stream's verdict (an `ok` receipt that checks
+    /// the producer's end, §12.2: [`ReceiptDelivery::checks_end`]).
+    async fn deliver(self: Rc<Self>, outcome: Outcome) -> (Result<(), Error>, bool) {
         let Some(plan) = &self.plan else {
-            return Ok(());
+            return (Ok(()), false);
         };
         if self.sent.replace(true) {
-            return Ok(());
+            return (Ok(()), false);
         }
-        let (released, key) = self.released(outcome)?;
-        let req = plan.request(outcome, &released, key.as_deref())?;
-        let mut delivery = ReceiptDelivery::new(req, outcome, now_ms());
-        loop {
-            match delivery.poll(now_ms()) {
-                DeliveryStep::Call(req) => {
-                    let mut abort = Abort::new(None)?;
-                    match exchange(&req, &mut abort, None).await {
-                        Ok((status, _, body)) => delivery.on_answer(status, &body, now_ms()),
-                        Err(f) => delivery.on_failure(f, now_ms()),
-                    }
-                }
-                DeliveryStep::WakeAt(t) => sleep((t - now_ms()).max(0.0)).await,
-                DeliveryStep::Done(r) => return r,
+        let delivery = self.released(outcome).and_then(|(released, key)| {
+            plan.delivery(outcome, &released, key.as_deref(), now_ms())
+        });
+        match delivery {
+            Ok(d) => {
+                let checks_end = d.checks_end();
+                (run(d).await, checks_end)
             }
+            Err(e) => (Err(e), false),
         }
     }
 
@@ -171,11 +177,30 @@ impl Receipt {
                         "confirm() comes after the stream was read to its end",
                     )));
                 }
-                me.deliver(Outcome::Ok).await.map_err(into_js)?;
+                me.deliver(Outcome::Ok).await.0.map_err(into_js)?;
                 Ok(JsValue::UNDEFINED)
             })
         });
         f.into_js_value().unchecked_into()
+    }
+}
+
+/// Makes the calls of one receipt's delivery as the core says, until its end.
+async fn run(mut delivery: ReceiptDelivery) -> Result<(), Error> {
+    loop {
+        match delivery.poll(now_ms()) {
+            DeliveryStep::Call(req) => {
+                let mut abort = Abort::new(None)?;
+                match exchange(&req, &mut abort, None).await {
+                    Ok((status, headers, body)) => {
+                        delivery.on_answer(status, &headers, &body, now_ms())
+                    }
+                    Err(f) => delivery.on_failure(f, now_ms()),
+                }
+            }
+            DeliveryStep::WakeAt(t) => sleep((t - now_ms()).max(0.0)).await,
+            DeliveryStep::Done(r) => return r,
+        }
     }
 }
 
@@ -196,8 +221,9 @@ impl Drop for OnCancel {
 
 /// The consumer's released stream with its receipt: every chunk is committed to; at the
 /// clean end the `ok` receipt goes out (automatic mode: before the stream reports its end, so
-/// a caller that saw the end knows the sender was told); an error sends `failed` with its
-/// code; a cancel sends `cancelled`.
+/// a caller that saw the end knows the sender was told, and that the end is the sender's when
+/// it promised to state it — otherwise the stream errors `TRUNCATED`, §12.2); an error sends
+/// `failed` with its code; a cancel sends `cancelled`.
 pub fn with_receipt(stream: ByteStream, receipt: Rc<Receipt>) -> ByteStream {
     let guard = OnCancel(receipt);
     futures::stream::unfold(Some((stream, guard)), |state| async move {
@@ -219,9 +245,12 @@ pub fn with_receipt(stream: ByteStream, receipt: Rc<Receipt>) -> ByteStream {
                 let r = guard.0.clone();
                 r.ended.set(true);
                 if !r.manual {
-                    // The data is the caller's either way; a receipt that can't be delivered
-                    // leaves the sender unconfirmed, which it reports.
-                    let _ = r.deliver(Outcome::Ok).await;
+                    // Only the producer's end (§12.2) is the stream's business: a receipt that
+                    // can't be delivered otherwise leaves the sender unconfirmed, which it
+                    // reports, and the data is the caller's.
+                    if let (Err(e), true) = r.deliver(Outcome::Ok).await {
+                        return Some((Err(e), None));
+                    }
                 }
                 None
             }

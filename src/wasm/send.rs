@@ -3,7 +3,7 @@
 //! (rendezvous, streaming vs segmented and the fallback, part retries, status-log verdicts,
 //! error classification) is the core's.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use futures::StreamExt;
@@ -14,10 +14,11 @@ use web_sys::ReadableStream;
 
 use super::abort::Abort;
 use super::bindings::{now_ms, sleep, Delay};
-use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, View};
+use super::body;
+use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, SourceFailure, View};
 use super::crypto::{encrypt_stream, encryptor_for, reseal_stream};
-use super::error::{from_js, into_js};
-use super::http::{exchange, fetch, probe, runtime_streams, text, TEXT_LIMIT};
+use super::error::{from_js, into_js, to_js};
+use super::http::{exchange, fetch, probe, runtime_streams, text, upload_cut, TEXT_LIMIT};
 use super::options::Parsed;
 use super::pagehide::ProducerPageNotice;
 use super::receipt::{self, Ledger};
@@ -56,12 +57,14 @@ pub async fn send_stream(
     let mut abort = Abort::new(p.signal.clone()).map_err(into_js)?;
     let started = now_ms();
     let meter = Rc::new(RefCell::new(RateMeter::new(started, p.size())));
-    let result = send_inner(source, reopen, &p, &mut abort, meter.clone()).await;
+    let failed = SourceFailure::default();
+    let result = send_inner(source, reopen, &p, &mut abort, meter.clone(), &failed).await;
     if result.is_err() {
         // Stop whatever is still running (the upload, a waiting part request).
         abort.abort_internal();
     }
-    let report = result.map_err(into_js)?;
+    // A source that failed is reported as what it is (§11.2 step 5): its error is the cause.
+    let report = result.map_err(|e| failed.to_js(&e))?;
     let bytes = meter.borrow().bytes();
     let out = Object::new();
     Reflect::set(&out, &"bytes".into(), &(bytes as f64).into())?;
@@ -85,8 +88,9 @@ async fn send_inner(
     p: &Parsed,
     abort: &mut Abort,
     meter: Rc<RefCell<RateMeter>>,
+    failed: &SourceFailure,
 ) -> Result<SendReport, Error> {
-    let mut producer = Producer::<View>::new(p.send_config(runtime_streams())?)?;
+    let mut producer = Producer::<View>::new(p.send_config(runtime_streams(), upload_cut())?)?;
     // A source that can be read again (a `Blob`, bytes) resumes by reading it again (§12.3).
     let reopen = reopen.filter(|_| p.resume_s.is_some());
     let Pipeline {
@@ -95,7 +99,19 @@ async fn send_inner(
         enc,
         window,
         source,
-    } = pipeline(source, reopen.is_some(), p, abort, meter.clone())?;
+        ended,
+    } = pipeline(source, reopen.is_some(), p, abort, meter.clone(), failed)?;
+    // What was sent, as a receipt is checked against (§12.2).
+    let ours = |p: &Producer<View>| {
+        let transfer = p.transfer_id().unwrap_or_default().to_string();
+        receipt::producer_commitment(
+            &plain.borrow(),
+            &wire.borrow(),
+            enc.as_deref(),
+            p.receipt_commits_to_plaintext(),
+            &transfer,
+        )
+    };
     let mut stream: ByteStream = source.reader().boxed_local();
 
     let mut reconnecting = false;
@@ -113,6 +129,7 @@ async fn send_inner(
             m.set_resume(reconnecting, producer.resumed());
             Parsed::report_progress(&p.on_progress, m.report(now_ms()));
         }
+        attest(&mut producer, &ended, &ours);
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
         page_left.update(&producer);
         match step {
@@ -138,15 +155,8 @@ async fn send_inner(
             }
             Step::Receipt(req) => match exchange(&req, abort, None).await {
                 Ok((status, headers, body)) => {
-                    let transfer = producer.transfer_id().unwrap_or_default().to_string();
-                    let (ours, key) = receipt::producer_commitment(
-                        &plain.borrow(),
-                        &wire.borrow(),
-                        enc.as_deref(),
-                        producer.receipt_commits_to_plaintext(),
-                        &transfer,
-                    );
-                    producer.on_receipt(status, &headers, &body, &ours, key.as_deref());
+                    let (sent, key) = ours(&producer);
+                    producer.on_receipt(status, &headers, &body, &sent, key.as_deref());
                 }
                 Err(f) => producer.on_failure(f),
             },
@@ -155,22 +165,13 @@ async fn send_inner(
                     &mut stream,
                     futures::stream::empty().boxed_local(),
                 ));
-                let ours = |p: &Producer<View>| {
-                    let transfer = p.transfer_id().unwrap_or_default().to_string();
-                    receipt::producer_commitment(
-                        &plain.borrow(),
-                        &wire.borrow(),
-                        enc.as_deref(),
-                        p.receipt_commits_to_plaintext(),
-                        &transfer,
-                    )
-                };
                 let upload = Upload {
                     req: &req,
                     shared: &shared,
                     abort,
                     window: &window,
                     ours: &ours,
+                    ended: &ended,
                 };
                 upload_stream(&mut producer, upload).await;
                 // A fallback reads on from the same source (after the core's replay).
@@ -182,7 +183,7 @@ async fn send_inner(
                 let (kept, again) = match replay {
                     Some(Replay::Reopen { kept, from, to }) => (
                         kept,
-                        reopened(reopen.as_ref(), enc.as_deref(), from, to, abort),
+                        reopened(reopen.as_ref(), enc.as_deref(), from, to, (abort, failed)),
                     ),
                     Some(Replay::Kept(kept)) => (kept, futures::stream::empty().boxed_local()),
                     None => (Vec::new(), futures::stream::empty().boxed_local()),
@@ -237,6 +238,8 @@ struct Pipeline {
     /// What the source has not yielded yet, however many uploads read from it: a resumed
     /// upload is the window's bytes, then this (never what an earlier replay left unsent).
     source: Rc<Shared>,
+    /// The wire stream ended cleanly: the ledgers are final (the producer's end, §12.2).
+    ended: Rc<Cell<bool>>,
 }
 
 /// Builds the [`Pipeline`] over the caller's stream; `reopens`: the source can be read again
@@ -247,12 +250,13 @@ fn pipeline(
     p: &Parsed,
     abort: &Abort,
     meter: Rc<RefCell<RateMeter>>,
+    failed: &SourceFailure,
 ) -> Result<Pipeline, Error> {
     let plain = Rc::new(RefCell::new(Ledger::default()));
     let wire = Rc::new(RefCell::new(Ledger::default()));
     let mut stream: ByteStream = receipt::committed(
         chunks::metered(
-            chunks::source(source, abort.reason_cell()),
+            chunks::source(source, abort.reason_cell(), failed.clone()),
             meter,
             p.on_progress.clone(),
         ),
@@ -275,6 +279,8 @@ fn pipeline(
         };
     }
     stream = receipt::committed(stream, wire.clone());
+    let ended = Rc::new(Cell::new(false));
+    stream = receipt::marking_end(stream, ended.clone());
     let window = Rc::new(RefCell::new(ReplayWindow::<Kept>::new(0)));
     let source = Shared::new(chunks::recorded(
         chunks::stoppable(stream, abort.reason_cell()),
@@ -286,6 +292,7 @@ fn pipeline(
         enc,
         window,
         source,
+        ended,
     })
 }
 
@@ -316,6 +323,9 @@ async fn last_words(calls: Vec<Request>) {
     }
 }
 
+/// What reading the source again needs: the operation's stop, and where its failure goes.
+type Reading<'a> = (&'a Abort, &'a SourceFailure);
+
 /// Wire bytes `from..to` again from the reopened source: a plain source's own bytes, an
 /// encrypted one's chunks sealed again (`Encryptor::reseal`: each sent only if its tag is the
 /// one sent before).
@@ -324,23 +334,28 @@ fn reopened(
     enc: Option<&RefCell<Encryptor>>,
     from: u64,
     to: u64,
-    abort: &Abort,
+    reading: Reading<'_>,
 ) -> ByteStream {
     let Some(enc) = enc else {
-        return read_again(reopen, from, to, abort);
+        return read_again(reopen, from, to, reading);
     };
     let resealer = enc.borrow().reseal(from, to);
     match resealer {
         Ok(r) => {
             let (start, end) = r.plaintext();
-            reseal_stream(read_again(reopen, start, end, abort), r)
+            reseal_stream(read_again(reopen, start, end, reading), r)
         }
         Err(e) => futures::stream::once(async move { Err(e.into()) }).boxed_local(),
     }
 }
 
 /// Source bytes `from..to`, read again through the package's `reopen`.
-fn read_again(reopen: Option<&Function>, from: u64, to: u64, abort: &Abort) -> ByteStream {
+fn read_again(
+    reopen: Option<&Function>,
+    from: u64,
+    to: u64,
+    (abort, failed): Reading<'_>,
+) -> ByteStream {
     let opened = reopen
         .ok_or_else(|| Error::new(ErrorCode::Unsupported, "this source cannot be reopened"))
         .and_then(|f| {
@@ -356,7 +371,10 @@ fn read_again(reopen: Option<&Function>, from: u64, to: u64, abort: &Abort) -> B
                 })
         });
     match opened {
-        Ok(s) => chunks::exactly(chunks::source(s, abort.reason_cell()), to - from),
+        Ok(s) => chunks::exactly(
+            chunks::source(s, abort.reason_cell(), failed.clone()),
+            to - from,
+        ),
         Err(e) => futures::stream::once(async move { Err(e) }).boxed_local(),
     }
 }
@@ -370,6 +388,20 @@ struct Upload<'a> {
     window: &'a RefCell<ReplayWindow<Kept>>,
     /// What was sent, for a receipt that answers a stall call (§12.2).
     ours: &'a dyn Fn(&Producer<View>) -> Sent,
+    /// The source ended (the producer's end, §12.2).
+    ended: &'a Cell<bool>,
+}
+
+/// Tells the core what was sent once the source ended, when it states its end (§12.2).
+fn attest(
+    producer: &mut Producer<View>,
+    ended: &Cell<bool>,
+    ours: &dyn Fn(&Producer<View>) -> Sent,
+) {
+    if ended.get() && producer.needs_end() {
+        let (sent, _) = ours(producer);
+        producer.attest(sent);
+    }
 }
 
 /// What was sent and the receipt key (§12.2), as a receipt is checked against.
@@ -377,7 +409,9 @@ type Sent = (Commitment, Option<Zeroizing<[u8; 32]>>);
 
 /// One streaming `POST` whose body is the shared source; the status log is fed to the core
 /// as it arrives (Node and Deno read it full-duplex; Chromium after the upload). Meanwhile
-/// the core's stall watch runs (§12.4) and stops the upload when the core says so.
+/// the core's stall watch runs (§12.4) and stops the upload when the core says so. Every stop
+/// of the upload (the source failed, the caller's abort, a stall) cuts it: the body errors and
+/// the request aborts in the core's order (§11.2 step 5, [`body::BodyStop`]).
 async fn upload_stream(producer: &mut Producer<View>, up: Upload<'_>) {
     let watch = BodyWatch::new();
     // The upload's own controller (linked to the operation's): a stall stops this request
@@ -393,14 +427,37 @@ async fn upload_stream(producer: &mut Producer<View>, up: Upload<'_>) {
             })
         }
     };
+    // The body reads the shared source only while this upload is the current one: a cut
+    // upload that fetch still pulls from must never take bytes from the next (§12.3).
+    let live = Rc::new(Cell::new(true));
+    let _close = chunks::CloseOnDrop(live.clone());
+    let source = chunks::watched(
+        chunks::gated(up.shared.reader().boxed_local(), live),
+        watch.clone(),
+    );
+    let (body, stop) = match body::upload_body(source, producer.stop_order(), own.cutter()) {
+        Ok(b) => b,
+        Err(e) => {
+            return producer.on_stream_failed(StreamFailure {
+                failure: own.failure(&e),
+                replay: up.shared.take_replay(),
+                response_started: false,
+                source_error: up.shared.source_error(),
+            })
+        }
+    };
+    let _first = FirstOnAbort::set(up.abort, &stop);
     let producer = RefCell::new(producer);
     let calls = StallCalls::default();
-    let upload = stream_once(&producer, &up, &own, watch.clone());
+    let upload = stream_once(&producer, &up, &own, body);
     let stall = stall_watch(&producer, &up, &watch, &calls);
     futures::pin_mut!(upload, stall);
     match futures::future::select(upload, stall).await {
         // The core turned the stall into a resume (or the consumer's receipt ended it).
-        futures::future::Either::Right(_) => own.abort_internal(),
+        futures::future::Either::Right(_) => stop.stop(&to_js(&Error::new(
+            ErrorCode::Network,
+            "the upload stalled (PROTOCOL.md §12.4)",
+        ))),
         futures::future::Either::Left((_, stall)) => {
             // A stall call still out may have met the consumer (its receipt, or its ask to
             // resume): the relay handed that to this call alone, so its answer goes to the
@@ -410,6 +467,30 @@ async fn upload_stream(producer: &mut Producer<View>, up: Upload<'_>) {
                 stall.await;
             }
         }
+    }
+}
+
+/// While one upload runs, the caller's `AbortSignal` stops its body first where that is what
+/// cuts it ([`body::BodyStop::first`]); the upload's end lets the body go.
+struct FirstOnAbort<'a> {
+    abort: &'a Abort,
+    stop: Rc<body::BodyStop>,
+}
+
+impl<'a> FirstOnAbort<'a> {
+    fn set(abort: &'a Abort, stop: &Rc<body::BodyStop>) -> Self {
+        abort.set_first(stop.first());
+        FirstOnAbort {
+            abort,
+            stop: stop.clone(),
+        }
+    }
+}
+
+impl Drop for FirstOnAbort<'_> {
+    fn drop(&mut self) {
+        self.abort.set_first(None);
+        self.stop.release();
     }
 }
 
@@ -437,6 +518,7 @@ async fn stall_watch(
             let w = up.window.borrow();
             let now = now_ms();
             p.observe(now, w.low(), w.high());
+            attest(&mut p, up.ended, up.ours);
             p.poll_stall(watch.blocked_ms(now))
         };
         let call = match step {
@@ -467,25 +549,14 @@ async fn stall_watch(
     }
 }
 
-/// The upload itself.
+/// The upload itself, with `body` as its request body.
 async fn stream_once(
     producer: &RefCell<&mut Producer<View>>,
     up: &Upload<'_>,
     own: &Abort,
-    watch: Rc<BodyWatch>,
+    body: ReadableStream,
 ) {
     let (req, shared, abort) = (up.req, up.shared, up.abort);
-    // The body reads the shared source only while this upload is the current one: a cut
-    // upload that fetch still pulls from must never take bytes from the next (§12.3).
-    let live = Rc::new(std::cell::Cell::new(true));
-    let _close = chunks::CloseOnDrop(live.clone());
-    let body = chunks::to_js(chunks::watched(
-        chunks::gated(
-            chunks::cut_on_error(shared.reader().boxed_local(), abort.cutter()),
-            live,
-        ),
-        watch,
-    ));
     let signal = own.signal();
     let failed = |e: &JsValue, response_started: bool| StreamFailure {
         failure: abort.failure(e),

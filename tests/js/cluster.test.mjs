@@ -922,6 +922,115 @@ test('a node SIGKILLed: its waiting peers (direct and forwarded) get an error; i
   await waitForNodes(own.nodes.slice(1), 2, 5000);
 });
 
+// Issue #25 item 6, PROTOCOL.md §12.3 and §13.4: the node that serves a transfer dies (SIGKILL)
+// mid-stream. Both sides resume through the balancer configured as docs/cluster.md says: their
+// resume calls reach live nodes (nginx's 502 for the dead one is repeated), they meet once the
+// dead node's key expired, and the rest flows on `{relay}/{path}?channel=ID` (before: the
+// resumed upload went to the dead node's address, or the SDK gave up on nginx's 502 with
+// RELAY_ERROR). Each case on its own cluster; 1 MiB through nginx's HTTP/1.1 listener, written
+// slowly so that the kill lands mid-stream.
+const KILL_SIZE = MiB;
+
+/** A 3-node cluster behind the documented nginx, and a `kill()` of the node serving a transfer. */
+async function clusterToKill(t) {
+  const own = await startCluster({ nodes: 3 });
+  t.after(() => own.stop());
+  const ownLb = await startNginx(own.urls);
+  t.after(() => ownLb.stop());
+  let killed;
+  /** SIGKILLs the node holding a stream path (the transfer's owner, §13.2), once. */
+  const kill = () => {
+    killed ??= (async () => {
+      for (const deadline = Date.now() + 5000; Date.now() < deadline; await sleep(20)) {
+        for (const [i, url] of own.urls.entries()) {
+          const m = await getText(`${url}/metrics`).catch(() => null);
+          if (Number(/^httpipe_cluster_paths_held (\d+)$/m.exec(m?.body ?? '')?.[1] ?? 0) > 0) {
+            own.nodes[i].proc.kill('SIGKILL');
+            return i;
+          }
+        }
+      }
+      throw new Error('no node holds the transfer\'s path');
+    })();
+    return killed;
+  };
+  return { lb: ownLb, kill, killed: () => killed };
+}
+
+for (const [what, passphrase] of [['plain', undefined], ['age-rt', 'a node died']]) {
+  test(`SDK (${what}): the node serving a transfer is SIGKILLed mid-stream; it resumes on a live node, byte-exact`, { skip, timeout: 60_000 }, async (t) => {
+    const c = await clusterToKill(t);
+    const p = freshPath('kill-resume');
+    const data = randomFillSync(Buffer.alloc(KILL_SIZE));
+    let at = 0;
+    const source = new ReadableStream({
+      async pull(ctrl) {
+        if (at >= data.length) { ctrl.close(); return; }
+        await sleep(10);
+        ctrl.enqueue(new Uint8Array(data.subarray(at, at + 16 * KiB)));
+        at += 16 * KiB;
+      },
+    }, { highWaterMark: 0 });
+    const sent = sdk.send(source, { relay: c.lb.http, path: p, passphrase }).catch((e) => e);
+    const r = await sdk.receive({ relay: c.lb.http, path: p, passphrase });
+    const parts = [];
+    let got = 0;
+    for await (const chunk of r.stream) {
+      parts.push(Buffer.from(chunk));
+      got += chunk.length;
+      if (got >= KILL_SIZE / 4) c.kill();
+    }
+    assert.ok(c.killed(), 'a node was killed mid-stream');
+    await c.killed();
+    assert.equal(sha256(Buffer.concat(parts)), sha256(data), 'the consumer has every byte, in order');
+    const report = await within(sent, 30_000, 'send()');
+    assert.ok(!(report instanceof Error), `send() rejected: ${report}`);
+    assert.ok(report.resumes >= 1, `the transfer resumed (${report.resumes}×)`);
+    assert.equal(report.receipt?.bytes, KILL_SIZE);
+  });
+}
+
+test('CLI: the node serving `httpipe write | read` is SIGKILLed mid-stream; it resumes on a live node, byte-exact', { skip: skip || skipUnless(HTTPIPE_CLI, 'the httpipe CLI (cargo build --release -p httpipe-cli)'), timeout: 60_000 }, async (t) => {
+  const c = await clusterToKill(t);
+  const p = freshPath('kill-resume-cli');
+  const data = randomFillSync(Buffer.alloc(KILL_SIZE));
+  const env = { ...process.env, HTTPIPE_PASSPHRASE: 'a node died' };
+  const writer = spawn(HTTPIPE_CLI, ['write', '--relay', c.lb.http, '-s', p, '-d', '0'], { env, stdio: ['pipe', 'ignore', 'pipe'] });
+  const reader = spawn(HTTPIPE_CLI, ['read', '--relay', c.lb.http, '-s', p], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const errs = { writer: '', reader: '' };
+  writer.stderr.on('data', (d) => { errs.writer += d; });
+  reader.stderr.on('data', (d) => { errs.reader += d; });
+  const exited = (proc) => new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
+  const [wrote, read] = [exited(writer), exited(reader)];
+  const parts = [];
+  let got = 0;
+  reader.stdout.on('data', (d) => {
+    parts.push(d);
+    got += d.length;
+    if (got >= KILL_SIZE / 4) c.kill();
+  });
+  writer.stdin.on('error', () => {});
+  for (let at = 0; at < data.length; at += 16 * KiB) {
+    if (!writer.stdin.write(data.subarray(at, at + 16 * KiB))) await new Promise((r) => writer.stdin.once('drain', r));
+    await sleep(10);
+  }
+  writer.stdin.end();
+  assert.equal(await within(read, 40_000, 'the reader\'s exit'), 0, errs.reader);
+  assert.equal(await within(wrote, 20_000, 'the writer\'s exit'), 0, errs.writer);
+  assert.ok(c.killed(), 'a node was killed mid-stream');
+  await c.killed();
+  assert.equal(sha256(Buffer.concat(parts)), sha256(data), 'the reader wrote every byte, in order');
+  assert.match(errs.writer, /delivered: the receiver confirmed 1048576 bytes .*after \d+ reconnect/, errs.writer);
+});
+
+// docs/cluster.md shows examples/cluster/proxy.conf verbatim, and the balancer above includes it.
+test('docs/cluster.md shows the nginx configuration the tests use', () => {
+  const doc = fs.readFileSync(path.join(ROOT, 'docs/cluster.md'), 'utf8');
+  const shown = /<!-- include:examples\/cluster\/proxy\.conf -->\n```nginx\n([\s\S]*?)```\n<!-- \/include -->/.exec(doc);
+  assert.ok(shown, 'docs/cluster.md includes examples/cluster/proxy.conf');
+  assert.equal(shown[1], fs.readFileSync(path.join(ROOT, 'examples/cluster/proxy.conf'), 'utf8'));
+});
+
 test('Redis killed and restarted: a slow transfer finishes, new work gets 503 cluster-unavailable, then works again', { skip, timeout: 60_000 }, async (t) => {
   const own = await startCluster({ nodes: 3 });
   t.after(() => own.stop());

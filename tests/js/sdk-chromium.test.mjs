@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startRelay, runCli } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
-import { PKG, uniquePath, hashStream, within } from './lib/sdk.mjs';
+import { PKG, uniquePath, hashStream, within, sleep } from './lib/sdk.mjs';
 import { GEN_SRC, gen, SUM_SRC, sum, loadSdkPage, CHACHA_PROBE_SRC } from './lib/page-source.mjs';
 
 const sdk = await import(PKG);
@@ -141,16 +141,11 @@ test('Chromium: errors are HttpipeError with codes (timeout, wrong key)', { time
 // PROTOCOL.md §3.10 from a page: a source that fails before its first byte, after the
 // rendezvous, makes the page withdraw (DELETE); the Node consumer rejects TRUNCATED at once
 // instead of waiting on. Over HTTP/2 (a streaming upload whose head went out) and HTTP/1.1
-// (segmented: nothing reached the relay).
-// Found by this test, not fixed yet (todo): over HTTP/2 the relay logs the page's aborted
-// 0-byte streaming upload as a clean end ("transfer end: ok bytes=0") and the consumer gets
-// a clean empty stream (it passed when run alone). Chromium 156 ends an upload whose fetch is
-// aborted with END_STREAM, mid-stream too; erroring the body first resets it (PROTOCOL.md §10,
-// measured with a raw fetch). The SDK aborts: it must error the body before aborting in
-// Chromium, and abort first in workerd (§11.2 step 5).
-const H2_ABORT_TODO = 'Chromium h2: an aborted 0-byte streaming upload reaches the relay as a clean end';
-for (const [name, origin, todo] of [['HTTP/2', () => relay.https, H2_ABORT_TODO], ['HTTP/1.1, segmented', () => relay.http]]) {
-  test(`Chromium: a page whose source fails before its first byte withdraws; the consumer rejects TRUNCATED (${name})`, { timeout: 60_000, todo }, async () => {
+// (segmented: nothing reached the relay). Over HTTP/2 this was a todo: Chromium 156 ends an
+// upload whose fetch is aborted with END_STREAM, so the relay logged a clean 0-byte end and the
+// consumer got a clean empty stream; the SDK now errors the body first there (§11.2 step 5).
+for (const [name, origin] of [['HTTP/2', () => relay.https], ['HTTP/1.1, segmented', () => relay.http]]) {
+  test(`Chromium: a page whose source fails before its first byte withdraws; the consumer rejects TRUNCATED (${name})`, { timeout: 60_000 }, async () => {
     const page = await openPage(origin());
     try {
       const path = uniquePath('chromium-withdraw');
@@ -164,6 +159,78 @@ for (const [name, origin, todo] of [['HTTP/2', () => relay.https, H2_ABORT_TODO]
       const err = await within(recvP, 10_000, 'the consumer told');
       assert.equal(err?.code, 'TRUNCATED', String(err));
       assert.ok(Date.now() - t0 < 5_000, `told after ${Date.now() - t0} ms`);
+    } finally { await page.close(); }
+  });
+}
+
+/** The relay's transfer counters (§9 `/metrics`): completed, and failed by any reason. */
+async function transferCounts() {
+  const text = await (await fetch(`${relay.http}/metrics`)).text();
+  const sum = (re) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+  return {
+    completed: sum(/^httpipe_transfers_completed_total (\d+)$/gm),
+    failed: sum(/^httpipe_transfers_failed_total\{[^}]*\} (\d+)$/gm),
+  };
+}
+
+// Issue #25 item 2, PROTOCOL.md §10 and §11.2 step 5: a page's plain HTTP/2 upload stopped
+// midway — by its AbortSignal, or by its source failing — reached its consumer as a clean
+// short end (Chromium's aborted fetch sends END_STREAM; 6 runs of 6 before the fix). The SDK
+// now errors the body before it aborts there (a reset): the relay counts a failure, the Node
+// consumer gets TRUNCATED (never a clean end), and the page's send() rejects ABORTED, a source
+// error as what it is (not UNSUPPORTED: "the source failed", its own error the cause). Small
+// payloads: 1 MiB sent before the stop.
+for (const [how, consumerOptions] of [['resume and receipts on', {}], ['resume and receipts off', { resume: false, receipt: false }]]) {
+  test(`Chromium h2: a plain upload stopped midway (AbortSignal, source error) is never a clean end (${how})`, { timeout: 60_000 }, async () => {
+    const page = await openPage(relay.https);
+    try {
+      for (const stop of ['abort', 'error']) {
+        const path = uniquePath(`chromium-cut-${stop}`);
+        const before = await transferCounts();
+        let got = 0;
+        const recvP = sdk.receive({ relay: relay.http, path, ...consumerOptions })
+          .then(async (r) => { for await (const c of r.stream) got += c.length; return null; })
+          .catch((e) => e);
+        const sent = await page.evaluate(async ({ relayUrl, path, stop }) => {
+          const ac = new AbortController();
+          const own = new Error('the export query failed');
+          let n = 0;
+          const source = new ReadableStream({
+            pull(c) {
+              if (n >= 1 << 20) {
+                if (stop === 'abort') { ac.abort(); return new Promise(() => {}); }
+                c.error(own);
+                return undefined;
+              }
+              c.enqueue(new Uint8Array(64 * 1024).fill(n >> 16));
+              n += 64 * 1024;
+              return undefined;
+            },
+          }, { highWaterMark: 0 });
+          try {
+            const r = await window.httpipe.send(source, { relay: relayUrl, path, signal: ac.signal });
+            return { resolved: r };
+          } catch (e) {
+            return { name: e.name, code: e.code, message: e.message, ownCause: e.cause === own };
+          }
+        }, { relayUrl: relay.https, path, stop });
+        assert.equal(sent.resolved, undefined, `send() resolved: ${JSON.stringify(sent)}`);
+        assert.equal(sent.name, 'HttpipeError');
+        assert.equal(sent.code, 'ABORTED', sent.message);
+        if (stop === 'error') {
+          assert.match(sent.message, /the source failed: the export query failed/);
+          assert.ok(sent.ownCause, 'the source\'s own error is the cause');
+        }
+        const err = await within(recvP, 15_000, 'the consumer\'s verdict');
+        assert.equal(err?.code, 'TRUNCATED', `${stop}: the consumer got ${err ? String(err) : `a clean end after ${got} bytes`}`);
+        let after = await transferCounts();
+        for (let i = 0; i < 20 && after.failed === before.failed; i++) {
+          await sleep(100);
+          after = await transferCounts();
+        }
+        assert.equal(after.failed - before.failed, 1, `${stop}: the relay counts a failure`);
+        assert.equal(after.completed, before.completed, `${stop}: the relay counts no success`);
+      }
     } finally { await page.close(); }
   });
 }

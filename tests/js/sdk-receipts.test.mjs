@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createHash, randomFillSync } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -301,4 +301,57 @@ test('a receipt for another transfer on the same path does not confirm this one'
   void sendReceipt;
   const e = await within(sendE, 10_000, 'send');
   assert.equal(e.code, 'UNCONFIRMED', e.message);
+});
+
+/**
+ * A producer that speaks §5.1/§12 by hand: it promises receipts and its end (`attest`), uploads
+ * `body` with a clean end, then answers the consumer's receipt on the channel with `end` as its
+ * hello (none when undefined). Resolves with the consumer's receipt it met.
+ */
+async function handProducer(path, body, end) {
+  const transfer = randomBytes(16).toString('base64url');
+  const rv = await fetch(`${relay.http}/connect/v0${path}?mode=await-reader`, {
+    headers: { 'X-Httpipe-Hello': `httpipe=1; transfer=${transfer}; receipt; attest` },
+  });
+  assert.equal(rv.status, 200);
+  const up = await fetch((await rv.text()).trim(), { method: 'POST', body });
+  assert.match(await up.text(), /TRANSFER_SUCCESSFUL/);
+  const ch = channelOf(transfer);
+  const wait = await fetch(`${relay.http}/connect/v0${path}?mode=await-reader&${ch.query}&timeout=10`, {
+    headers: { ...(end === undefined ? {} : { 'X-Httpipe-Hello': end }), ...ch.headers },
+  });
+  assert.equal(wait.status, 200);
+  return wait.headers.get('x-httpipe-peer-hello');
+}
+
+// PROTOCOL.md §12.2 "The producer's end" (issue #25 item 2): a clean end of the body is only
+// the relay's word. A producer whose clean-looking end is short of what it states, that states
+// no end after promising one, or that sends its failure notice instead, leaves its consumer
+// with TRUNCATED — never a clean end: before the stream's end with automatic receipts, from
+// confirm() with manual ones. (An SDK producer's matching end is every other test here.)
+test('a clean end the producer does not state is TRUNCATED (short body, no end, a failure notice)', async () => {
+  const hello = 'hello';
+  const cases = [
+    ['a short body: the producer states 11 bytes', `httpipe-end=1; bytes=11; digest=${'A'.repeat(22)}`, /the sender sent 11 bytes and 5 arrived/],
+    ['the right count, another digest', `httpipe-end=1; bytes=5; digest=${'A'.repeat(22)}`, /not the ones the sender sent/],
+    ['no end after promising one', undefined, /did not state its end/],
+    ['a failure notice', 'httpipe-resume=1; failed=ABORTED', /failed with ABORTED before its end/],
+  ];
+  for (const [what, end, says] of cases) {
+    for (const receipt of [true, 'manual']) {
+      const path = uniquePath('end');
+      let got = '';
+      const recvP = sdk.receive({ relay: relay.http, path, receipt }).then(async (r) => {
+        for await (const c of r.stream) got += Buffer.from(c).toString();
+        if (receipt === 'manual') await r.confirm();
+        return 'a clean end';
+      }).catch((e) => e);
+      const receiptSeen = await handProducer(path, hello, end);
+      assert.match(receiptSeen, /^httpipe-receipt=1; status=ok; bytes=5; /, what);
+      const e = await within(recvP, 10_000, what);
+      assert.equal(e?.code, 'TRUNCATED', `${what} (receipt ${receipt}): ${e?.message ?? e}`);
+      assert.match(e.message, says, what);
+      assert.equal(got, hello, 'the bytes that came were released; their end was not');
+    }
+  }
 });

@@ -179,15 +179,18 @@ function nginxVersion() {
   return m ? m.slice(1).map(Number) : [0, 0, 0];
 }
 
+/** The documented `location` directives (docs/cluster.md). */
+export const PROXY_CONF = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../examples/cluster/proxy.conf');
+
 /**
  * nginx (the Debian package) as a round-robin balancer in front of `upstreams` (base URLs
- * `http://127.0.0.1:PORT`): one worker (so the rotation is one strict cycle), streaming both
- * ways (`proxy_request_buffering off`, `proxy_buffering off`), no body size limit, hour-long
- * proxy timeouts, upstream HTTP/1.1. Two listeners: `http` speaks HTTP/1.1, `h2c` HTTP/2 with
- * prior knowledge (nginx's plain-text HTTP/2). Every response carries `X-Upstream: ADDR`, the
- * node that served it (nginx's `$upstream_addr`), so a test can check that a pair was split.
- * No upstream is ever marked down (`max_fails=0`) and a failed request is not retried on
- * another node (`proxy_next_upstream off`): what a client sees is what the node did.
+ * `http://127.0.0.1:PORT`), configured as docs/cluster.md says: its `location` includes
+ * examples/cluster/proxy.conf, the documented file (streaming both ways, no body size limit,
+ * day-long proxy timeouts, upstream HTTP/1.1, nginx's defaults for a dead node). One worker
+ * (so the rotation is one strict cycle). Two listeners: `http` speaks HTTP/1.1, `h2c` HTTP/2
+ * with prior knowledge (nginx's plain-text HTTP/2). Every response carries `X-Upstream: ADDR`,
+ * the node that served it (nginx's `$upstream_addr`), so a test can check that a pair was
+ * split (the one line the tests add to the documented configuration).
  * Known limit (nginx 1.22): an HTTP/1.1 client's upload stalls a few MiB after the upstream's
  * response began (nginx stops reading the client's body; the relay answers a producer at once),
  * so keep uploads through the `http` listener small; the `h2c` one streams them whole.
@@ -203,17 +206,7 @@ export async function startNginx(upstreams) {
   const tmp = (name) => { const d = path.join(dir, name); fs.mkdirSync(d); return d; };
   const locations = `
     location / {
-      proxy_pass http://relays;
-      proxy_http_version 1.1;
-      proxy_set_header Host $http_host;
-      proxy_set_header Connection "";
-      proxy_request_buffering off;
-      proxy_buffering off;
-      proxy_next_upstream off;
-      proxy_connect_timeout 5s;
-      proxy_read_timeout 3600s;
-      proxy_send_timeout 3600s;
-      client_max_body_size 0;
+      include ${PROXY_CONF};
       add_header X-Upstream $upstream_addr always;
     }`;
   const conf = `
@@ -229,8 +222,8 @@ http {
   fastcgi_temp_path ${tmp('fastcgi')};
   uwsgi_temp_path ${tmp('uwsgi')};
   scgi_temp_path ${tmp('scgi')};
-  upstream relays {
-${upstreams.map((u) => `    server ${new URL(u).host} max_fails=0;`).join('\n')}
+  upstream httpipe {
+${upstreams.map((u) => `    server ${new URL(u).host};`).join('\n')}
   }
   server {
     listen 127.0.0.1:${httpPort};
