@@ -30,15 +30,15 @@ pub struct PageHide {
 }
 
 impl PageHide {
-    /// Calls `notice` when the page goes away and sends the request it returns (`None`:
+    /// Calls `words` when the page goes away and sends the requests it returns (none:
     /// nothing to say). Outside a page (Node, Deno, workers: no `document`) registers nothing.
-    pub fn watch(notice: impl Fn() -> Option<Request> + 'static) -> Option<PageHide> {
+    pub fn watch(words: impl Fn() -> Vec<Request> + 'static) -> Option<PageHide> {
         if !in_page() {
             return None;
         }
         let target: EventTarget = js_sys::global().dyn_into().ok()?;
         let listener = Closure::<dyn FnMut()>::new(move || {
-            if let Some(req) = notice() {
+            for req in words() {
                 send_keepalive(&req);
             }
         });
@@ -58,50 +58,46 @@ impl Drop for PageHide {
     }
 }
 
-/// The producer's last word for `pagehide` (§12.3): unarmed → armed (once the core has a
-/// failure notice to give, right after the step that starts the stream) → withdrawn
-/// (delivered, or failed with its own notice on the way). Outside a page: nothing.
+/// The producer's last words for `pagehide`: what the core's [`Producer::last_words`] would
+/// say for an abort at that moment (§12.3's failure notice, §3.10's withdrawal, §4's
+/// abandonment of a segmented upload; once the relay delivered every byte, §12.2's end, so that
+/// a consumer that checks it is not left with a false cut), followed after each poll until the
+/// transfer ends or fails with its own last words. Outside a page: nothing.
 pub struct ProducerPageNotice {
-    notice: Rc<RefCell<Option<Request>>>,
+    words: Rc<RefCell<Vec<Request>>>,
     _hide: Option<PageHide>,
-    armed: bool,
     withdrawn: bool,
 }
 
 impl ProducerPageNotice {
     pub fn watch() -> Self {
-        let notice: Rc<RefCell<Option<Request>>> = Rc::default();
+        let words: Rc<RefCell<Vec<Request>>> = Rc::default();
         let hide = PageHide::watch({
-            let notice = notice.clone();
-            move || notice.borrow_mut().take()
+            let words = words.clone();
+            move || std::mem::take(&mut *words.borrow_mut())
         });
-        let idle = hide.is_none();
+        let withdrawn = hide.is_none();
         ProducerPageNotice {
-            notice,
+            words,
             _hide: hide,
-            armed: idle,
-            withdrawn: idle,
+            withdrawn,
         }
     }
 
     /// Follows the producer after each of its polls.
     pub fn update<T: ByteChunk>(&mut self, producer: &Producer<T>) {
-        if !self.armed {
-            if let Some(n) = producer.failure_notice(&Error::new(
-                ErrorCode::Aborted,
-                "the sending page went away (closed, reloaded or navigated elsewhere)",
-            )) {
-                *self.notice.borrow_mut() = Some(n);
-                self.armed = true;
-            }
-        } else if !self.withdrawn && producer.delivered() {
-            self.withdraw();
+        if self.withdrawn {
+            return;
         }
+        *self.words.borrow_mut() = producer.last_words(&Error::new(
+            ErrorCode::Aborted,
+            "the sending page went away (closed, reloaded or navigated elsewhere)",
+        ));
     }
 
-    /// Nothing to say any more (delivered, or the producer's own last words replace it).
+    /// Nothing to say any more (the producer's own last words replace it).
     pub fn withdraw(&mut self) {
-        self.notice.borrow_mut().take();
+        self.words.borrow_mut().clear();
         self.withdrawn = true;
     }
 }

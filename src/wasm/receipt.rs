@@ -101,7 +101,14 @@ impl Receipt {
                 ended: Cell::new(false),
                 sent: Cell::new(false),
                 _page_hide: wants
-                    .then(|| PageHide::watch(move || me.upgrade()?.page_left()))
+                    .then(|| {
+                        PageHide::watch(move || {
+                            me.upgrade()
+                                .and_then(|r| r.page_left())
+                                .into_iter()
+                                .collect()
+                        })
+                    })
                     .flatten(),
             }
         })

@@ -15,6 +15,7 @@ import {
   launchChromium, randomFile, sha256File, waitState, progressOf, textOf, screenshot, ARTIFACTS, sendByCode, receiveByCode,
 } from './lib/demo-browser.mjs';
 import { skipUnless } from './lib/tools.mjs';
+import { PKG, uniquePath, within, sleep } from './lib/sdk.mjs';
 
 const FIREFOX = process.env.HTTPIPE_FIREFOX || '/usr/bin/firefox-esr';
 const skipFirefox = skipUnless(FIREFOX, 'Firefox ESR');
@@ -131,6 +132,48 @@ test('Firefox: the payload cipher is the wasm one; encrypt / decrypt round trip'
       return out;
     });
     assert.deepEqual(r, { probe: false, backend: 'wasm', ok: [true, true] });
+  } finally {
+    await firefox?.close().catch(() => {});
+    await relay.stop();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+});
+
+// Issue #25 item 8, PROTOCOL.md §12.3 "A page that goes away": a Firefox page that leaves while
+// it sends (segmented, over HTTP/1.1) sends its last word on `pagehide` with `keepalive`, so
+// its Node consumer fails TRUNCATED within seconds instead of waiting out its resume time.
+test('Firefox: a sending page that goes away mid-transfer tells its Node consumer within 10 s', { timeout: 120000, skip: skipFirefox }, async (t) => {
+  const relay = await startRelay();
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
+  const sdk = await import(PKG);
+  let firefox;
+  try {
+    firefox = await puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX, headless: true, userDataDir: profile });
+    const page = await firefox.newPage();
+    await page.goto(`${relay.http}/version`);
+    const streamPath = uniquePath('firefox-gone');
+    let got = 0;
+    const received = sdk.receive({ relay: relay.http, path: streamPath })
+      .then(async (r) => { for await (const c of r.stream) got += c.length; return null; })
+      .catch((e) => e);
+    await page.evaluate(async ({ relayUrl, path }) => {
+      const h = await import('/assets/pkg/index.js');
+      await h.init();
+      let n = 0;
+      const source = new ReadableStream({
+        pull(c) { c.enqueue(new Uint8Array(1 << 20).fill(n++ & 255)); },
+      }, { highWaterMark: 0 });
+      h.send(source, { relay: relayUrl, path }).catch(() => {});
+    }, { relayUrl: relay.http, path: streamPath });
+    for (const deadline = Date.now() + 30_000; got <= 4 << 20; await sleep(50)) {
+      assert.ok(Date.now() < deadline, `the first MiBs at the Node consumer: ${got} bytes after 30 s`);
+    }
+    const t0 = Date.now();
+    await page.goto('about:blank');
+    const err = await within(received, 15_000, 'the Node consumer told');
+    assert.equal(err?.code, 'TRUNCATED', `the consumer got ${err ?? `a clean end after ${got} bytes`}`);
+    assert.ok(Date.now() - t0 < 10_000, `the consumer was told after ${Date.now() - t0} ms`);
+    t.diagnostic(`a sending Firefox page gone: its consumer told after ${Date.now() - t0} ms`);
   } finally {
     await firefox?.close().catch(() => {});
     await relay.stop();

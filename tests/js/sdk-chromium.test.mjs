@@ -191,13 +191,17 @@ for (const [how, consumerOptions] of [['resume and receipts on', {}], ['resume a
         const recvP = sdk.receive({ relay: relay.http, path, ...consumerOptions })
           .then(async (r) => { for await (const c of r.stream) got += c.length; return null; })
           .catch((e) => e);
-        const sent = await page.evaluate(async ({ relayUrl, path, stop }) => {
+        // the page stops once the consumer holds part of what it sent: a transfer under way
+        // (a consumer that came after the cut would meet the withdrawal, §3.10, not a cut)
+        const sentP = page.evaluate(async ({ relayUrl, path, stop }) => {
+          window.stopNow = false;
           const ac = new AbortController();
           const own = new Error('the export query failed');
           let n = 0;
           const source = new ReadableStream({
-            pull(c) {
+            async pull(c) {
               if (n >= 1 << 20) {
+                while (!window.stopNow) await new Promise((r) => setTimeout(r, 20));
                 if (stop === 'abort') { ac.abort(); return new Promise(() => {}); }
                 c.error(own);
                 return undefined;
@@ -214,6 +218,11 @@ for (const [how, consumerOptions] of [['resume and receipts on', {}], ['resume a
             return { name: e.name, code: e.code, message: e.message, ownCause: e.cause === own };
           }
         }, { relayUrl: relay.https, path, stop });
+        for (const deadline = Date.now() + 15_000; got < 512 * 1024; await sleep(20)) {
+          assert.ok(Date.now() < deadline, `the consumer got ${got} bytes in 15 s`);
+        }
+        await page.evaluate(() => { window.stopNow = true; });
+        const sent = await sentP;
         assert.equal(sent.resolved, undefined, `send() resolved: ${JSON.stringify(sent)}`);
         assert.equal(sent.name, 'HttpipeError');
         assert.equal(sent.code, 'ABORTED', sent.message);

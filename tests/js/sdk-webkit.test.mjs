@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { startRelay } from './lib/relay.mjs';
 import { cutProxy } from './lib/cut-proxy.mjs';
 import { launchWebKit, skipWithoutWebKit } from './lib/webkit.mjs';
-import { PKG, uniquePath, hashStream, rejection, within } from './lib/sdk.mjs';
+import { PKG, uniquePath, hashStream, rejection, within, sleep } from './lib/sdk.mjs';
 import { GEN_SRC, gen, SUM_SRC, sum, loadSdkPage, CHACHA_PROBE_SRC } from './lib/page-source.mjs';
 
 const sdk = await import(PKG);
@@ -300,6 +300,54 @@ for (const [name, origin, todo] of [['HTTP/1.1', () => relay.http], ['HTTP/2', (
     assert.equal(outcome, 'TRUNCATED');
   });
 }
+
+// Issue #25 item 8, PROTOCOL.md §12.3 "A page that goes away": a page that leaves mid-transfer
+// (here: navigates away, which fires `pagehide` as closing does) sends its last word with
+// `keepalive`, so its Node peer fails within seconds instead of waiting out its resume time
+// (60 s) and more. Both directions.
+test('WebKit: a page that goes away mid-transfer tells its Node peer within 10 s (receiving and sending)', { skip, timeout: 60_000 }, async (t) => {
+  await fresh();
+  let path = uniquePath('webkit-gone-recv');
+  const sent = rejection(sdk.send(gen(4096 * MiB, 6), { relay: relay.http, path }));
+  await page.evaluate(async ({ relayUrl, path }) => {
+    const r = await window.httpipe.receive({ relay: relayUrl, path });
+    const reader = r.stream.getReader();
+    window.got = 0;
+    (async () => {
+      for (;;) {
+        window.got += (await reader.read()).value.length;
+        await new Promise((res) => setTimeout(res, 0));
+      }
+    })();
+  }, { relayUrl: relay.https, path });
+  await page.waitForFunction(() => window.got > 4 << 20, null, { polling: 50 });
+  let t0 = Date.now();
+  await page.goto('about:blank');
+  const e = await within(sent, 15_000, 'the Node producer told');
+  assert.equal(e.code, 'PEER_DISCONNECTED', e.message);
+  assert.ok(Date.now() - t0 < 10_000, `the producer was told after ${Date.now() - t0} ms`);
+  t.diagnostic(`a receiving page gone: its producer told after ${Date.now() - t0} ms`);
+
+  await fresh();
+  path = uniquePath('webkit-gone-send');
+  let got = 0;
+  const received = sdk.receive({ relay: relay.http, path })
+    .then(async (r) => { for await (const c of r.stream) got += c.length; return null; })
+    .catch((err) => err);
+  await page.evaluate(({ relayUrl, path, GEN_SRC }) => {
+    const gen = (0, eval)(GEN_SRC);
+    window.httpipe.send(gen(4096 * 1048576, 7), { relay: relayUrl, path }).catch(() => {});
+  }, { relayUrl: relay.https, path, GEN_SRC });
+  for (const deadline = Date.now() + 30_000; got <= 4 * MiB; await sleep(50)) {
+    assert.ok(Date.now() < deadline, `the first MiBs at the Node consumer: ${got} bytes after 30 s`);
+  }
+  t0 = Date.now();
+  await page.goto('about:blank');
+  const err = await within(received, 15_000, 'the Node consumer told');
+  assert.equal(err?.code, 'TRUNCATED', `the consumer got ${err ?? `a clean end after ${got} bytes`}`);
+  assert.ok(Date.now() - t0 < 10_000, `the consumer was told after ${Date.now() - t0} ms`);
+  t.diagnostic(`a sending page gone: its consumer told after ${Date.now() - t0} ms`);
+});
 
 test('WebKit sends 200 MB (segmented, HTTP/2): exact; the WebKit processes\' memory is noted', { skip, timeout: 180_000 }, async () => {
   await fresh();

@@ -17,7 +17,7 @@ use super::runtime::{RuntimeKey, RUNTIME};
 /// A payload key ready to seal / open chunks.
 #[derive(Clone)]
 pub(crate) struct PayloadAead {
-    inner: chacha20poly1305::ChaCha20Poly1305,
+    inner: httpipe_aead::ChunkAead,
     /// The key itself, for a runtime whose cipher is asynchronous (the SDK's WebCrypto path,
     /// `src/wasm/webcrypto.rs`): it imports the key once, non-extractable.
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -29,7 +29,7 @@ pub(crate) struct PayloadAead {
 impl PayloadAead {
     pub(crate) fn new(key: Zeroizing<[u8; 32]>) -> Self {
         PayloadAead {
-            inner: super::keys::aead(&key),
+            inner: httpipe_aead::ChunkAead::new(&key),
             #[cfg(target_arch = "wasm32")]
             runtime: RUNTIME.with(|r| r.borrow().as_ref().and_then(|a| a.aead_key(&key))),
             key,
@@ -53,30 +53,23 @@ impl PayloadAead {
 
     /// Encrypts `buf` in place; returns the 16-byte tag.
     pub(crate) fn seal(&self, nonce: &[u8; 12], buf: &mut [u8]) -> [u8; 16] {
-        use chacha20poly1305::aead::AeadInPlace;
         #[cfg(target_arch = "wasm32")]
         if let Some(tag) = self.runtime.as_ref().and_then(|k| k.seal(nonce, buf)) {
             return tag;
         }
-        // ok: only fails above 256 GiB per message; chunks are at most 64 KiB
-        let tag = self
-            .inner
-            .encrypt_in_place_detached(nonce.into(), b"", buf)
-            // ok: see above (a chunk is at most 64 KiB, far below the AEAD limit)
-            .expect("chunk below the AEAD size limit");
-        tag.into()
+        self.inner
+            .seal(nonce, buf)
+            // ok: only fails above 256 GiB per message; a chunk is at most 64 KiB
+            .expect("chunk below the AEAD size limit")
     }
 
     /// Verifies `tag` and decrypts `buf` in place; on failure returns false and leaves `buf`
     /// unchanged.
     pub(crate) fn open(&self, nonce: &[u8; 12], buf: &mut [u8], tag: &[u8; 16]) -> bool {
-        use chacha20poly1305::aead::AeadInPlace;
         #[cfg(target_arch = "wasm32")]
         if let Some(ok) = self.runtime.as_ref().and_then(|k| k.open(nonce, buf, tag)) {
             return ok;
         }
-        self.inner
-            .decrypt_in_place_detached(nonce.into(), b"", buf, tag.into())
-            .is_ok()
+        self.inner.open(nonce, buf, tag)
     }
 }
