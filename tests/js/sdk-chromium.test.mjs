@@ -14,7 +14,7 @@ import path from 'node:path';
 import { startRelay, runCli } from './lib/relay.mjs';
 import { launchChromium } from './lib/demo-browser.mjs';
 import { PKG, uniquePath, hashStream, within, sleep } from './lib/sdk.mjs';
-import { GEN_SRC, gen, SUM_SRC, sum, loadSdkPage, CHACHA_PROBE_SRC } from './lib/page-source.mjs';
+import { GEN_SRC, gen, SUM_SRC, sum, loadSdkPage, CHACHA_PROBE_SRC, pageReceivesInBackground } from './lib/page-source.mjs';
 
 const sdk = await import(PKG);
 const MiB = 1 << 20;
@@ -273,21 +273,7 @@ test('Chromium: a receiving page closed mid-stream tells the producer at once', 
   const path = uniquePath('chromium-close');
   const sendP = sdk.send(gen(4096 * MiB, 6), { relay: relay.http, path });
   sendP.catch(() => {});
-  await page.evaluate(async ({ relayUrl, path }) => {
-    const r = await window.httpipe.receive({ relay: relayUrl, path });
-    const reader = r.stream.getReader();
-    window.got = 0;
-    // A page between chunks yields to its event loop (as one that shows progress or writes a
-    // file does): a loop of reads that all resolve at once starved the page's own timers, so
-    // the test's polling for `got` timed out while 700 MB had arrived.
-    (async () => {
-      for (;;) {
-        window.got += (await reader.read()).value.length;
-        await new Promise((r) => setTimeout(r, 0));
-      }
-    })();
-  }, { relayUrl: relay.https, path });
-  await page.waitForFunction(() => window.got > 4 << 20, null, { polling: 50 });
+  await pageReceivesInBackground(page, relay.https, path);
   const t0 = Date.now();
   await page.close();
   const err = await within(sendP.then((r) => r, (e) => e), 15_000, 'the producer told');

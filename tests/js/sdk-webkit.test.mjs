@@ -11,7 +11,7 @@ import { startRelay } from './lib/relay.mjs';
 import { cutProxy } from './lib/cut-proxy.mjs';
 import { launchWebKit, skipWithoutWebKit } from './lib/webkit.mjs';
 import { PKG, uniquePath, hashStream, rejection, within, sleep } from './lib/sdk.mjs';
-import { GEN_SRC, gen, SUM_SRC, sum, loadSdkPage, CHACHA_PROBE_SRC } from './lib/page-source.mjs';
+import { GEN_SRC, gen, SUM_SRC, sum, loadSdkPage, CHACHA_PROBE_SRC, pageReceivesInBackground } from './lib/page-source.mjs';
 
 const sdk = await import(PKG);
 const MiB = 1 << 20;
@@ -309,18 +309,7 @@ test('WebKit: a page that goes away mid-transfer tells its Node peer within 10 s
   await fresh();
   let path = uniquePath('webkit-gone-recv');
   const sent = rejection(sdk.send(gen(4096 * MiB, 6), { relay: relay.http, path }));
-  await page.evaluate(async ({ relayUrl, path }) => {
-    const r = await window.httpipe.receive({ relay: relayUrl, path });
-    const reader = r.stream.getReader();
-    window.got = 0;
-    (async () => {
-      for (;;) {
-        window.got += (await reader.read()).value.length;
-        await new Promise((res) => setTimeout(res, 0));
-      }
-    })();
-  }, { relayUrl: relay.https, path });
-  await page.waitForFunction(() => window.got > 4 << 20, null, { polling: 50 });
+  await pageReceivesInBackground(page, relay.https, path);
   let t0 = Date.now();
   await page.goto('about:blank');
   const e = await within(sent, 15_000, 'the Node producer told');

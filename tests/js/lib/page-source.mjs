@@ -52,3 +52,25 @@ export async function loadSdkPage(page, origin) {
   await page.goto(`${origin}/version`);
   await page.evaluate(async () => { window.httpipe = await import('/assets/pkg/index.js'); await window.httpipe.init(); });
 }
+
+/**
+ * The page (Playwright's or lib/webkit.mjs's) receives `path` from `relayUrl` and keeps reading
+ * in the background, yielding to its event loop between chunks, as a page that shows progress
+ * or writes a file does (a loop of reads that all resolve at once starved the page's own timers:
+ * polling for `window.got` timed out while 700 MB had arrived). Resolves once more than `bytes`
+ * arrived.
+ */
+export async function pageReceivesInBackground(page, relayUrl, path, bytes = 4 << 20) {
+  await page.evaluate(async ({ relayUrl, path }) => {
+    const r = await window.httpipe.receive({ relay: relayUrl, path });
+    const reader = r.stream.getReader();
+    window.got = 0;
+    (async () => {
+      for (;;) {
+        window.got += (await reader.read()).value.length;
+        await new Promise((res) => setTimeout(res, 0));
+      }
+    })();
+  }, { relayUrl, path });
+  await page.waitForFunction((n) => window.got > n, bytes, { polling: 50 });
+}
