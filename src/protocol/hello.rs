@@ -33,8 +33,10 @@ pub const TO: &str = "to";
 pub const OFFSET: &str = "offset";
 /// Producer (resume call): it failed for another reason than the break, with this code.
 pub const FAILED: &str = "failed";
-/// Seconds a failed producer's notice waits for the consumer's resume call (§12.3).
-pub const FAILURE_NOTICE_TIMEOUT_S: f64 = 10.0;
+/// Seconds a failed producer's notice waits for the consumer's resume call (§12.3): longer than
+/// a stall takes to notice (`STALL_AFTER_S` + a stall call), so that a consumer whose transport
+/// hides the cut (WebKitGTK's `fetch` never settles a reset HTTP/2 body, §10) still meets it.
+pub const FAILURE_NOTICE_TIMEOUT_S: f64 = STALL_AFTER_S + STALL_CALL_S + 3.0;
 /// Milliseconds `send()` waits for its failure notice to be taken before it rejects; the call
 /// goes on in the background after that (§12.3).
 pub const FAILURE_NOTICE_WAIT_MS: f64 = 2000.0;
