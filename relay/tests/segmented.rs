@@ -238,11 +238,17 @@ async fn an_abandoned_upload_truncates_its_consumer_at_once() {
             Some("unknown-upload")
         );
     }
-    // the path is free again
+    // the path is free again (the producer's response is kept: dropping it hangs up, and a
+    // producer that hangs up while it waits is unregistered, §3.6 — the consumer then waited
+    // for nobody, 1 run in 3 under load)
     let mut p = r.post(t, "/seg", full("next")).await;
     let mut c2 = r.get(t, "/seg").await;
-    assert_eq!(p.response().await.status(), StatusCode::OK);
-    assert_eq!(c2.response().await.status(), StatusCode::OK);
+    let log = p.response().await;
+    assert_eq!(log.status(), StatusCode::OK);
+    let got = within(5.0, "the next transfer", c2.response()).await;
+    assert_eq!(got.status(), StatusCode::OK);
+    assert_eq!(text(got).await, "next");
+    assert!(text(log).await.ends_with("[STATE:TRANSFER_SUCCESSFUL]\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
