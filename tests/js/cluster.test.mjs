@@ -102,7 +102,8 @@ function curlSend(url, { h2 = false, size, args = [] } = {}) {
   proc.stderr.on('data', (d) => { err += d; });
   proc.stdin.on('error', () => {}); // reported through curl's exit
   const digest = writeRandom(proc.stdin, size).catch((e) => `stdin failed: ${e.message}`);
-  const done = new Promise((resolve) => proc.on('exit', (code) => resolve(code))).then(async (code) => ({
+  // 'close', not 'exit': the -w line on stderr may still be in the pipe when curl exits
+  const done = new Promise((resolve) => proc.on('close', (code) => resolve(code))).then(async (code) => ({
     code, log, err, digest: await digest, status: Number(/status=(\d+)/.exec(err)?.[1]),
   }));
   return { proc, done, log: () => log };
