@@ -218,7 +218,9 @@ export interface Received {
    * With `receipt: 'manual'`: tells the sender every byte arrived (call it after the stream
    * ended and the data is saved). Resolves when the sender has the receipt (or asked for
    * none); rejects UNSUPPORTED before the stream's end, UNCONFIRMED if the sender didn't
-   * come for it within 30 s.
+   * come for it within 30 s, TRUNCATED if the sender promised to state its end and this is not
+   * the end it stated (PROTOCOL.md §12.2: the stream was cut though it ended cleanly; discard
+   * the data).
    */
   confirm?: () => Promise<void>;
 }
@@ -299,7 +301,11 @@ export type InitInput = string | URL | Request | Response | ArrayBuffer | ArrayB
  * again tries again.
  */
 export declare function init(input?: InitInput | Promise<InitInput>): Promise<void>;
-/** Sends `source` to `options.path`; resolves once the consumer got everything. */
+/**
+ * Sends `source` to `options.path`; resolves once the consumer got everything. A source that
+ * fails makes it reject ABORTED ("the source failed: …", `cause`: the source's own error; an
+ * HttpipeError the source failed with is passed on as it is).
+ */
 export declare function send(source: Source, options: SendOptions): Promise<SendReport>;
 /**
  * Sends `source` by a short code (PROTOCOL.md §14): picks a free channel on the relay and
