@@ -9,6 +9,8 @@
 //! - [`consumer`]: `receive` — rendezvous, the `GET`, metadata, truncation checks.
 //! - `code`: short codes (§14): the code, the exchange of each side as a poll machine (step
 //!   order, busy channels, verdicts), the keys and the data path derived.
+//! - `consumer_receipt`: the consumer's receipt over its stream's life: which receipt goes
+//!   when, once, and how long a driver waits for it (§12.2).
 //! - [`delivery`]: a consumer's receipt on its way, sent again while the relay is away (§12.2).
 //! - [`rendezvous`]: one wait on the Connect API (§5).
 //! - `keys` (feature `crypto`): which keys make an encryptor or a decryptor (§7.1), key
@@ -29,6 +31,7 @@
 
 pub(crate) mod code;
 pub(crate) mod consumer;
+pub(crate) mod consumer_receipt;
 pub(crate) mod delivery;
 pub(crate) mod disposition;
 pub(crate) mod error;

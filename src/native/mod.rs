@@ -85,6 +85,7 @@
 
 mod code;
 mod http;
+mod receipt;
 mod receive;
 mod send;
 mod source;

@@ -16,21 +16,19 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::task::JoinHandle;
 
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
+use super::receipt::{deliver, send_last_word};
 use super::source::Meter;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, ReceiptMode, ReceiveOptions, Received};
 use crate::client::consumer::{BodyCheck, Consumer, ReceiveConfig, ResumeStep, Resumer, Step};
-use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
+use crate::client::consumer_receipt::ConsumerReceipt;
 use crate::client::error::{Error, ErrorCode};
 use crate::client::keys;
-use crate::client::ledger::{self, Ledger};
 use crate::client::options::positive_seconds;
-use crate::client::receipt::{Outcome, ReceiptPlan};
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
 use crate::crypto::{Decryptor, SNIFF_BYTES};
-use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 
 /// The decryptor the options ask for (`None`: plain), and whether it holds a passphrase (whose
 /// scrypt runs on the blocking pool).
@@ -95,12 +93,13 @@ pub(crate) async fn receive(
                     Some((d, slow)) => (Some(d), slow),
                     None => (None, false),
                 };
-                let plan = c.receipt_plan();
+                let manual = opts.receipt == ReceiptMode::Manual;
+                let receipt = ConsumerReceipt::new(c.receipt_plan(), dec.is_some(), manual);
                 let clock = Instant::now();
                 let reader = Reader {
                     body: r.bytes_stream().boxed(),
                     check,
-                    ledger: Ledger::new(ledger::consumer_hashes(plan.is_some(), dec.is_some())),
+                    receipt,
                     dec,
                     slow_header: slow,
                     job: None,
@@ -113,9 +112,6 @@ pub(crate) async fn receive(
                     resumer: c.resumer(),
                     received: 0,
                     resuming: None,
-                    plan,
-                    mode: opts.receipt,
-                    receipt_sent: false,
                     last_word: None,
                     stall: StallWatch::new(clock),
                     waiting_since: None,
@@ -168,15 +164,10 @@ pub struct Reader {
     received: u64,
     /// A break being resumed: the resumed body, its check and offset.
     resuming: Option<Resuming>,
-    /// Where the receipt goes (§12.2), when the producer waits for one.
-    plan: Option<ReceiptPlan>,
-    /// What was released (counted, and hashed when the receipt commits to the bytes).
-    ledger: Ledger,
-    mode: ReceiptMode,
-    /// A receipt was sent (or is on its way).
-    receipt_sent: bool,
-    /// The receipt on its way before the end or an error is reported; with automatic
-    /// receipts its meeting may say the end is not the producer's (§12.2): the stream's error.
+    /// The receipt: what was released, which receipt goes when (the core's).
+    receipt: ConsumerReceipt,
+    /// The receipt on its way before the end or an error is reported (its output: an error
+    /// instead of the end, as the core's `ReceiptWait` says).
     last_word: Option<BoxFuture<'static, Option<Error>>>,
     /// The core's stall watch of the body (§12.4): its timer and call, and when the read
     /// under way began waiting for a byte (ms on `clock`).
@@ -200,52 +191,20 @@ impl std::fmt::Debug for Reader {
 }
 
 impl Reader {
-    /// The stream failed with `e`: the connection is dropped, and a producer that waits for a
-    /// receipt gets the `failed` (or, an abort, `cancelled`) one (§12.2) — so one waiting to
-    /// resume fails at once — before `e` is reported (at most [`FAILURE_NOTICE_WAIT_MS`]; a
-    /// cut stream's receipt goes on in the background: its producer is gone or failed).
+    /// The stream failed with `e`: the connection is dropped and the receipt the core says
+    /// (`failed`, or `cancelled` after an abort) goes out before `e` is reported, for as long
+    /// as the core says to wait for it.
     fn fail(&mut self, cx: &mut Context<'_>, e: Error) -> Poll<Result<Option<Bytes>, Error>> {
         self.error = Some(e.clone());
         self.body = futures_util::stream::empty().boxed();
-        if let Some((call, _)) = self.receipt_call(Outcome::of_error(e.code)) {
-            let task = tokio::spawn(call);
-            if e.code != ErrorCode::Truncated {
-                let mut last_word = async move {
-                    let wait = http::duration_of_ms(FAILURE_NOTICE_WAIT_MS);
-                    let _ = tokio::time::timeout(wait, task).await;
-                    None
-                }
-                .boxed();
-                if last_word.as_mut().poll(cx).is_pending() {
-                    self.last_word = Some(last_word);
-                    return Poll::Pending;
-                }
+        let word = self.receipt.on_error(e.code, self.now_ms());
+        if let Some(mut wait) = word.and_then(|w| send_last_word(&self.http, w, self.clock)) {
+            if wait.as_mut().poll(cx).is_pending() {
+                self.last_word = Some(wait);
+                return Poll::Pending;
             }
         }
         Poll::Ready(Err(e))
-    }
-
-    /// The call that delivers the receipt for `outcome` (once; `None` when none is due), and
-    /// whether its result is the stream's verdict (an `ok` receipt that checks the producer's
-    /// end, §12.2: [`ReceiptDelivery::checks_end`]).
-    fn receipt_call(
-        &mut self,
-        outcome: Outcome,
-    ) -> Option<(
-        impl Future<Output = Result<(), Error>> + Send + 'static,
-        bool,
-    )> {
-        let plan = self.plan.as_ref()?;
-        if self.receipt_sent {
-            return None;
-        }
-        self.receipt_sent = true;
-        let (released, key) =
-            ledger::consumer_commitment(&self.ledger, self.dec.as_ref(), outcome, &plan.transfer);
-        let delivery = plan.delivery(outcome, &released, key.as_deref(), 0.0);
-        let checks_end = delivery.as_ref().is_ok_and(ReceiptDelivery::checks_end);
-        let http = self.http.clone();
-        Some((async move { deliver(&http, delivery?).await }, checks_end))
     }
 
     fn plaintext(&mut self, out: Vec<u8>) -> Option<Bytes> {
@@ -254,7 +213,7 @@ impl Reader {
         }
         self.slow_header = false;
         self.meter.add(out.len());
-        self.ledger.add(&out);
+        self.receipt.add(&out);
         Some(Bytes::from(out))
     }
 
@@ -471,7 +430,7 @@ impl Reader {
                         .check_start(&chunk[..chunk.len().min(SNIFF_BYTES)])?;
                 }
                 self.meter.add(chunk.len());
-                self.ledger.add(&chunk);
+                self.receipt.add(&chunk);
                 Ok(Some(chunk))
             }
             Some(mut dec) if slow => {
@@ -493,10 +452,7 @@ impl Reader {
     }
 
     /// The body's end: verified (the core's check, the decryptor's final chunk), then the
-    /// last plaintext; with automatic receipts the `ok` receipt goes out before the end is
-    /// reported, so a caller that saw the end knows the producer was told. The data is the
-    /// caller's either way: a receipt that can't be delivered leaves the producer
-    /// unconfirmed, which it reports.
+    /// last plaintext; the receipt the core says goes out before the end is reported.
     fn on_end(&mut self) -> Result<Option<Bytes>, Error> {
         self.check.on_end()?;
         self.done = true;
@@ -506,14 +462,8 @@ impl Reader {
         }
         let last = self.plaintext(out);
         self.meter.finish();
-        if self.mode == ReceiptMode::Auto {
-            if let Some((call, checks_end)) = self.receipt_call(Outcome::Ok) {
-                // Only the producer's end (§12.2) is the stream's business; a receipt that
-                // can't be delivered otherwise leaves the producer unconfirmed, which it reports.
-                self.last_word =
-                    Some(async move { call.await.err().filter(|_| checks_end) }.boxed());
-            }
-        }
+        let word = self.receipt.on_end(self.dec.as_ref(), self.now_ms());
+        self.last_word = word.and_then(|w| send_last_word(&self.http, w, self.clock));
         Ok(last)
     }
 
@@ -538,7 +488,7 @@ impl Reader {
 
     /// True when the producer waits for this consumer's receipt (§12.1).
     pub fn sends_receipt(&self) -> bool {
-        self.plan.is_some()
+        self.receipt.wanted()
     }
 
     /// Breaks resumed after so far (§12.3).
@@ -557,70 +507,37 @@ impl Reader {
     /// the data); otherwise `UNCONFIRMED` when the producer did not come for it (gone?),
     /// `NETWORK` and the relay's refusals, and the data is the caller's either way.
     pub async fn confirm(&mut self) -> Result<(), Error> {
-        if !self.done || self.error.is_some() || !self.leftover.is_empty() {
+        if self.error.is_some() || !self.leftover.is_empty() {
             return Err(Error::usage(
                 "confirm() comes after the stream was read to its end",
             ));
         }
-        match self.receipt_call(Outcome::Ok) {
-            Some((call, _)) => call.await,
+        match self.receipt.confirm(self.dec.as_ref(), self.now_ms())? {
+            Some(d) => deliver(&self.http, d, self.clock).await,
             None => Ok(()),
         }
     }
 
     /// Stops reading before the end: the connection is dropped and a producer that waits for
     /// a receipt gets the `cancelled` one (§12.2), so it fails at once (`PEER_DISCONNECTED`)
-    /// instead of waiting to resume. Waits at most [`FAILURE_NOTICE_WAIT_MS`] for it to be
+    /// instead of waiting to resume. Waits at most [`FAILURE_NOTICE_WAIT_MS`](crate::protocol::hello::FAILURE_NOTICE_WAIT_MS) for it to be
     /// taken. (Dropping the reader sends it in the background.)
     pub async fn cancel(mut self) {
         self.body = futures_util::stream::empty().boxed();
-        if self.done && self.error.is_none() {
-            return;
-        }
-        if let Some((call, _)) = self.receipt_call(Outcome::Cancelled) {
-            let wait = http::duration_of_ms(FAILURE_NOTICE_WAIT_MS);
-            let _ = tokio::time::timeout(wait, tokio::spawn(call)).await;
+        let word = self.receipt.on_cancel(self.now_ms());
+        if let Some(wait) = word.and_then(|w| send_last_word(&self.http, w, self.clock)) {
+            wait.await;
         }
     }
 }
 
 impl Drop for Reader {
     fn drop(&mut self) {
-        // The application cancelled before the end: tell a producer waiting for a receipt
-        // (best effort: in the background, while the runtime runs).
-        if self.done || self.error.is_some() {
-            return;
-        }
-        if let (Some((call, _)), Ok(rt)) = (
-            self.receipt_call(Outcome::Cancelled),
-            tokio::runtime::Handle::try_current(),
-        ) {
-            rt.spawn(call);
-        }
-    }
-}
-
-/// Sends a receipt (§12.2) as the core's [`ReceiptDelivery`] (made at 0 on its clock) says;
-/// `Ok` when the producer took it (and stated the end, when it checks that).
-async fn deliver(
-    http_client: &reqwest::Client,
-    mut delivery: ReceiptDelivery,
-) -> Result<(), Error> {
-    let clock = Instant::now();
-    let now = || clock.elapsed().as_secs_f64() * 1000.0;
-    loop {
-        match delivery.poll(now()) {
-            DeliveryStep::Call(req) => {
-                match text_request(http_client, &req, None, &Stop::new(), TimeoutAs::Network).await
-                {
-                    Ok(a) => delivery.on_answer(a.status, &HeaderView(&a.headers), &a.body, now()),
-                    Err(f) => delivery.on_failure(f, now()),
-                }
-            }
-            DeliveryStep::WakeAt(t) => {
-                tokio::time::sleep(http::duration_of_ms((t - now()).max(0.0))).await
-            }
-            DeliveryStep::Done(r) => return r,
+        // The application stopped before the end: tell a producer waiting for a receipt
+        // (in the background, while the runtime runs; nobody waits here).
+        if let Some(mut w) = self.receipt.on_cancel(self.now_ms()) {
+            w.wait = crate::client::consumer_receipt::ReceiptWait::Background;
+            send_last_word(&self.http, w, self.clock);
         }
     }
 }

@@ -9,7 +9,7 @@ use std::rc::{Rc, Weak};
 use futures::StreamExt;
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::{future_to_promise, spawn_local};
+use wasm_bindgen_futures::{future_to_promise, spawn_local, JsFuture};
 
 use super::abort::Abort;
 use super::bindings::{now_ms, sleep};
@@ -17,10 +17,11 @@ use super::chunks::ByteStream;
 use super::error::into_js;
 use super::http::exchange;
 use super::pagehide::PageHide;
+use crate::client::consumer_receipt::{ConsumerReceipt, LastWord, ReceiptWait};
 use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
 use crate::client::error::Error;
 use crate::client::ledger::{self, ReceiptKey};
-use crate::client::receipt::{Commitment, Outcome, ReceiptPlan};
+use crate::client::receipt::{Commitment, ReceiptPlan};
 use crate::crypto::{Decryptor, Encryptor};
 
 /// What one side counted (and hashed): the core's [`crate::client::ledger::Ledger`].
@@ -67,18 +68,18 @@ pub fn producer_commitment(
     ledger::producer_commitment(plain, wire, enc.as_deref(), to_plaintext, transfer)
 }
 
-/// The consumer's side of one transfer's receipt.
+/// The consumer's side of one transfer's receipt: the core's [`ConsumerReceipt`] (which
+/// receipt goes when, and how long to wait for it) and the decryptor whose receipt key an
+/// `ok` receipt of an encrypted transfer carries.
 pub struct Receipt {
-    plan: Option<ReceiptPlan>,
-    ledger: RefCell<Ledger>,
+    core: RefCell<ConsumerReceipt>,
     dec: Option<Rc<RefCell<Decryptor>>>,
-    manual: bool,
-    /// The stream was read to its clean end.
-    ended: Cell<bool>,
-    /// A receipt was sent (or is on its way).
-    sent: Cell<bool>,
     /// In a page: the `cancelled` receipt if the page goes away first.
     _page_hide: Option<PageHide>,
+}
+
+fn busy() -> Error {
+    Error::usage("internal error in the SDK: the receipt's state is in use")
 }
 
 impl Receipt {
@@ -89,22 +90,18 @@ impl Receipt {
         dec: Option<Rc<RefCell<Decryptor>>>,
         manual: bool,
     ) -> Rc<Receipt> {
-        let ledger = Ledger::new(ledger::consumer_hashes(plan.is_some(), dec.is_some()));
         let wants = plan.is_some();
+        let core = ConsumerReceipt::new(plan, dec.is_some(), manual);
         Rc::new_cyclic(|me: &Weak<Receipt>| {
             let me = me.clone();
             Receipt {
-                plan,
-                ledger: RefCell::new(ledger),
+                core: RefCell::new(core),
                 dec,
-                manual,
-                ended: Cell::new(false),
-                sent: Cell::new(false),
                 _page_hide: wants
                     .then(|| {
                         PageHide::watch(move || {
                             me.upgrade()
-                                .and_then(|r| r.page_left())
+                                .and_then(|r| r.core.try_borrow_mut().ok()?.page_left())
                                 .into_iter()
                                 .collect()
                         })
@@ -114,77 +111,54 @@ impl Receipt {
         })
     }
 
-    /// The page is going away before a receipt went: the `cancelled` one, sent once.
-    fn page_left(&self) -> Option<crate::client::request::Request> {
-        if self.sent.replace(true) {
-            return None;
+    /// Enters a released JavaScript chunk (copied into wasm memory only when it is hashed).
+    fn add(&self, chunk: &js_sys::Uint8Array) {
+        if let Ok(mut core) = self.core.try_borrow_mut() {
+            core.add_with(chunk.length() as usize, |buf| chunk.copy_to(buf));
         }
-        let (released, _) = self.released(Outcome::Cancelled).ok()?;
-        self.plan
-            .as_ref()?
-            .request(Outcome::Cancelled, &released, None)
-            .ok()
     }
 
-    /// What the consumer released so far and, for an `ok` receipt of an encrypted transfer,
-    /// the receipt key. A negative receipt needs no digest or mac (§12.2): the count alone,
-    /// without touching a decryptor that an interrupted read may hold.
-    fn released(&self, outcome: Outcome) -> Result<(Commitment, Option<ReceiptKey>), Error> {
-        let busy = || Error::usage("internal error in the SDK: the receipt's ledger is in use");
-        let ledger = self.ledger.try_borrow().map_err(|_| busy())?;
-        let transfer = self.plan.as_ref().map_or("", |p| p.transfer.as_str());
-        if outcome != Outcome::Ok {
-            return Ok(ledger::consumer_commitment(
-                &ledger, None, outcome, transfer,
-            ));
-        }
-        let dec = match &self.dec {
-            Some(d) => Some(d.try_borrow().map_err(|_| busy())?),
-            None => None,
+    /// The stream ended cleanly: the core's `ok` receipt with automatic receipts, sent and
+    /// waited for as it says; an error instead of the end when it is the verdict.
+    async fn on_end(&self) -> Option<Error> {
+        let word = {
+            let dec = match &self.dec {
+                Some(d) => match d.try_borrow() {
+                    Ok(d) => Some(d),
+                    Err(_) => return Some(busy()),
+                },
+                None => None,
+            };
+            let mut core = self.core.try_borrow_mut().ok()?;
+            core.on_end(dec.as_deref(), now_ms())
         };
-        Ok(ledger::consumer_commitment(
-            &ledger,
-            dec.as_deref(),
-            outcome,
-            transfer,
-        ))
-    }
-
-    /// Sends the receipt for `outcome` once; `Ok` when the producer took it (or none is
-    /// wanted), and whether that result is the stream's verdict (an `ok` receipt that checks
-    /// the producer's end, §12.2: [`ReceiptDelivery::checks_end`]).
-    async fn deliver(self: Rc<Self>, outcome: Outcome) -> (Result<(), Error>, bool) {
-        let Some(plan) = &self.plan else {
-            return (Ok(()), false);
-        };
-        if self.sent.replace(true) {
-            return (Ok(()), false);
-        }
-        let delivery = self.released(outcome).and_then(|(released, key)| {
-            plan.delivery(outcome, &released, key.as_deref(), now_ms())
-        });
-        match delivery {
-            Ok(d) => {
-                let checks_end = d.checks_end();
-                (run(d).await, checks_end)
-            }
-            Err(e) => (Err(e), false),
-        }
+        send_last_word(word?).await
     }
 
     /// The application's `confirm()` (`receipt: 'manual'`): sends the `ok` receipt once the
     /// stream was read to its end.
+    async fn confirm(&self) -> Result<(), Error> {
+        let delivery = {
+            let dec = match &self.dec {
+                Some(d) => Some(d.try_borrow().map_err(|_| busy())?),
+                None => None,
+            };
+            let mut core = self.core.try_borrow_mut().map_err(|_| busy())?;
+            core.confirm(dec.as_deref(), now_ms())?
+        };
+        match delivery {
+            Some(d) => run(d).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The application's `confirm` function.
     pub fn confirm_fn(self: &Rc<Self>) -> Function {
         let me = self.clone();
         let f = Closure::<dyn FnMut() -> Promise>::new(move || {
             let me = me.clone();
             future_to_promise(async move {
-                if !me.ended.get() {
-                    return Err(into_js(Error::usage(
-                        "confirm() comes after the stream was read to its end",
-                    )));
-                }
-                me.deliver(Outcome::Ok).await.0.map_err(into_js)?;
+                me.confirm().await.map_err(into_js)?;
                 Ok(JsValue::UNDEFINED)
             })
         });
@@ -211,56 +185,80 @@ async fn run(mut delivery: ReceiptDelivery) -> Result<(), Error> {
     }
 }
 
+/// Sends `word` and waits for it as the core's [`ReceiptWait`] says: its error when it is the
+/// stream's verdict (an error instead of the end), else `None`. A delivery nobody waits for
+/// (any more) goes on in the background.
+async fn send_last_word(word: LastWord) -> Option<Error> {
+    let LastWord { delivery, wait } = word;
+    match wait {
+        ReceiptWait::Verdict => run(delivery).await.err(),
+        ReceiptWait::BeforeEnd => {
+            let _ = run(delivery).await;
+            None
+        }
+        ReceiptWait::AtMost(ms) => {
+            let call = JsFuture::from(future_to_promise(async move {
+                let _ = run(delivery).await;
+                Ok(JsValue::UNDEFINED)
+            }));
+            let _ = futures::future::select(call, Box::pin(sleep(ms))).await;
+            None
+        }
+        ReceiptWait::Background => {
+            spawn_local(async move {
+                let _ = run(delivery).await;
+            });
+            None
+        }
+    }
+}
+
 /// Sends a `cancelled` receipt if the stream is dropped (the application cancelled it)
 /// before its end or an error.
 struct OnCancel(Rc<Receipt>);
 
 impl Drop for OnCancel {
     fn drop(&mut self) {
-        let r = self.0.clone();
-        if !r.ended.get() && !r.sent.get() && r.plan.is_some() {
+        let word = match self.0.core.try_borrow_mut() {
+            Ok(mut core) => core.on_cancel(now_ms()),
+            Err(_) => None,
+        };
+        if let Some(mut w) = word {
+            // nobody is left to wait for it
+            w.wait = ReceiptWait::Background;
             spawn_local(async move {
-                let _ = r.deliver(Outcome::Cancelled).await;
+                send_last_word(w).await;
             });
         }
     }
 }
 
 /// The consumer's released stream with its receipt: every chunk is committed to; at the
-/// clean end the `ok` receipt goes out (automatic mode: before the stream reports its end, so
-/// a caller that saw the end knows the sender was told, and that the end is the sender's when
-/// it promised to state it — otherwise the stream errors `TRUNCATED`, §12.2); an error sends
-/// `failed` with its code; a cancel sends `cancelled`.
+/// clean end and on an error the core's receipt goes out (automatic `ok` receipts before the
+/// stream reports its end, so a caller that saw the end knows the sender was told, and that
+/// the end is the sender's when it promised to state it — otherwise the stream errors
+/// `TRUNCATED`, §12.2; `failed` with the error's code, waited for a moment); a cancel sends
+/// `cancelled`.
 pub fn with_receipt(stream: ByteStream, receipt: Rc<Receipt>) -> ByteStream {
     let guard = OnCancel(receipt);
     futures::stream::unfold(Some((stream, guard)), |state| async move {
         let (mut input, guard) = state?;
         match input.next().await {
             Some(Ok(chunk)) => {
-                add(&mut guard.0.ledger.borrow_mut(), &chunk);
+                guard.0.add(&chunk);
                 Some((Ok(chunk), Some((input, guard))))
             }
             Some(Err(e)) => {
-                let r = guard.0.clone();
-                let outcome = Outcome::of_error(e.code);
-                spawn_local(async move {
-                    let _ = r.deliver(outcome).await;
-                });
+                let word = match guard.0.core.try_borrow_mut() {
+                    Ok(mut core) => core.on_error(e.code, now_ms()),
+                    Err(_) => None,
+                };
+                if let Some(w) = word {
+                    send_last_word(w).await;
+                }
                 Some((Err(e), None))
             }
-            None => {
-                let r = guard.0.clone();
-                r.ended.set(true);
-                if !r.manual {
-                    // Only the producer's end (§12.2) is the stream's business: a receipt that
-                    // can't be delivered otherwise leaves the sender unconfirmed, which it
-                    // reports, and the data is the caller's.
-                    if let (Err(e), true) = r.deliver(Outcome::Ok).await {
-                        return Some((Err(e), None));
-                    }
-                }
-                None
-            }
+            None => guard.0.on_end().await.map(|e| (Err(e), None)),
         }
     })
     .boxed_local()

@@ -138,11 +138,14 @@ test('consumer AbortSignal → ABORTED, producer PEER_DISCONNECTED', async () =>
   const ac = new AbortController();
   const { stream } = randomSource(1 << 30, 64 * 1024);
   const sendP = sdk.send(stream, { relay: relay.http, path: p });
+  // the consumer's `cancelled` receipt goes out (and is waited for a moment) before its
+  // stream errors, so the producer may reject first
+  const sent = assert.rejects(sendP, (e) => isCode('PEER_DISCONNECTED')(e) && e.peerCode !== 'WRONG_KEY');
   const r = await sdk.receive({ relay: relay.http, path: p, signal: ac.signal });
   const reader = await readAtLeast(r.stream, 1 << 20);
   ac.abort();
   await assert.rejects((async () => { for (;;) { const { done } = await reader.read(); if (done) return; } })(), isCode('ABORTED'));
-  await assert.rejects(sendP, (e) => isCode('PEER_DISCONNECTED')(e) && e.peerCode !== 'WRONG_KEY');
+  await sent;
 });
 
 test('AbortSignal while waiting for the peer → ABORTED (both sides, with and without rendezvous)', async () => {
