@@ -31,7 +31,7 @@
 
 pub(crate) mod code;
 pub(crate) mod consumer;
-pub(crate) mod consumer_receipt;
+
 pub(crate) mod delivery;
 pub(crate) mod disposition;
 pub(crate) mod error;

@@ -1,5 +1,5 @@
 //! Delivery receipts in the native driver (`docs/PROTOCOL.md` §12.2): the core's
-//! [`ConsumerReceipt`](crate::client::consumer_receipt::ConsumerReceipt) decides which
+//! [`ConsumerReceipt`](crate::client::consumer::ConsumerReceipt) decides which
 //! receipt goes when and how long to wait for it; this module makes its calls and waits as
 //! its [`ReceiptWait`] says. (The mirror of `wasm/receipt.rs`.)
 
@@ -10,7 +10,7 @@ use futures_util::FutureExt;
 
 use super::http::{self, text_request, HeaderView, TimeoutAs};
 use super::stop::Stop;
-use crate::client::consumer_receipt::{LastWord, ReceiptWait};
+use crate::client::consumer::{LastWord, ReceiptWait};
 use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
 use crate::client::error::Error;
 

@@ -21,8 +21,8 @@ use super::source::Meter;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, ReceiptMode, ReceiveOptions, Received};
+use crate::client::consumer::ConsumerReceipt;
 use crate::client::consumer::{BodyCheck, Consumer, ReceiveConfig, ResumeStep, Resumer, Step};
-use crate::client::consumer_receipt::ConsumerReceipt;
 use crate::client::error::{Error, ErrorCode};
 use crate::client::keys;
 use crate::client::options::positive_seconds;
@@ -536,7 +536,7 @@ impl Drop for Reader {
         // The application stopped before the end: tell a producer waiting for a receipt
         // (in the background, while the runtime runs; nobody waits here).
         if let Some(mut w) = self.receipt.on_cancel(self.now_ms()) {
-            w.wait = crate::client::consumer_receipt::ReceiptWait::Background;
+            w.wait = crate::client::consumer::ReceiptWait::Background;
             send_last_word(&self.http, w, self.clock);
         }
     }

@@ -17,7 +17,7 @@ use super::chunks::ByteStream;
 use super::error::into_js;
 use super::http::exchange;
 use super::pagehide::PageHide;
-use crate::client::consumer_receipt::{ConsumerReceipt, LastWord, ReceiptWait};
+use crate::client::consumer::{ConsumerReceipt, LastWord, ReceiptWait};
 use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
 use crate::client::error::Error;
 use crate::client::ledger::{self, ReceiptKey};

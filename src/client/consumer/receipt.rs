@@ -8,11 +8,11 @@
 //! stream ended, and runs each [`LastWord`] it gets back as a [`ReceiptDelivery`], waiting as
 //! its [`ReceiptWait`] says.
 
-use super::delivery::ReceiptDelivery;
-use super::error::{Error, ErrorCode};
-use super::ledger::{self, Ledger};
-use super::receipt::{Outcome, ReceiptPlan};
-use super::request::Request;
+use crate::client::delivery::ReceiptDelivery;
+use crate::client::error::{Error, ErrorCode};
+use crate::client::ledger::{self, Ledger};
+use crate::client::receipt::{Outcome, ReceiptPlan};
+use crate::client::request::Request;
 use crate::crypto::Decryptor;
 use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 

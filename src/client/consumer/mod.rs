@@ -1,0 +1,301 @@
+//! The consumer (`receive`) as a sans-IO state machine (`PROTOCOL.md` §3.3, §5, §11):
+//! rendezvous, the `GET`, what the response head says, and what a broken body means.
+//!
+//! ```text
+//! Start ─rendezvous?─▶ Rendezvous ─data URL─▶ Get ─200─▶ Stream(Incoming) ─▶ BodyCheck
+//!                                              └─other─▶ ErrorBody ─▶ Failed
+//! ```
+
+use super::disposition;
+use super::error::{classify_response, withdrawn, Error, ErrorCode, Failure};
+use super::receipt::ReceiptPlan;
+use super::rendezvous::{auth_headers, Begin, Rendezvous};
+use super::request::{Headers, Request};
+use super::resume::ResumePlan;
+use super::urls::{ConnectMode, RelayBase};
+use crate::protocol::headers::{
+    declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, PEER_HELLO, X_PIPING,
+};
+use crate::protocol::hello::{consumer_hello, PeerHello};
+
+/// Everything a receive needs to know up front.
+#[derive(Debug, Clone)]
+pub struct ReceiveConfig {
+    pub relay: RelayBase,
+    pub path: String,
+    pub token: Option<String>,
+    /// Wait on the Connect API first (§5).
+    pub rendezvous: bool,
+    /// Seconds to wait for the producer (the rendezvous, or without it the response head).
+    pub timeout_s: Option<f64>,
+    /// The payload will be decrypted: the relay's metadata is not the plaintext's.
+    pub encrypted: bool,
+    /// The plaintext size the caller knows (progress total when decrypting).
+    pub size: Option<u64>,
+    /// Send delivery receipts (§12): say so in the rendezvous hello.
+    pub receipt: bool,
+    /// Resume after a break (§12.3): seconds to keep trying; `None`: no resume.
+    pub resume_s: Option<f64>,
+    /// Without keys, hand out an encrypted stream's ciphertext (§11.3 step 5); otherwise an
+    /// age / age-rt stream fails `WRONG_KEY` (the body's [`BodyCheck::check_start`]).
+    pub ciphertext: bool,
+}
+
+/// What the consumer learns when the stream starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    /// The producer's `Content-Type` (plain transfers only).
+    pub content_type: Option<String>,
+    /// From `Content-Disposition`.
+    pub filename: Option<String>,
+    /// The producer's `Content-Length`, or its declared size (`X-Piping: httpipe-size=N`);
+    /// plain transfers only.
+    pub size: Option<u64>,
+    /// The total for progress reports (plaintext bytes, when known).
+    pub progress_total: Option<u64>,
+}
+
+/// What the adapter must do next.
+#[derive(Debug)]
+pub enum Step {
+    /// `GET` this Connect API request; answer with [`Consumer::on_response`] / [`Consumer::on_failure`].
+    Rendezvous(Request),
+    /// `GET` the data URL; answer with [`Consumer::on_head`] (status and headers) or
+    /// [`Consumer::on_failure`]. `timeout_ms` covers the wait for the response head only.
+    Get(Request),
+    /// The answer was a refusal: read its body (text, at most 64 KiB) and pass it to
+    /// [`Consumer::on_error_body`].
+    ReadErrorBody,
+    /// The stream started: read the body through the [`BodyCheck`].
+    Stream(Incoming, BodyCheck),
+    Failed(Error),
+}
+
+enum State {
+    Start,
+    AwaitRendezvous(Rendezvous),
+    Get(String),
+    AwaitHead { what: String },
+    Refused { status: u16, what: String },
+    AwaitErrorBody { status: u16, what: String },
+    Streaming(Option<(Incoming, BodyCheck)>),
+    Failed(Option<Error>),
+}
+
+/// The consumer side of one transfer.
+pub struct Consumer {
+    cfg: ReceiveConfig,
+    state: State,
+    /// The producer's transfer id, when it waits for a receipt (§12.1).
+    receipt_transfer: Option<String>,
+    /// The producer states its end (`attest`, §12.2).
+    peer_attests: bool,
+    /// The producer's transfer id, when both sides resume (§12.3).
+    resume_transfer: Option<String>,
+    /// The data URL of the rendezvous.
+    data_url: Option<String>,
+}
+
+impl Consumer {
+    pub fn new(cfg: ReceiveConfig) -> Result<Self, Error> {
+        cfg.relay.data_url(&cfg.path)?;
+        Ok(Consumer {
+            cfg,
+            state: State::Start,
+            receipt_transfer: None,
+            peer_attests: false,
+            resume_transfer: None,
+            data_url: None,
+        })
+    }
+
+    /// What to do now.
+    pub fn poll(&mut self) -> Step {
+        loop {
+            match &mut self.state {
+                State::Start => {
+                    let c = &self.cfg;
+                    let mode = ConnectMode::AwaitWriter;
+                    let token = c.token.as_deref();
+                    match Begin::new(&c.relay, &c.path, mode, c.rendezvous, c.timeout_s, token) {
+                        Ok(Begin::Rendezvous(r)) => {
+                            let r = r.with_hello(consumer_hello(
+                                c.receipt,
+                                c.encrypted,
+                                c.resume_s.is_some(),
+                            ));
+                            let req = r.request().clone();
+                            self.state = State::AwaitRendezvous(r);
+                            return Step::Rendezvous(req);
+                        }
+                        Ok(Begin::Data(url)) => self.state = State::Get(url),
+                        Err(e) => self.state = State::Failed(Some(e)),
+                    }
+                }
+                State::Get(url) => {
+                    let url = std::mem::take(url);
+                    let mut req =
+                        Request::get(url.clone(), auth_headers(self.cfg.token.as_deref()));
+                    if !self.cfg.rendezvous {
+                        // Without a rendezvous the GET itself waits for the producer.
+                        req.timeout_ms = self.cfg.timeout_s.map(|t| t * 1000.0);
+                    }
+                    self.state = State::AwaitHead {
+                        what: format!("receiving {url}"),
+                    };
+                    return Step::Get(req);
+                }
+                State::Refused { status, what } => {
+                    self.state = State::AwaitErrorBody {
+                        status: *status,
+                        what: std::mem::take(what),
+                    };
+                    return Step::ReadErrorBody;
+                }
+                State::Streaming(s) => {
+                    return match s.take() {
+                        Some((i, c)) => Step::Stream(i, c),
+                        None => Step::Failed(misuse("poll after the stream started")),
+                    }
+                }
+                State::Failed(e) => {
+                    return Step::Failed(
+                        e.take().unwrap_or_else(|| misuse("poll after the failure")),
+                    )
+                }
+                State::AwaitRendezvous(_)
+                | State::AwaitHead { .. }
+                | State::AwaitErrorBody { .. } => {
+                    return Step::Failed(misuse("poll while waiting for an answer"))
+                }
+            }
+        }
+    }
+
+    /// The answer to [`Step::Rendezvous`].
+    pub fn on_response(&mut self, status: u16, headers: &dyn Headers, body: &str) {
+        self.state = match &self.state {
+            State::AwaitRendezvous(r) => match r.on_response(status, body) {
+                Ok(url) => {
+                    let peer = headers
+                        .get(PEER_HELLO)
+                        .map(|h| PeerHello::parse(&h))
+                        .unwrap_or_default();
+                    if self.cfg.receipt && peer.receipt {
+                        self.receipt_transfer = peer.transfer.clone();
+                        self.peer_attests = peer.attests;
+                    }
+                    if self.cfg.resume_s.is_some() && peer.resume {
+                        self.resume_transfer = peer.transfer;
+                    }
+                    self.data_url = Some(url.clone());
+                    State::Get(url)
+                }
+                Err(e) => State::Failed(Some(e)),
+            },
+            _ => State::Failed(Some(misuse("an answer nobody asked for"))),
+        };
+    }
+
+    /// The transfer id, when the producer waits for this consumer's receipt (§12.1).
+    #[cfg(test)]
+    fn receipt_transfer(&self) -> Option<&str> {
+        self.receipt_transfer.as_deref()
+    }
+
+    /// How to deliver this transfer's receipt (§12.2), when the producer waits for one.
+    pub fn receipt_plan(&self) -> Option<ReceiptPlan> {
+        Some(ReceiptPlan {
+            relay: self.cfg.relay.clone(),
+            path: self.cfg.path.clone(),
+            token: self.cfg.token.clone(),
+            transfer: self.receipt_transfer.clone()?,
+            attest: self.peer_attests,
+        })
+    }
+
+    /// The consumer's side of resume (§12.3), when both sides said they resume (and the
+    /// stream began: it has a data URL).
+    pub fn resumer(&self) -> Option<Resumer> {
+        self.data_url.as_ref()?;
+        let plan = ResumePlan {
+            relay: self.cfg.relay.clone(),
+            path: self.cfg.path.clone(),
+            token: self.cfg.token.clone(),
+            transfer: self.resume_transfer.clone()?,
+        };
+        Some(Resumer::new(plan, self.cfg.resume_s?))
+    }
+
+    /// The [`Step::Rendezvous`] or [`Step::Get`] request failed below HTTP.
+    pub fn on_failure(&mut self, f: Failure) {
+        self.state = match &self.state {
+            State::AwaitRendezvous(r) => State::Failed(Some(r.on_failure(f))),
+            State::AwaitHead { what } => {
+                State::Failed(Some(f.into_error(ErrorCode::Network, what)))
+            }
+            _ => State::Failed(Some(misuse("a failure nobody asked for"))),
+        };
+    }
+
+    /// The response head of [`Step::Get`].
+    pub fn on_head(&mut self, status: u16, headers: &dyn Headers) {
+        let State::AwaitHead { what } = &mut self.state else {
+            self.state = State::Failed(Some(misuse("a head nobody asked for")));
+            return;
+        };
+        let what = std::mem::take(what);
+        if let Some(e) = withdrawn(headers, &what) {
+            self.state = State::Failed(Some(e));
+            return;
+        }
+        if status != 200 {
+            self.state = State::Refused { status, what };
+            return;
+        }
+        let encrypted = self.cfg.encrypted;
+        let length = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        // A streaming upload has no Content-Length: the producer declares its size in X-Piping.
+        let declared = length.or_else(|| headers.get(X_PIPING).and_then(|v| declared_size(&v)));
+        let incoming = Incoming {
+            content_type: headers.get(CONTENT_TYPE).filter(|_| !encrypted),
+            filename: headers
+                .get(CONTENT_DISPOSITION)
+                .and_then(|v| disposition::parse(&v)),
+            size: declared.filter(|_| !encrypted),
+            progress_total: if encrypted { self.cfg.size } else { declared },
+        };
+        // §11.3 step 5: a consumer without keys asks what the stream's start is
+        let check = BodyCheck::new(what, length, !encrypted && !self.cfg.ciphertext);
+        self.state = State::Streaming(Some((incoming, check)));
+    }
+
+    /// The body of a refusal (after [`Step::ReadErrorBody`]).
+    pub fn on_error_body(&mut self, body: &str) {
+        self.state = match &self.state {
+            State::AwaitErrorBody { status, what } => {
+                State::Failed(Some(classify_response(*status, body, what)))
+            }
+            _ => State::Failed(Some(misuse("an error body nobody asked for"))),
+        };
+    }
+}
+
+mod body;
+mod receipt;
+mod resumer;
+#[cfg(test)]
+mod tests;
+
+pub use body::BodyCheck;
+pub(crate) use receipt::{ConsumerReceipt, LastWord, ReceiptWait};
+pub use resumer::{ResumeStep, Resumer};
+
+fn misuse(what: &str) -> Error {
+    Error::new(
+        ErrorCode::Unsupported,
+        format!("internal error in the SDK's consumer: {what}"),
+    )
+}
