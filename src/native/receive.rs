@@ -22,13 +22,15 @@ use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, ReceiptMode, ReceiveOptions, Received};
 use crate::client::consumer::ConsumerReceipt;
-use crate::client::consumer::{BodyCheck, Consumer, ReceiveConfig, ResumeStep, Resumer, Step};
+use crate::client::consumer::{
+    BodyCheck, Consumer, ConsumerBody, ReceiveConfig, ResumeStep, Resumer, Step,
+};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::keys;
 use crate::client::options::positive_seconds;
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
-use crate::crypto::{Decryptor, SNIFF_BYTES};
+use crate::crypto::Decryptor;
 
 /// The decryptor the options ask for (`None`: plain), and whether it holds a passphrase (whose
 /// scrypt runs on the blocking pool).
@@ -98,7 +100,7 @@ pub(crate) async fn receive(
                 let clock = Instant::now();
                 let reader = Reader {
                     body: r.bytes_stream().boxed(),
-                    check,
+                    core: ConsumerBody::new(check),
                     receipt,
                     dec,
                     slow_header: slow,
@@ -110,11 +112,9 @@ pub(crate) async fn receive(
                     http: http_client.clone(),
                     clock,
                     resumer: c.resumer(),
-                    received: 0,
                     resuming: None,
                     last_word: None,
                     stall: StallWatch::new(clock),
-                    waiting_since: None,
                 };
                 return Ok(Received {
                     reader,
@@ -146,7 +146,8 @@ type DecryptJob = JoinHandle<DecryptJobOutput>;
 /// ciphertext). After an error every call returns it again.
 pub struct Reader {
     body: Body,
-    check: BodyCheck,
+    /// The body's check, wire bytes held and stall clock (the core's).
+    core: ConsumerBody,
     dec: Option<Decryptor>,
     /// A passphrase: the header's scrypt may still run (on the blocking pool).
     slow_header: bool,
@@ -160,8 +161,6 @@ pub struct Reader {
     clock: Instant,
     /// Resume after a break (§12.3), when both sides said so.
     resumer: Option<Resumer>,
-    /// Wire bytes received (the resume offset of a consumer that doesn't decrypt).
-    received: u64,
     /// A break being resumed: the resumed body, its check and offset.
     resuming: Option<Resuming>,
     /// The receipt: what was released, which receipt goes when (the core's).
@@ -169,10 +168,8 @@ pub struct Reader {
     /// The receipt on its way before the end or an error is reported (its output: an error
     /// instead of the end, as the core's `ReceiptWait` says).
     last_word: Option<BoxFuture<'static, Option<Error>>>,
-    /// The core's stall watch of the body (§12.4): its timer and call, and when the read
-    /// under way began waiting for a byte (ms on `clock`).
+    /// The timer and call of the core's stall watch of the body.
     stall: StallWatch,
-    waiting_since: Option<f64>,
 }
 
 type Body = BoxStream<'static, reqwest::Result<Bytes>>;
@@ -182,7 +179,7 @@ type Resuming = BoxFuture<'static, (Resumer, Result<(Body, BodyCheck, u64), Erro
 impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reader")
-            .field("bytes", &self.check.seen())
+            .field("bytes", &self.core.received())
             .field("encrypted", &self.dec.is_some())
             .field("done", &self.done)
             .field("error", &self.error)
@@ -217,17 +214,20 @@ impl Reader {
         Some(Bytes::from(out))
     }
 
-    /// The body broke with `f`: resume (§12.3) when both sides said so, else the error.
+    /// The body broke with `f`: resume when the core says so, else its error.
     fn on_break(&mut self, f: crate::client::error::Failure) -> Option<Error> {
-        let Some(mut resumer) = self.resumer.take() else {
-            return Some(self.check.on_failure(f));
-        };
-        let offset = match self.dec.as_mut() {
-            Some(d) => d.resume_point(),
-            None => Some(self.received),
-        };
-        let step = resumer.on_break(f, &self.check, offset, self.now_ms());
-        self.start_resume(resumer, step)
+        let now = self.now_ms();
+        let mut resumer = self.resumer.take();
+        let step = self
+            .core
+            .on_break(f, resumer.as_mut(), self.dec.as_mut(), now);
+        match resumer {
+            Some(r) => self.start_resume(r, step),
+            None => match step {
+                ResumeStep::Failed(e) => Some(e),
+                _ => None,
+            },
+        }
     }
 
     /// Stops reading the body and resumes from `step` (§12.3); its failure at once.
@@ -239,7 +239,6 @@ impl Reader {
         self.meter.set_resume(true, resumer.resumes);
         let (http, clock) = (self.http.clone(), self.clock);
         self.body = futures_util::stream::empty().boxed();
-        self.waiting_since = None;
         self.resuming = Some(
             async move {
                 let r = resume(&http, &mut resumer, step, clock).await;
@@ -250,26 +249,20 @@ impl Reader {
         None
     }
 
-    /// The body has nothing now: runs the core's stall watch (§12.4). True when it made the
-    /// stall call (poll again: the answer decides); false: wait for the body or the timer.
+    /// The body has nothing now: asks the core's stall watch. True when it made the stall
+    /// call (poll again: the answer decides); false: wait for the body or the timer.
     fn watch_stall(&mut self, cx: &mut Context<'_>) -> bool {
         let Some(resumer) = self.resumer.as_mut() else {
             return false;
         };
-        let now = |clock: Instant| clock.elapsed().as_secs_f64() * 1000.0;
-        let fresh = self.waiting_since.is_none();
-        let since = *self.waiting_since.get_or_insert(now(self.clock));
-        let mut ask = fresh || !self.stall.armed();
+        let mut ask = !self.core.waiting() || !self.stall.armed();
         loop {
             if !ask && self.stall.poll_event(cx).is_pending() {
                 return false;
             }
             ask = false;
-            let offset = match &self.dec {
-                Some(d) => d.resume_offset(),
-                None => Some(self.received),
-            };
-            match resumer.poll_stall(now(self.clock), since, offset) {
+            let now = self.clock.elapsed().as_secs_f64() * 1000.0;
+            match self.core.poll_stall(resumer, self.dec.as_mut(), now) {
                 StallStep::Off => return false,
                 StallStep::WakeAt(t) => self.stall.wake_at(t),
                 StallStep::Call(req) => {
@@ -280,21 +273,23 @@ impl Reader {
         }
     }
 
-    /// The stall call's answer: read on, or the stalled body is dropped and the stream
-    /// resumes as after a break (§12.4); an error when that can't be.
+    /// The stall call's answer: read on, or resume as the core says; an error when that
+    /// can't be.
     fn on_stall_answer(&mut self, answer: Option<http::Answer>) -> Option<Error> {
         let mut resumer = self.resumer.take()?;
         let view = answer.as_ref().map(|a| (a.status, HeaderView(&a.headers)));
         let answer = view.as_ref().map(|(s, h)| (*s, h as &dyn Headers));
-        let Some(step) = resumer.on_stall_answer(answer, self.now_ms()) else {
-            self.resumer = Some(resumer);
-            return None;
-        };
-        // Drop what the decryptor holds beyond the offset asked for.
-        if let Some(d) = self.dec.as_mut() {
-            d.resume_point();
+        let now = self.now_ms();
+        let step = self
+            .core
+            .on_stall_answer(&mut resumer, answer, self.dec.as_mut(), now);
+        match step {
+            Some(step) => self.start_resume(resumer, step),
+            None => {
+                self.resumer = Some(resumer);
+                None
+            }
         }
-        self.start_resume(resumer, step)
     }
 
     fn now_ms(&self) -> f64 {
@@ -353,7 +348,6 @@ impl Reader {
                 }
                 return Poll::Pending;
             };
-            self.waiting_since = None;
             let r = match item {
                 Some(Ok(chunk)) => self.on_chunk(chunk),
                 Some(Err(e)) => match self.on_break(failure(e, &Stop::new())) {
@@ -392,8 +386,7 @@ impl Reader {
         self.resumer = Some(resumer);
         let (body, check, at) = resumed?;
         self.body = body;
-        self.check = check;
-        self.received = at;
+        self.core.on_resumed(check, at);
         Ok(None)
     }
 
@@ -417,17 +410,12 @@ impl Reader {
     /// plaintext comes out; until the first plaintext on the blocking pool, where a
     /// passphrase's scrypt may run).
     fn on_chunk(&mut self, chunk: Bytes) -> Result<Option<Bytes>, Error> {
-        self.check.on_bytes(chunk.len() as u64);
-        self.received += chunk.len() as u64;
+        self.core.on_chunk(&chunk)?;
         let slow = self.slow_header;
         match self.dec.take() {
             None => {
                 if chunk.is_empty() {
                     return Ok(None);
-                }
-                if self.check.checks_start() {
-                    self.check
-                        .check_start(&chunk[..chunk.len().min(SNIFF_BYTES)])?;
                 }
                 self.meter.add(chunk.len());
                 self.receipt.add(&chunk);
@@ -454,7 +442,7 @@ impl Reader {
     /// The body's end: verified (the core's check, the decryptor's final chunk), then the
     /// last plaintext; the receipt the core says goes out before the end is reported.
     fn on_end(&mut self) -> Result<Option<Bytes>, Error> {
-        self.check.on_end()?;
+        self.core.on_end()?;
         self.done = true;
         let mut out = Vec::new();
         if let Some(dec) = self.dec.as_mut() {
@@ -478,7 +466,7 @@ impl Reader {
 
     /// Bytes received from the relay so far (ciphertext when decrypting), over every resume.
     pub fn wire_bytes(&self) -> u64 {
-        self.received
+        self.core.received()
     }
 
     /// True once the stream was read to its verified clean end.

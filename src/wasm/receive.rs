@@ -19,12 +19,12 @@ use super::error::into_js;
 use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
 use super::options::{Parsed, ReceiptMode};
 use super::receipt::{with_receipt, Receipt};
-use crate::client::consumer::{BodyCheck, Consumer, ResumeStep, Resumer, Step};
+use crate::client::consumer::{BodyCheck, Consumer, ConsumerBody, ResumeStep, Resumer, Step};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::rate::RateMeter;
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
-use crate::crypto::{Decryptor, SNIFF_BYTES};
+use crate::crypto::Decryptor;
 use futures::stream::LocalBoxStream;
 
 /// `receive(options) → Promise<{ stream, contentType?, filename?, size? }>`: resolves when the
@@ -155,10 +155,9 @@ impl Resume {
 struct Body {
     input: LocalBoxStream<'static, Result<JsValue, JsValue>>,
     abort: Rc<Abort>,
-    check: BodyCheck,
+    /// The body's check, wire bytes held and stall clock (the core's).
+    core: ConsumerBody,
     resume: Option<Resume>,
-    /// Wire bytes received (the resume offset of a consumer that doesn't decrypt).
-    received: u64,
     done: bool,
     stall: StallTimer,
 }
@@ -175,9 +174,8 @@ fn checked(
     let state = Body {
         input: chunks::raw(body),
         abort,
-        check,
+        core: ConsumerBody::new(check),
         resume,
-        received: 0,
         done: false,
         stall: StallTimer::default(),
     };
@@ -187,15 +185,14 @@ fn checked(
         }
         loop {
             let stall = b.resume.as_mut().map(|r| (&mut b.stall, r));
-            let item = match next_or_stall(&mut b.input, stall, b.received).await {
+            let item = match next_or_stall(&mut b.input, &mut b.core, stall).await {
                 Ok(item) => item,
                 // The core's stall watch asks whether the producer waits too (§12.4).
                 Err(call) => match on_stall(&mut b, call).await {
                     None => continue,
                     Some(Ok((input, check, at))) => {
                         b.input = input;
-                        b.check = check;
-                        b.received = at;
+                        b.core.on_resumed(check, at);
                         continue;
                     }
                     Some(Err(e)) => {
@@ -207,15 +204,12 @@ fn checked(
             let failure = match item {
                 Some(Ok(v)) => match v.dyn_into::<Uint8Array>() {
                     Ok(chunk) => {
-                        if b.check.checks_start() {
-                            let n = chunk.length().min(SNIFF_BYTES as u32);
-                            if let Err(e) = b.check.check_start(&chunk.subarray(0, n).to_vec()) {
-                                b.done = true;
-                                return Some((Err(e), b));
-                            }
+                        let n = chunk.length() as usize;
+                        let head = |k: usize| chunk.subarray(0, k as u32).to_vec();
+                        if let Err(e) = b.core.on_chunk_with(n, head) {
+                            b.done = true;
+                            return Some((Err(e), b));
                         }
-                        b.check.on_bytes(chunk.length() as u64);
-                        b.received += chunk.length() as u64;
                         return Some((Ok(chunk), b));
                     }
                     Err(v) => b.abort.failure(&v),
@@ -223,22 +217,34 @@ fn checked(
                 Some(Err(e)) => b.abort.failure(&e),
                 None => {
                     b.done = true;
-                    return match b.check.on_end() {
+                    return match b.core.on_end() {
                         Err(e) => Some((Err(e), b)),
                         Ok(()) => None,
                     };
                 }
             };
+            let step = match b.resume.as_mut() {
+                Some(r) => {
+                    let mut dec = r.dec.as_ref().map(|d| d.borrow_mut());
+                    let dec = dec.as_deref_mut();
+                    b.core
+                        .on_break(failure, Some(&mut r.resumer), dec, now_ms())
+                }
+                None => b.core.on_break(failure, None, None, now_ms()),
+            };
+            let step = match step {
+                ResumeStep::Failed(e) => {
+                    b.done = true;
+                    return Some((Err(e), b));
+                }
+                step => step,
+            };
+            // a step other than a failure comes only with a resumer
             let Some(r) = b.resume.as_mut() else {
                 b.done = true;
-                let e = b.check.on_failure(failure);
-                return Some((Err(e), b));
+                let e = "internal error in the SDK's consumer: a resume without a resumer";
+                return Some((Err(Error::new(ErrorCode::Unsupported, e)), b));
             };
-            let offset = match &r.dec {
-                Some(d) => d.borrow_mut().resume_point(),
-                None => Some(b.received),
-            };
-            let step = r.resumer.on_break(failure, &b.check, offset, now_ms());
             if matches!(step, ResumeStep::Call(_)) {
                 r.progress(true);
             }
@@ -247,8 +253,7 @@ fn checked(
             match resumed {
                 Ok((input, check, at)) => {
                     b.input = input;
-                    b.check = check;
-                    b.received = at;
+                    b.core.on_resumed(check, at);
                 }
                 Err(e) => {
                     b.done = true;
@@ -288,11 +293,11 @@ impl StallTimer {
 
 /// The next piece of `input`, or (with `stall`) the stall call the core's watch asks for
 /// once the read waited long enough (§12.4); the read is then left pending in `input` and
-/// goes on at the next call. `received`: the wire bytes held (a plain consumer's offset).
+/// goes on at the next call.
 async fn next_or_stall(
     input: &mut Input,
+    core: &mut ConsumerBody,
     stall: Option<(&mut StallTimer, &mut Resume)>,
-    received: u64,
 ) -> Result<Option<Result<JsValue, JsValue>>, Request> {
     let mut next = input.next();
     if let std::task::Poll::Ready(item) = futures::poll!(&mut next) {
@@ -301,13 +306,12 @@ async fn next_or_stall(
     let Some((timer, r)) = stall else {
         return Ok(next.await);
     };
-    let since = now_ms();
     loop {
-        let offset = match &r.dec {
-            Some(d) => d.borrow().resume_offset(),
-            None => Some(received),
+        let step = {
+            let mut dec = r.dec.as_ref().map(|d| d.borrow_mut());
+            core.poll_stall(&mut r.resumer, dec.as_deref_mut(), now_ms())
         };
-        let due = match r.resumer.poll_stall(now_ms(), since, offset) {
+        let due = match step {
             StallStep::Off => return Ok(next.await),
             StallStep::WakeAt(t) => t,
             StallStep::Call(call) => return Err(call),
@@ -322,9 +326,9 @@ async fn next_or_stall(
     }
 }
 
-/// Makes the stall call, taking nothing from the body meanwhile: `None` when the producer
-/// doesn't wait too (read on); else the connection stalled, and this is the body resumed as
-/// after a break (or why it could not be).
+/// Makes the stall call, taking nothing from the body meanwhile: `None` when the core says
+/// read on; else the connection stalled, and this is the body resumed as after a break (or
+/// why it could not be).
 async fn on_stall(b: &mut Body, call: Request) -> Option<Result<(Input, BodyCheck, u64), Error>> {
     let r = b.resume.as_mut()?;
     let answer = match Abort::new(r.signal.clone()) {
@@ -332,12 +336,13 @@ async fn on_stall(b: &mut Body, call: Request) -> Option<Result<(Input, BodyChec
         Err(_) => None,
     };
     let answer = answer.as_ref().map(|(s, h, _)| (*s, h as &dyn Headers));
-    let step = r.resumer.on_stall_answer(answer, now_ms())?;
-    // Stalled: drop what the decryptor holds beyond the offset asked for, and stop reading
-    // the stalled body (dropping the reader cancels it).
-    if let Some(d) = &r.dec {
-        d.borrow_mut().resume_point();
-    }
+    let step = {
+        let mut dec = r.dec.as_ref().map(|d| d.borrow_mut());
+        let dec = dec.as_deref_mut();
+        b.core
+            .on_stall_answer(&mut r.resumer, answer, dec, now_ms())?
+    };
+    // Stalled: stop reading the stalled body (dropping the reader cancels it).
     b.input = futures::stream::empty().boxed_local();
     r.progress(true);
     let resumed = resume_after_break(r, step).await;

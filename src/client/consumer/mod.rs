@@ -290,6 +290,7 @@ mod resumer;
 mod tests;
 
 pub use body::BodyCheck;
+pub(crate) use body::ConsumerBody;
 pub(crate) use receipt::{ConsumerReceipt, LastWord, ReceiptWait};
 pub use resumer::{ResumeStep, Resumer};
 

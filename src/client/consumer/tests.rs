@@ -485,3 +485,69 @@ fn a_consumer_without_keys_refuses_ciphertext() {
     assert!(!start(true, false).checks_start());
     assert!(!start(false, true).checks_start());
 }
+
+fn body_check(sniff: bool) -> BodyCheck {
+    BodyCheck::new("receiving /p".into(), Some(10), sniff)
+}
+
+/// The body's wire count is the offset a plain consumer resumes from, over resumes; the
+/// stall clock starts at the first pending read and restarts with every byte.
+#[test]
+fn the_consumer_body_counts_the_offset_and_the_waiting_read() {
+    let mut r = resuming_consumer(60.0);
+    let mut b = ConsumerBody::new(body_check(false));
+    b.on_chunk(b"abcd").unwrap();
+    assert!(!b.waiting());
+    let StallStep::WakeAt(t) = b.poll_stall(&mut r, None, 1_000.0) else {
+        panic!()
+    };
+    assert_eq!(t, 11_000.0);
+    assert!(b.waiting());
+    // still the same read at 5 s: same deadline
+    assert!(matches!(b.poll_stall(&mut r, None, 5_000.0), StallStep::WakeAt(t) if t == 11_000.0));
+    // a byte: the clock restarts with the next pending read
+    b.on_chunk(b"e").unwrap();
+    assert!(matches!(b.poll_stall(&mut r, None, 7_000.0), StallStep::WakeAt(t) if t == 17_000.0));
+    let StallStep::Call(call) = b.poll_stall(&mut r, None, 17_000.0) else {
+        panic!("the stall call")
+    };
+    assert!(call.headers.contains(&(
+        crate::protocol::headers::HELLO,
+        "httpipe-resume=1; offset=5".into()
+    )));
+    assert!(b
+        .on_stall_answer(&mut r, Some((408, &NoHeaders)), None, 18_000.0)
+        .is_none());
+    // a break resumes from the 5 bytes held
+    let down = Failure::network(std::io::Error::other("reset"));
+    let ResumeStep::Call(call) = b.on_break(down, Some(&mut r), None, 19_000.0) else {
+        panic!("a resume call")
+    };
+    assert!(call.headers.contains(&(
+        crate::protocol::headers::HELLO,
+        "httpipe-resume=1; offset=5".into()
+    )));
+    b.on_resumed(BodyCheck::new("rest".into(), None, false), 5);
+    b.on_chunk(b"fghij").unwrap();
+    assert_eq!(b.received(), 10);
+    b.on_end().unwrap();
+}
+
+/// Without a resumer a break is the body's error; a short body is `TRUNCATED`; a keyless
+/// consumer refuses an age start before the chunk that completes it is handed out.
+#[test]
+fn the_consumer_body_fails_a_cut_a_short_end_and_unasked_ciphertext() {
+    let mut b = ConsumerBody::new(body_check(false));
+    b.on_chunk(b"abc").unwrap();
+    let down = Failure::network(std::io::Error::other("reset"));
+    let ResumeStep::Failed(e) = b.on_break(down, None, None, 0.0) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::Truncated);
+    assert_eq!(b.on_end().unwrap_err().code, ErrorCode::Truncated);
+
+    let mut b = ConsumerBody::new(body_check(true));
+    b.on_chunk(b"age-encryption.org/").unwrap();
+    let e = b.on_chunk(b"v1\n-> X25519 abc\n").unwrap_err();
+    assert_eq!(e.code, ErrorCode::WrongKey);
+}
