@@ -6,7 +6,57 @@
 use super::error::Error;
 use super::producer::ReceiptConfig;
 use super::receipt::new_transfer_id;
-use crate::protocol::hello::RECEIPT_TIMEOUT_S;
+use crate::protocol::hello::{RECEIPT_TIMEOUT_S, RESUME_TIME_S};
+
+/// The `receipt` option (§12), as every driver means it: `Auto` (the default) — a consumer
+/// sends its receipt at the stream's clean end, a producer waits for it; `Manual` (a
+/// consumer) — the application confirms after it saved the data; `Ciphertext` (a producer)
+/// — accept a receipt for the ciphertext from a consumer without keys (§12.2); `Off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiptOption {
+    Off,
+    Auto,
+    Manual,
+    Ciphertext,
+}
+
+impl ReceiptOption {
+    /// A consumer sends a receipt (and says so in its hello, §12.1); a producer waits for one.
+    pub fn on(self) -> bool {
+        self != ReceiptOption::Off
+    }
+
+    /// The consumer's application confirms (`confirm()`), not the end of the stream.
+    pub fn manual(self) -> bool {
+        self == ReceiptOption::Manual
+    }
+}
+
+/// The `resume` option (§12.3) as given: `None` (the default: on for [`RESUME_TIME_S`]),
+/// on / off, or seconds to keep trying.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ResumeOption {
+    Flag(bool),
+    Seconds(f64),
+}
+
+/// Seconds to keep trying to resume after a break (`None`: off). On by default: a break is
+/// worth waiting [`RESUME_TIME_S`] for; an app shows `reconnecting` meanwhile, and a peer
+/// that failed says so at once.
+///
+/// # Errors
+///
+/// `UNSUPPORTED` for seconds that are not finite and greater than zero.
+pub fn resume_seconds(given: Option<ResumeOption>) -> Result<Option<f64>, Error> {
+    match given {
+        None | Some(ResumeOption::Flag(true)) => Ok(Some(RESUME_TIME_S)),
+        Some(ResumeOption::Flag(false)) => Ok(None),
+        Some(ResumeOption::Seconds(s)) if s.is_finite() && s > 0.0 => Ok(Some(s)),
+        Some(ResumeOption::Seconds(_)) => Err(Error::usage(
+            "`resume` must be false, true or a positive number of seconds",
+        )),
+    }
+}
 
 /// A number of seconds given as `name`: finite and greater than zero.
 pub fn positive_seconds(name: &str, seconds: Option<f64>) -> Result<Option<f64>, Error> {
@@ -18,25 +68,29 @@ pub fn positive_seconds(name: &str, seconds: Option<f64>) -> Result<Option<f64>,
     }
 }
 
-/// The producer's side of §12 for the caller's `receipt` (wait for one; `ciphertext`: accept
-/// a receipt for the ciphertext from a consumer without keys, §12.2) and `resume`
+/// The producer's side of §12 for the caller's `receipt` (on: wait for one; `Ciphertext`:
+/// accept a receipt for the ciphertext from a consumer without keys, §12.2) and `resume`
 /// (seconds, `None`: off): a fresh transfer id whenever either is on — the id serves both
-/// (§12.1, §12.3) — with the receipt's wait (`RECEIPT_TIMEOUT_S` unless given); `None` when
-/// both are off (the rendezvous is plain §5).
+/// (§12.1, §12.3) — with the receipt's wait (`timeout_s`, as `name`d by the driver:
+/// `RECEIPT_TIMEOUT_S` unless given); `None` when both are off (the rendezvous is plain §5).
+///
+/// # Errors
+///
+/// `UNSUPPORTED` for a timeout that is not a positive number of seconds.
 pub fn receipt_config(
-    wait: bool,
-    ciphertext: bool,
-    timeout_s: Option<f64>,
+    receipt: ReceiptOption,
+    (name, timeout_s): (&str, Option<f64>),
     resume_s: Option<f64>,
 ) -> Result<Option<ReceiptConfig>, Error> {
-    if !wait && resume_s.is_none() {
+    let timeout_s = positive_seconds(name, timeout_s)?;
+    if !receipt.on() && resume_s.is_none() {
         return Ok(None);
     }
     Ok(Some(ReceiptConfig {
         transfer: new_transfer_id()?,
-        wait,
+        wait: receipt.on(),
         timeout_s: timeout_s.unwrap_or(RECEIPT_TIMEOUT_S),
-        ciphertext,
+        ciphertext: receipt == ReceiptOption::Ciphertext,
     }))
 }
 
@@ -58,21 +112,46 @@ mod tests {
 
     #[test]
     fn a_transfer_id_serves_receipts_and_resume() {
-        assert!(receipt_config(false, false, None, None)
+        let t = |s| ("receiptTimeout", s);
+        assert!(receipt_config(ReceiptOption::Off, t(None), None)
             .expect("ok")
             .is_none());
-        let r = receipt_config(false, false, None, Some(60.0))
+        let r = receipt_config(ReceiptOption::Off, t(None), Some(60.0))
             .expect("ok")
             .expect("an id");
         assert!(!r.wait);
         assert_eq!(r.timeout_s, RECEIPT_TIMEOUT_S);
-        let r = receipt_config(true, false, Some(5.0), None)
+        let r = receipt_config(ReceiptOption::Auto, t(Some(5.0)), None)
             .expect("ok")
             .expect("an id");
-        assert!(r.wait && r.timeout_s == 5.0 && r.transfer.len() == 22);
-        let other = receipt_config(true, false, None, None)
+        assert!(r.wait && !r.ciphertext && r.timeout_s == 5.0 && r.transfer.len() == 22);
+        let other = receipt_config(ReceiptOption::Ciphertext, t(None), None)
             .expect("ok")
             .expect("an id");
+        assert!(other.wait && other.ciphertext);
         assert_ne!(r.transfer, other.transfer, "fresh each time");
+        let e = receipt_config(ReceiptOption::Auto, t(Some(0.0)), None).err();
+        assert!(e.is_some_and(|e| e.message.contains("`receiptTimeout`")));
+    }
+
+    #[test]
+    fn resume_is_on_by_default_and_takes_positive_seconds() {
+        assert_eq!(resume_seconds(None).ok(), Some(Some(RESUME_TIME_S)));
+        let on = resume_seconds(Some(ResumeOption::Flag(true))).ok();
+        assert_eq!(on, Some(Some(RESUME_TIME_S)));
+        assert_eq!(
+            resume_seconds(Some(ResumeOption::Flag(false))).ok(),
+            Some(None)
+        );
+        assert_eq!(
+            resume_seconds(Some(ResumeOption::Seconds(5.0))).ok(),
+            Some(Some(5.0))
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = resume_seconds(Some(ResumeOption::Seconds(bad))).err();
+            assert!(e.is_some_and(
+                |e| e.message == "`resume` must be false, true or a positive number of seconds"
+            ));
+        }
     }
 }

@@ -305,6 +305,26 @@ pub enum ReceiptMode {
     Manual,
 }
 
+impl From<ReceiptMode> for crate::client::options::ReceiptOption {
+    fn from(m: ReceiptMode) -> Self {
+        match m {
+            ReceiptMode::Off => Self::Off,
+            ReceiptMode::Auto => Self::Auto,
+            ReceiptMode::Manual => Self::Manual,
+        }
+    }
+}
+
+/// The `resume` option of [`SendOptions`] / [`ReceiveOptions`] in the core's terms (`None`:
+/// off).
+fn resume_option(resume: Option<Duration>) -> crate::client::options::ResumeOption {
+    use crate::client::options::ResumeOption;
+    match resume {
+        Some(d) => ResumeOption::Seconds(d.as_secs_f64()),
+        None => ResumeOption::Flag(false),
+    }
+}
+
 impl ReceiveOptions {
     /// Defaults: rendezvous, no timeout, plain.
     pub fn new(target: Target) -> Self {

@@ -20,14 +20,14 @@ use super::receipt::{deliver, send_last_word};
 use super::source::Meter;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
-use super::{io_error, ReceiptMode, ReceiveOptions, Received};
+use super::{io_error, resume_option, ReceiveOptions, Received};
 use crate::client::consumer::ConsumerReceipt;
 use crate::client::consumer::{
     BodyCheck, Consumer, ConsumerBody, ReceiveConfig, ResumeStep, Resumer, Step,
 };
 use crate::client::error::{Error, ErrorCode};
 use crate::client::keys;
-use crate::client::options::positive_seconds;
+use crate::client::options::{resume_seconds, ReceiptOption};
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
 use crate::crypto::Decryptor;
@@ -54,8 +54,8 @@ pub(crate) async fn receive(
         timeout_s: opts.timeout.map(|d| d.as_secs_f64()),
         encrypted: dec.is_some(),
         size: opts.size,
-        receipt: opts.receipt != ReceiptMode::Off,
-        resume_s: positive_seconds("resume", opts.resume.map(|d| d.as_secs_f64()))?,
+        receipt: ReceiptOption::from(opts.receipt).on(),
+        resume_s: resume_seconds(Some(resume_option(opts.resume)))?,
         ciphertext: opts.ciphertext,
     };
     let mut c = Consumer::new(cfg)?;
@@ -95,7 +95,7 @@ pub(crate) async fn receive(
                     Some((d, slow)) => (Some(d), slow),
                     None => (None, false),
                 };
-                let manual = opts.receipt == ReceiptMode::Manual;
+                let manual = ReceiptOption::from(opts.receipt).manual();
                 let receipt = ConsumerReceipt::new(c.receipt_plan(), dec.is_some(), manual);
                 let clock = Instant::now();
                 let reader = Reader {

@@ -19,11 +19,11 @@ use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
 use super::source::{self, Cmd, Encoder, Meter, Sealed, Source, WIRE_CHANNEL};
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
-use super::{io_error, SendOptions, SendReport};
+use super::{io_error, resume_option, SendOptions, SendReport};
 use crate::client::error::{Error, ErrorCode, Failure, StopReason};
 use crate::client::keys;
 use crate::client::ledger;
-use crate::client::options::{positive_seconds, receipt_config};
+use crate::client::options::{receipt_config, resume_seconds, ReceiptOption};
 use crate::client::parts;
 use crate::client::producer::{self, Metadata, Producer, SendConfig, Step, StreamFailure};
 use crate::client::receipt;
@@ -78,9 +78,13 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
             o.resume_window
         )));
     }
-    let receipt_timeout_s =
-        positive_seconds("receipt_timeout", Some(o.receipt_timeout.as_secs_f64()))?;
-    let resume_s = positive_seconds("resume", o.resume.map(|d| d.as_secs_f64()))?;
+    let receipt = match (o.receipt, o.ciphertext_receipt) {
+        (false, _) => ReceiptOption::Off,
+        (true, false) => ReceiptOption::Auto,
+        (true, true) => ReceiptOption::Ciphertext,
+    };
+    let resume_s = resume_seconds(Some(resume_option(o.resume)))?;
+    let receipt_timeout = ("receipt_timeout", Some(o.receipt_timeout.as_secs_f64()));
     let cfg = SendConfig {
         relay,
         path: o.target.path.clone(),
@@ -99,7 +103,7 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
         // hyper resets (HTTP/2) or closes (HTTP/1.1) a request whose body stream fails: the
         // upload's cancel fails its body (§11.2 step 5)
         upload_cut: UploadCut::BodyError,
-        receipt: receipt_config(o.receipt, o.ciphertext_receipt, receipt_timeout_s, resume_s)?,
+        receipt: receipt_config(receipt, receipt_timeout, resume_s)?,
         resume_s,
     };
     let producer = Producer::new(cfg)?;

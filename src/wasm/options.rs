@@ -9,14 +9,15 @@ use web_sys::AbortSignal;
 
 use crate::client::consumer::ReceiveConfig;
 use crate::client::error::Error;
-use crate::client::options::{positive_seconds, receipt_config};
+use crate::client::options::{
+    positive_seconds, receipt_config, resume_seconds, ReceiptOption, ResumeOption,
+};
 use crate::client::parts::part_size;
 use crate::client::producer::{Metadata, SendConfig};
 use crate::client::rate::Progress;
 use crate::client::resume::window_size;
 use crate::client::transport::{RuntimeStreams, UploadCut, UploadMode};
 use crate::client::urls::RelayBase;
-use crate::protocol::hello::RESUME_TIME_S;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -46,23 +47,12 @@ pub struct Options {
     pub ciphertext: Option<bool>,
 }
 
-/// The `receipt` option (§12): `true` / `false`; `receive` also `'manual'` (the application
-/// calls `confirm()` after it saved the data), `send` also `'ciphertext'` (accept a receipt for
-/// the ciphertext from a receiver without keys, §12.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReceiptMode {
-    Off,
-    Auto,
-    Manual,
-    Ciphertext,
-}
-
 /// Parsed options plus the JavaScript-only members.
 pub struct Parsed {
     pub o: Options,
     pub signal: Option<AbortSignal>,
     pub on_progress: Option<Function>,
-    pub receipt: ReceiptMode,
+    pub receipt: ReceiptOption,
     /// Seconds to keep trying to resume after a break (§12.3); `None`: `resume: false`.
     pub resume_s: Option<f64>,
     /// Bytes of the producer's replay window (§12.3).
@@ -91,32 +81,21 @@ impl Parsed {
         positive_seconds("timeout", o.timeout)?;
         positive_seconds("receiptTimeout", o.receipt_timeout)?;
         let receipt = match member(options, "receipt") {
-            None => ReceiptMode::Auto,
-            Some(v) if v.as_bool() == Some(true) => ReceiptMode::Auto,
-            Some(v) if v.as_bool() == Some(false) => ReceiptMode::Off,
-            Some(v) if v.as_string().as_deref() == Some("manual") => ReceiptMode::Manual,
-            Some(v) if v.as_string().as_deref() == Some("ciphertext") => ReceiptMode::Ciphertext,
+            None => ReceiptOption::Auto,
+            Some(v) if v.as_bool() == Some(true) => ReceiptOption::Auto,
+            Some(v) if v.as_bool() == Some(false) => ReceiptOption::Off,
+            Some(v) if v.as_string().as_deref() == Some("manual") => ReceiptOption::Manual,
+            Some(v) if v.as_string().as_deref() == Some("ciphertext") => ReceiptOption::Ciphertext,
             Some(_) => {
                 return Err(usage(
                     "`receipt` must be true, false, 'manual' (receive) or 'ciphertext' (send)",
                 ))
             }
         };
-        // On by default (docs/js-api.md): a break is worth waiting `RESUME_TIME_S` for; an
-        // app shows `reconnecting` meanwhile (the demo does), a peer that failed says so at once.
-        let resume_s = match member(options, "resume") {
-            None => Some(RESUME_TIME_S),
-            Some(v) if v.as_bool() == Some(true) => Some(RESUME_TIME_S),
-            Some(v) if v.as_bool() == Some(false) => None,
-            Some(v) => match v.as_f64() {
-                Some(t) if t.is_finite() && t > 0.0 => Some(t),
-                _ => {
-                    return Err(usage(
-                        "`resume` must be false, true or a positive number of seconds",
-                    ))
-                }
-            },
-        };
+        let resume_s = resume_seconds(member(options, "resume").map(|v| match v.as_bool() {
+            Some(on) => ResumeOption::Flag(on),
+            None => ResumeOption::Seconds(v.as_f64().unwrap_or(f64::NAN)),
+        }))?;
         let resume_window = window_size(o.resume_window)?;
         Ok(Parsed {
             o,
@@ -161,9 +140,8 @@ impl Parsed {
             runtime_streams,
             upload_cut,
             receipt: receipt_config(
-                self.receipt != ReceiptMode::Off,
-                self.receipt == ReceiptMode::Ciphertext,
-                self.o.receipt_timeout,
+                self.receipt,
+                ("receiptTimeout", self.o.receipt_timeout),
                 self.resume_s,
             )?,
             resume_s: self.resume_s,
@@ -180,7 +158,7 @@ impl Parsed {
             timeout_s: self.o.timeout,
             encrypted: self.encrypted(),
             size: self.size(),
-            receipt: self.receipt != ReceiptMode::Off,
+            receipt: self.receipt.on(),
             resume_s: self.resume_s,
             ciphertext: self.o.ciphertext.unwrap_or(false),
         })

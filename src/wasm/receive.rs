@@ -17,7 +17,7 @@ use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
 use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
-use super::options::{Parsed, ReceiptMode};
+use super::options::Parsed;
 use super::receipt::{with_receipt, Receipt};
 use crate::client::consumer::{BodyCheck, Consumer, ConsumerBody, ResumeStep, Resumer, Step};
 use crate::client::error::{Error, ErrorCode};
@@ -99,7 +99,7 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                         None => decrypt_stream(stream, dec.clone()),
                     };
                 }
-                let manual = p.receipt == ReceiptMode::Manual;
+                let manual = p.receipt.manual();
                 let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);
                 stream = with_receipt(stream, receipt.clone());
                 stream = chunks::metered(stream, meter, p.on_progress.clone());
