@@ -25,6 +25,8 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 # The wasm adapter (src/wasm) only compiles for wasm32.
 cargo clippy -p httpipe --lib --target wasm32-unknown-unknown -- -D warnings
+# the published crate's docs: no broken or private links
+RUSTDOCFLAGS="-D warnings" cargo doc -p httpipe --features native --no-deps --quiet
 
 step "Rust tests (SDK core, native client, CLI, crypto vectors, relay integration)"
 cargo test --workspace --all-features --no-run

@@ -31,7 +31,7 @@ pub enum ErrorCode {
     /// Any other refusal by the relay (4xx/5xx with its `[ERROR]` line).
     RelayError,
     /// The caller aborted (JavaScript `AbortSignal`, native `abort()`), or its source failed
-    /// ([`source_failed`], §11.2 step 5).
+    /// (`source_failed`, §11.2 step 5).
     Aborted,
     /// The runtime or the input can't do what was asked (bad options, bad source).
     Unsupported,

@@ -4,28 +4,28 @@
 //! adapters drive them: `crate::wasm` (the global `fetch`, shipped as the npm package) and
 //! `crate::native` (tokio + reqwest, feature `native`, used by the `httpipe` CLI).
 //!
-//! - [`producer`]: `send` — rendezvous, streaming vs segmented upload and the fallback, the
+//! - `producer`: `send` — rendezvous, streaming vs segmented upload and the fallback, the
 //!   part loop and its retries, the status log, failure verdicts.
-//! - [`consumer`]: `receive` — rendezvous, the `GET`, metadata, truncation checks.
+//! - `consumer`: `receive` — rendezvous, the `GET`, metadata, truncation checks.
 //! - `code`: short codes (§14): the code, the exchange of each side as a poll machine (step
 //!   order, busy channels, verdicts), the keys and the data path derived.
 //! - `consumer_receipt`: the consumer's receipt over its stream's life: which receipt goes
 //!   when, once, and how long a driver waits for it (§12.2).
-//! - [`delivery`]: a consumer's receipt on its way, sent again while the relay is away (§12.2).
-//! - [`rendezvous`]: one wait on the Connect API (§5).
+//! - `delivery`: a consumer's receipt on its way, sent again while the relay is away (§12.2).
+//! - `rendezvous`: one wait on the Connect API (§5).
 //! - `keys` (feature `crypto`): which keys make an encryptor or a decryptor (§7.1), key
 //!   files' text included.
 //! - `options` (feature `crypto`): the checks and defaults of the options every driver takes,
 //!   the transfer id for receipts and resume.
-//! - [`error`]: the one error type ([`error::Error`]: code, message, source).
-//! - [`request`]: the requests the machines ask for.
-//! - [`status`]: the producer's status log (§3.2).
-//! - [`urls`]: data, Connect (§5) and segmented-upload (§4) URLs.
-//! - [`parts`]: cutting a byte stream into segmented-upload parts (§4) with bounded memory.
-//! - [`transport`]: the `upload` option and what is known per relay origin (§10).
-//! - [`stall`]: when a connection that stops without closing counts as stalled (§12.4).
-//! - [`rate`]: progress and transfer rate.
-//! - [`disposition`]: `Content-Disposition` filename encoding and parsing.
+//! - `error`: the one error type ([`error::Error`]: code, message, source).
+//! - `request`: the requests the machines ask for.
+//! - `status`: the producer's status log (§3.2).
+//! - `urls`: data, Connect (§5) and segmented-upload (§4) URLs.
+//! - `parts`: cutting a byte stream into segmented-upload parts (§4) with bounded memory.
+//! - `transport`: the `upload` option and what is known per relay origin (§10).
+//! - `stall`: when a connection that stops without closing counts as stalled (§12.4).
+//! - `rate`: progress and transfer rate.
+//! - `disposition`: `Content-Disposition` filename encoding and parsing.
 //! - `ledger` (feature `crypto`): what each side counts and commits to for a delivery
 //!   receipt (§12.2), and the receipt key; every adapter feeds it the same bytes.
 

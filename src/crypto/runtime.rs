@@ -27,7 +27,7 @@ pub trait RuntimeKey {
     fn as_any(&self) -> &dyn std::any::Any;
 }
 
-/// A runtime's primitives, registered by the SDK's adapter ([`set_runtime_crypto`]).
+/// A runtime's primitives, registered by the SDK's adapter (`set_runtime_crypto` in the wasm bindings).
 pub trait RuntimeCrypto {
     /// The runtime's handle on a payload key, or `None` to use RustCrypto for this stream.
     fn aead_key(&self, key: &[u8; 32]) -> Option<std::rc::Rc<dyn RuntimeKey>>;

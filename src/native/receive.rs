@@ -15,9 +15,9 @@ use futures_util::{FutureExt, StreamExt};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::task::JoinHandle;
 
+use super::chunks::Meter;
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
 use super::receipt::{deliver, send_last_word};
-use super::source::Meter;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, resume_option, ReceiveOptions, Received};
@@ -484,7 +484,7 @@ impl Reader {
         self.resumer.as_ref().map_or(0, |r| r.resumes)
     }
 
-    /// [`ReceiptMode::Manual`]: tells the producer that everything arrived (and was saved),
+    /// [`ReceiptMode::Manual`](super::ReceiptMode::Manual): tells the producer that everything arrived (and was saved),
     /// after the stream was read to its clean end (§12.2). `Ok` at once when the producer
     /// waits for no receipt, or one was sent.
     ///

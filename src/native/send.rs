@@ -15,8 +15,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::PollSender;
 
+use super::body::Source;
+use super::chunks::{self, Cmd, Meter, WIRE_CHANNEL};
+use super::crypto::{Encoder, Sealed};
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
-use super::source::{self, Cmd, Encoder, Meter, Sealed, Source, WIRE_CHANNEL};
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, resume_option, SendOptions, SendReport};
@@ -58,7 +60,7 @@ struct Prepared {
     driver: Driver,
     encoder: Encoder,
     meter: std::sync::Arc<Meter>,
-    tx: mpsc::Sender<source::Item>,
+    tx: mpsc::Sender<chunks::Item>,
     stop: Stop,
 }
 
@@ -188,7 +190,7 @@ pub(crate) async fn send<R: AsyncRead + Send + Unpin + 'static>(
         stop,
     } = prepare(http, &opts).await?;
     let _guard = StopOnDrop(stop);
-    let pump = source::pump_reader(source, encoder, tx, meter.clone());
+    let pump = chunks::pump_reader(source, encoder, tx, meter.clone());
     let r = with_pump(pump, driver.run(None)).await;
     driver.source.close();
     report(r, started, &meter)
@@ -223,7 +225,7 @@ pub(crate) async fn open_writer(
     let task_stop = stop.clone();
     let task = tokio::spawn(async move {
         let _guard = StopOnDrop(task_stop.clone());
-        let pump = source::pump_commands(
+        let pump = chunks::pump_commands(
             cmd_rx,
             encoder,
             tx,
@@ -786,7 +788,7 @@ impl Writer {
         poll_fn(|cx| self.poll_finish(cx)).await
     }
 
-    /// Aborts the transfer and waits (at most [`ABORT_WAIT`]) until the upload is cut, so the
+    /// Aborts the transfer and waits (at most `ABORT_WAIT`) until the upload is cut, so the
     /// consumer gets `TRUNCATED`, never a clean end — and never waits forever for an upload
     /// that was aborted before it reached the relay: the request is still made, and its body
     /// fails (at once for a streaming upload; a segmented one is cut by the relay's gap

@@ -8,10 +8,10 @@ use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::abort::Abort;
 use super::error::into_js;
 use super::http::{body_bytes, fetch, JsHeaders};
 use super::options::Parsed;
+use super::stop::Abort;
 use crate::client::code::{Code, CodeMachine, CodeReceive, CodeRelay, CodeSend, CodeStep, Offer};
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::crypto::OsRandom;

@@ -3,10 +3,10 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::abort::Abort;
 use super::error::into_js;
 use super::http::exchange;
 use super::options::Parsed;
+use super::stop::Abort;
 use crate::client::error::Error;
 use crate::client::rendezvous::Rendezvous;
 use crate::client::urls::ConnectMode;

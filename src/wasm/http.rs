@@ -12,9 +12,9 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortSignal, Headers, ReadableStream, Response};
 
-use super::abort::Abort;
 use super::bindings::global_fetch;
 use super::error::failure;
+use super::stop::Abort;
 use crate::client::error::{Failure, StopReason};
 use crate::client::request::{Headers as ClientHeaders, Request};
 use crate::client::transport::{RuntimeStreams, UploadCut};

@@ -7,7 +7,8 @@
 //!
 //! - [`bindings`]: the global `fetch` / timers through own bindings (no `window`, §10).
 //! - [`error`]: `HttpipeError` construction and mapping of JavaScript failures to codes.
-//! - [`abort`]: one `AbortController` per operation, linked to the caller's signal and timeout.
+//! - [`stop`]: one `AbortController` per operation, linked to the caller's signal and timeout.
+//! - [`stall`]: the stall watch's timer and call (§12.4, decided by the core).
 //! - [`options`]: the options object.
 //! - [`http`]: requests (streaming bodies with `duplex: 'half'`), feature detection (§10).
 //! - [`chunks`]: byte streams of `Uint8Array`s: validation, progress, replay for fallback.
@@ -21,7 +22,6 @@
 //! - [`csv`]: CSV splitting on `csv-core` for `csv.decode` (`js/pipeline/csv.js`; measured against
 //!   a JS decoder in `bench/csv.mjs`).
 
-pub mod abort;
 pub mod bindings;
 pub mod body;
 pub mod chunks;
@@ -37,4 +37,6 @@ pub mod receipt;
 pub mod receive;
 pub mod scrypt;
 pub mod send;
+pub mod stall;
+pub mod stop;
 pub mod webcrypto;

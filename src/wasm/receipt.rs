@@ -11,12 +11,12 @@ use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local, JsFuture};
 
-use super::abort::Abort;
 use super::bindings::{now_ms, sleep};
 use super::chunks::ByteStream;
 use super::error::into_js;
 use super::http::exchange;
 use super::pagehide::PageHide;
+use super::stop::Abort;
 use crate::client::consumer::{ConsumerReceipt, LastWord, ReceiptWait};
 use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
 use crate::client::error::Error;

@@ -11,14 +11,15 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::Response;
 
-use super::abort::Abort;
-use super::bindings::{now_ms, sleep, Delay};
+use super::bindings::{now_ms, sleep};
 use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
 use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
 use super::options::Parsed;
 use super::receipt::{with_receipt, Receipt};
+use super::stall::{self, StallTimer};
+use super::stop::Abort;
 use crate::client::consumer::{BodyCheck, Consumer, ConsumerBody, ResumeStep, Resumer, Step};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::rate::RateMeter;
@@ -267,30 +268,6 @@ fn checked(
 
 type Input = LocalBoxStream<'static, Result<JsValue, JsValue>>;
 
-/// The timer of the body's stall watch (§12.4), one that lives across reads (a timer per
-/// read would be a `setTimeout` and a `clearTimeout` per chunk).
-#[derive(Default)]
-struct StallTimer {
-    timer: Option<Delay>,
-    /// When the timer fires (ms).
-    due_ms: f64,
-}
-
-impl StallTimer {
-    /// Fires at `due_ms` at the latest (the timer already running is kept when it fires no
-    /// later than that: the caller asks the core again when it fires).
-    async fn until(&mut self, due_ms: f64) {
-        if self.timer.is_none() || self.due_ms > due_ms {
-            self.timer = Some(Delay::new((due_ms - now_ms()).max(0.0)));
-            self.due_ms = due_ms;
-        }
-        if let Some(t) = self.timer.as_mut() {
-            t.await;
-        }
-        self.timer = None;
-    }
-}
-
 /// The next piece of `input`, or (with `stall`) the stall call the core's watch asks for
 /// once the read waited long enough (§12.4); the read is then left pending in `input` and
 /// goes on at the next call.
@@ -331,11 +308,8 @@ async fn next_or_stall(
 /// why it could not be).
 async fn on_stall(b: &mut Body, call: Request) -> Option<Result<(Input, BodyCheck, u64), Error>> {
     let r = b.resume.as_mut()?;
-    let answer = match Abort::new(r.signal.clone()) {
-        Ok(mut a) => exchange(&call, &mut a, None).await.ok(),
-        Err(_) => None,
-    };
-    let answer = answer.as_ref().map(|(s, h, _)| (*s, h as &dyn Headers));
+    let answer = stall::call(&call, r.signal.clone()).await;
+    let answer = answer.as_ref().map(|(s, h)| (*s, h as &dyn Headers));
     let step = {
         let mut dec = r.dec.as_ref().map(|d| d.borrow_mut());
         let dec = dec.as_deref_mut();

@@ -12,7 +12,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::ReadableStream;
 
-use super::abort::Abort;
 use super::bindings::{now_ms, sleep, Delay};
 use super::body;
 use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, SourceFailure, View};
@@ -22,6 +21,7 @@ use super::http::{exchange, fetch, probe, runtime_streams, text, upload_cut, TEX
 use super::options::Parsed;
 use super::pagehide::ProducerPageNotice;
 use super::receipt::{self, Ledger};
+use super::stop::Abort;
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
@@ -531,15 +531,12 @@ async fn stall_watch(
         };
         watch.hold();
         calls.out.set(true);
-        let answer = match Abort::new(Some(up.abort.signal())) {
-            Ok(mut a) => exchange(&call, &mut a, None).await.ok(),
-            Err(_) => None,
-        };
+        let answer = super::stall::call(&call, Some(up.abort.signal())).await;
         calls.out.set(false);
         let stop = {
             let mut p = producer.borrow_mut();
             let (c, k) = (up.ours)(&p);
-            let answer = answer.as_ref().map(|(s, h, _)| (*s, h as &dyn Headers));
+            let answer = answer.as_ref().map(|(s, h)| (*s, h as &dyn Headers));
             p.on_stall_answer(answer, &c, k.as_deref())
         };
         watch.release();

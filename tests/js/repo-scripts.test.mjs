@@ -1,7 +1,8 @@
 // The repository's own commands as a new user meets them: `npm start -- --help` prints the
 // relay's help and nothing else, `npm run relay` finds the built binary (also under
 // CARGO_TARGET_DIR), `npm run bench -- --list` names every benchmark, and the key files the
-// README has you create are git-ignored.
+// README has you create are git-ignored; the two SDK drivers (src/wasm, src/native) hold the
+// mirrored files docs/ARCHITECTURE.md names, and no others.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -60,4 +61,15 @@ test('the key files the README has you create are git-ignored', async () => {
   const names = ['relay.key', 'research.key', 'examples/records/research.key', 'tls.key', 'README-copy.md', 'inventory.csv', 'store/batch-0.json'];
   const { stdout } = await run('git', ['check-ignore', '--no-index', ...names], opts);
   assert.deepEqual(stdout.trim().split('\n'), names);
+});
+
+test('src/wasm and src/native mirror each other file for file, as docs/ARCHITECTURE.md says', () => {
+  const doc = fs.readFileSync(path.join(ROOT, 'docs/ARCHITECTURE.md'), 'utf8');
+  const section = doc.split('## The two drivers mirror each other')[1] ?? '';
+  const pairs = [...section.matchAll(/^\| `(\w+\.rs)` \|/gm)].map((m) => m[1]);
+  const jsOnly = [...section.matchAll(/`wasm\/(\w+\.rs)`/g)].map((m) => m[1]);
+  assert.ok(pairs.length >= 10, `the doc's table of mirrored files: ${pairs}`);
+  const files = (dir) => fs.readdirSync(path.join(ROOT, 'src', dir)).filter((f) => f.endsWith('.rs') && f !== 'mod.rs').sort();
+  assert.deepEqual(files('native'), [...pairs].sort(), 'src/native holds the mirrored files');
+  assert.deepEqual(files('wasm'), [...pairs, ...jsOnly].sort(), 'src/wasm holds their twins and the JavaScript-only edges');
 });

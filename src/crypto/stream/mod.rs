@@ -29,7 +29,7 @@ pub trait External {
     fn put(&mut self, bytes: &[u8]);
     /// Seals input bytes `range` with the runtime's `key` under `nonce`, appending the
     /// ciphertext and then the returned tag to the output. `None` if it can't (nothing
-    /// appended): the chunk is then sealed from a copy, as [`Sealer::seal`] does.
+    /// appended): the chunk is then sealed from a copy, as `Sealer::seal` does.
     fn seal(
         &mut self,
         key: &dyn RuntimeKey,

@@ -1,0 +1,38 @@
+//! `Client::connect` (the mirror of `wasm/connect.rs`): one wait on the Connect API
+//! (`PROTOCOL.md` §5) as the core's [`Rendezvous`] says.
+
+use std::time::Duration;
+
+use super::http::{text_request, TimeoutAs};
+use super::stop::Stop;
+use super::{ConnectMode, Error, Target};
+use crate::client::rendezvous::Rendezvous;
+
+/// Waits until the peer is present; the data URL.
+pub(crate) async fn connect(
+    http_client: &reqwest::Client,
+    target: &Target,
+    mode: ConnectMode,
+    timeout: Option<Duration>,
+) -> Result<String, Error> {
+    let base = target.relay_base()?;
+    let r = Rendezvous::new(
+        &base,
+        &target.path,
+        mode,
+        timeout.map(|d| d.as_secs_f64()),
+        target.token.as_deref(),
+    )?;
+    match text_request(
+        http_client,
+        r.request(),
+        None,
+        &Stop::new(),
+        TimeoutAs::Stop,
+    )
+    .await
+    {
+        Ok(a) => r.on_response(a.status, &a.body),
+        Err(f) => Err(r.on_failure(f)),
+    }
+}
