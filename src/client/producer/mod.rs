@@ -1,0 +1,650 @@
+//! The producer (`send`) as a sans-IO state machine (`PROTOCOL.md` §3, §4, §5, §10, §11):
+//! rendezvous, the choice between a streaming and a segmented upload and the fallback from
+//! one to the other, the segmented part loop with its retries, the status log, and what every
+//! failure means. It knows nothing about HTTP libraries: an adapter (the wasm `fetch` one, the
+//! native reqwest one) asks [`Producer::poll`] what to do, does it, and reports back.
+//!
+//! ```text
+//! Start ─rendezvous?─▶ Rendezvous ─data URL─▶ Plan ─▶ Stream ──log ends OK──▶ Done
+//!                                              │        │ failed, all pulled bytes kept,
+//!                                              │        │ fallback allowed
+//!                                              ▼        ▼
+//!                                          Segmented ◀─ replay ── (parts, retries) ─▶ Done
+//!                              Stream broke after bytes left ─▶ Probe the relay ─▶ Failed
+//! ```
+
+use std::collections::VecDeque;
+
+use super::disposition;
+use super::error::{
+    classify_response, unavailable_now, Error, ErrorCode, Failure, Source, StopReason,
+};
+use super::parts::{ByteChunk, PartCutter};
+use super::receipt::{self, Commitment, ReceiptReport};
+use super::rendezvous::{auth_headers, Begin, Rendezvous};
+use super::request::{Headers, Method, Request};
+use super::resume::{agree, ResumeClock, ResumePlan};
+use super::stall::{self, StallStep, STALL_RECHECK_MS};
+use super::status::{StatusLog, Verdict};
+use super::transport::{
+    OriginMemory, Plan, RuntimeStreams, StopOrder, Transport, UploadCut, UploadMode,
+};
+use super::urls::{origin, part_url, percent_encode_component, ConnectMode, RelayBase};
+use crate::protocol::channel::{self, key_header as channel_key};
+use crate::protocol::control::{Code, WITHDRAW_WAIT_S};
+use crate::protocol::headers::{
+    resume_value, size_value, AUTHORIZATION, CONTENT_DISPOSITION, CONTENT_TYPE, ERROR_CODE,
+    OCTET_STREAM, PEER_HELLO, X_PIPING,
+};
+use crate::protocol::hello::{
+    producer_hello, PeerHello, ResumeHello, FAILURE_NOTICE_TIMEOUT_S, RESUME_RETRY_MS, STALL_CALL_S,
+};
+use crate::protocol::upload::{HEADER as UPLOAD_HEADER, UPLOAD as UPLOAD_QUERY};
+
+mod config;
+mod finish;
+mod last_words;
+mod resume;
+mod segmented;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+pub use config::{producer_headers, Metadata, ReceiptConfig, SendConfig, SendReport};
+use finish::no_receipt;
+use resume::gave_up;
+use segmented::{SegPhase, Segmented};
+
+/// Tries per segmented part after the first (network errors only; the relay accepts an
+/// idempotent re-send of an accepted part, §4).
+pub const PART_TRIES: u32 = 3;
+/// Milliseconds before retry `n` (1-based) of a part: `n ×` this.
+pub const PART_RETRY_BACKOFF_MS: f64 = 200.0;
+/// How often the relay is probed after a streaming upload broke (one probe stuck on a
+/// half-closed pooled connection must not decide).
+pub const PROBE_TRIES: u32 = 2;
+/// Milliseconds a probe may take.
+pub const PROBE_TIMEOUT_MS: f64 = 2500.0;
+/// At most this many bytes pulled by a streaming attempt are kept for a segmented replay;
+/// past it, the attempt can no longer fall back (§10).
+pub const REPLAY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// What the adapter must do next.
+#[derive(Debug)]
+pub enum Step {
+    /// `GET` this Connect API request; answer with [`Producer::on_response`] (status, body)
+    /// or [`Producer::on_failure`].
+    Rendezvous(Request),
+    /// `POST` this with the source as one streaming body; answer with
+    /// [`Producer::on_stream_refused`] (a status other than 200, with its body), then
+    /// [`Producer::on_stream_log`] for each piece of the response body and
+    /// [`Producer::on_stream_end`]; or [`Producer::on_stream_failed`].
+    Stream(Request),
+    /// The next part needs more source: answer with [`Producer::on_chunk`],
+    /// [`Producer::on_source_end`] or [`Producer::on_source_error`].
+    NeedSource,
+    /// `POST` this with [`Producer::part_body`] as the complete body; answer with
+    /// [`Producer::on_response`] or [`Producer::on_failure`].
+    Part(Request),
+    /// Wait this many milliseconds, then [`Producer::on_slept`].
+    Sleep(f64),
+    /// `GET` this (any answer will do) to learn whether the relay is still up; answer with
+    /// [`Producer::on_response`] or [`Producer::on_failure`].
+    Probe(Request),
+    /// The relay reported success and the consumer sends receipts (§12.2): `GET` this
+    /// Connect call on the transfer's channel; answer with [`Producer::on_receipt`] (with what
+    /// was sent) or [`Producer::on_failure`].
+    Receipt(Request),
+    /// The transfer resumes at this wire byte (§12.3): stop the old upload; from now on the
+    /// upload's source is what the replay window gives from here
+    /// ([`ReplayWindow::replay_from`]: kept bytes, or the source reopened), then the rest of
+    /// the source. Then poll.
+    ///
+    /// [`ReplayWindow::replay_from`]: super::resume::ReplayWindow::replay_from
+    ResumeFrom(u64),
+    /// Finished.
+    Done(SendReport),
+    /// Failed; the adapter stops whatever still runs.
+    Failed(Error),
+}
+
+/// How a streaming upload failed, as the adapter saw it.
+#[derive(Debug)]
+pub struct StreamFailure<T> {
+    pub failure: Failure,
+    /// Every chunk pulled from the source so far, if none was dropped (at most
+    /// [`REPLAY_LIMIT`] bytes); `None` once more went out.
+    pub replay: Option<Vec<T>>,
+    /// The response had started (the failure broke the status log).
+    pub response_started: bool,
+    /// The source itself failed (its error is what to report).
+    pub source_error: Option<Error>,
+}
+
+enum State<T> {
+    Start,
+    AwaitRendezvous(Rendezvous),
+    Plan(String),
+    Streaming {
+        request: Request,
+        fallback: bool,
+        log: StatusLog,
+        issued: bool,
+    },
+    Probing {
+        request: Request,
+        tries: u32,
+        cause: Option<Source>,
+        issued: bool,
+    },
+    Segmented {
+        seg: Box<Segmented<T>>,
+        phase: SegPhase,
+    },
+    /// The relay reported success: the receipt call (made at the next poll, so that it states
+    /// the producer's end, §12.2).
+    AwaitReceipt {
+        report: SendReport,
+        issued: bool,
+    },
+    /// After a break (§12.3): meeting the consumer on the transfer's channel.
+    Resuming {
+        clock: ResumeClock,
+        phase: ResumePhase,
+        /// What is reported if the resume time runs out.
+        error: Error,
+        /// The relay had reported success (the consumer's side broke after it).
+        report: Option<SendReport>,
+    },
+    /// The meeting agreed on this wire offset: tell the adapter.
+    Rewind(u64),
+    Finished(Option<Result<SendReport, Error>>),
+}
+
+/// Where a resume meeting is (§12.3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ResumePhase {
+    /// A call is to be made (`issued`: it is out).
+    Call {
+        issued: bool,
+    },
+    /// A call failed below HTTP or got a 503: wait, then call again.
+    SleepDue(f64),
+    Sleeping,
+}
+
+/// The producer side of one transfer.
+pub struct Producer<T> {
+    cfg: SendConfig,
+    headers: Vec<(&'static str, String)>,
+    state: State<T>,
+    data_url: Option<String>,
+    learned: Option<(String, bool)>,
+    /// The consumer's rendezvous hello said it sends receipts (§12.1).
+    peer_sends_receipts: bool,
+    /// ... and that it decrypts (`receipt=decrypted`).
+    peer_decrypts: bool,
+    /// ... and that it resumes (§12.3).
+    peer_resumes: bool,
+    /// The relay delivered every byte (its success line came): past the point where a
+    /// failure notice helps a resuming consumer (§12.3).
+    delivered: bool,
+    /// The rendezvous met a consumer (§5): it now waits for this producer.
+    met: bool,
+    /// The relay reported the transfer's success (§3.2).
+    relay_succeeded: bool,
+    /// The transfer failed because its source did (§11.2 step 5).
+    source_failed: bool,
+    /// The `DELETE` that abandons the segmented upload in progress (§4 "Abandoning"), once
+    /// its part 0 was accepted.
+    abandon: Option<Request>,
+    /// An upload broke and the sides met to resume (§12.3): the consumer is in the resume
+    /// protocol, where the failure notice reaches it, not on the data URL.
+    broke: bool,
+    /// The data URL of the rendezvous (resumed uploads go to its channel, §12.3).
+    stream_url: Option<String>,
+    /// The transport of the last upload.
+    transport: Transport,
+    /// Breaks resumed after.
+    resumes: u32,
+    /// What the producer sent, once its source ended ([`Producer::attest`], §12.2).
+    sent: Option<Commitment>,
+    /// The adapter's clock (milliseconds) and replay window (`low`, `high`), from
+    /// [`Producer::observe`].
+    now_ms: f64,
+    window: (u64, u64),
+    /// The window a stall call that is out offered (§12.4).
+    stall_offer: Option<(u64, u64)>,
+}
+
+/// A request step is handed to the adapter once; a poll before its answer is a misuse.
+fn issue_once(issued: &mut bool, during: &str, step: impl FnOnce() -> Step) -> Step {
+    if std::mem::replace(issued, true) {
+        return Step::Failed(misuse(&format!("poll {during}")));
+    }
+    step()
+}
+
+fn misuse(what: &str) -> Error {
+    Error::new(
+        ErrorCode::Unsupported,
+        format!("internal error in the SDK's producer: {what}"),
+    )
+}
+
+impl<T: ByteChunk> Producer<T> {
+    pub fn new(cfg: SendConfig) -> Result<Self, Error> {
+        // Validate the path now, before anything waits.
+        cfg.relay.data_url(&cfg.path)?;
+        let headers = producer_headers(cfg.token.as_deref(), &cfg.meta, cfg.encrypted);
+        Ok(Producer {
+            cfg,
+            headers,
+            state: State::Start,
+            data_url: None,
+            learned: None,
+            peer_sends_receipts: false,
+            peer_decrypts: false,
+            peer_resumes: false,
+            delivered: false,
+            met: false,
+            relay_succeeded: false,
+            source_failed: false,
+            abandon: None,
+            broke: false,
+            stream_url: None,
+            transport: Transport::Stream,
+            resumes: 0,
+            sent: None,
+            now_ms: 0.0,
+            window: (0, 0),
+            stall_offer: None,
+        })
+    }
+
+    /// The transfer id of the rendezvous hello (§12.1), if any.
+    pub fn transfer_id(&self) -> Option<&str> {
+        self.cfg.receipt.as_ref().map(|r| r.transfer.as_str())
+    }
+
+    /// How the driver stops a streaming upload so that it is cut, never ended (§11.2 step 5):
+    /// on a source that failed, the caller's abort, a stall that turns into a resume.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+    pub fn stop_order(&self) -> StopOrder {
+        self.cfg.upload_cut.stop_order()
+    }
+
+    /// The body of the part a [`Step::Part`] asked for.
+    pub fn part_body(&self) -> &[T] {
+        match &self.state {
+            State::Segmented { seg, .. } => seg.current.as_ref().map_or(&[], |c| &c.body[..]),
+            _ => &[],
+        }
+    }
+
+    /// True once [`Producer::poll`] would return [`Step::Done`] or [`Step::Failed`]: an
+    /// adapter reading a streaming upload's status log stops reading then.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Finished(_))
+    }
+
+    /// What to do now. `memory` is the per-origin record of whether streaming uploads work
+    /// (§10); it is read when the upload is planned and updated when the upload ends.
+    pub fn poll(&mut self, memory: &mut OriginMemory) -> Step {
+        loop {
+            if let Some((o, works)) = self.learned.take() {
+                memory.remember(&o, works);
+            }
+            match &mut self.state {
+                State::Start => match self.begin() {
+                    Ok(Begin::Rendezvous(r)) => {
+                        let req = r.request().clone();
+                        self.state = State::AwaitRendezvous(r);
+                        return Step::Rendezvous(req);
+                    }
+                    Ok(Begin::Data(url)) => self.state = State::Plan(url),
+                    Err(e) => self.fail(e),
+                },
+                State::AwaitRendezvous(_) => {
+                    return Step::Failed(misuse("poll before the rendezvous answer"))
+                }
+                State::Plan(url) => {
+                    let url = std::mem::take(url);
+                    self.data_url = Some(url.clone());
+                    if self.stream_url.is_none() {
+                        self.stream_url = Some(url.clone());
+                    }
+                    let key = origin(&url);
+                    match memory.plan(self.cfg.upload, self.cfg.runtime_streams, &key) {
+                        Ok(Plan::Stream { fallback }) => {
+                            self.transport = Transport::Stream;
+                            self.state = State::Streaming {
+                                request: Request::post(url, self.headers.clone()),
+                                fallback,
+                                log: StatusLog::new(),
+                                issued: false,
+                            };
+                        }
+                        Ok(Plan::Segmented) => {
+                            self.transport = Transport::Segmented;
+                            self.state = State::Segmented {
+                                seg: Box::new(Segmented::new(
+                                    url,
+                                    self.headers.clone(),
+                                    self.cfg.part_size,
+                                )),
+                                phase: SegPhase::Ready,
+                            }
+                        }
+                        Err(e) => self.fail(e),
+                    }
+                }
+                State::Streaming {
+                    request, issued, ..
+                } => {
+                    return issue_once(issued, "during the streaming upload", || {
+                        Step::Stream(request.clone())
+                    })
+                }
+                State::Probing {
+                    request, issued, ..
+                } => return issue_once(issued, "during a probe", || Step::Probe(request.clone())),
+                State::Segmented { seg, phase } => match *phase {
+                    SegPhase::Ready => {
+                        return match seg.next_part() {
+                            Some(cur) => {
+                                let req = cur.request.clone();
+                                *phase = SegPhase::AwaitPart;
+                                Step::Part(req)
+                            }
+                            None => {
+                                *phase = SegPhase::AwaitSource;
+                                Step::NeedSource
+                            }
+                        }
+                    }
+                    SegPhase::SleepDue(ms) => {
+                        *phase = SegPhase::Sleeping;
+                        return Step::Sleep(ms);
+                    }
+                    _ => return Step::Failed(misuse("poll while waiting for an answer")),
+                },
+                State::AwaitReceipt { issued, .. } => {
+                    if std::mem::replace(issued, true) {
+                        return Step::Failed(misuse("poll while waiting for the receipt"));
+                    }
+                    match self.receipt_wait_call() {
+                        Ok(req) => return Step::Receipt(req),
+                        Err(e) => self.fail(e),
+                    }
+                }
+                State::Resuming { clock, phase, .. } => match *phase {
+                    ResumePhase::Call { issued: false } => {
+                        let Some(t) = clock.call_timeout(self.now_ms) else {
+                            let State::Resuming { error, clock, .. } =
+                                std::mem::replace(&mut self.state, State::Finished(None))
+                            else {
+                                unreachable!()
+                            };
+                            self.state = State::Finished(Some(Err(gave_up(error, clock))));
+                            continue;
+                        };
+                        *phase = ResumePhase::Call { issued: true };
+                        let end = self.end_items();
+                        let call = self
+                            .resume_plan()
+                            .map(|p| p.call_with_end(self.offer(), end.as_deref(), t));
+                        match call {
+                            Some(Ok(req)) => return Step::Receipt(req),
+                            Some(Err(e)) => self.fail_final(e),
+                            None => self.fail_final(misuse("resume without a transfer id")),
+                        }
+                    }
+                    ResumePhase::SleepDue(ms) => {
+                        *phase = ResumePhase::Sleeping;
+                        return Step::Sleep(ms);
+                    }
+                    _ => return Step::Failed(misuse("poll while waiting for an answer")),
+                },
+                State::Rewind(offset) => {
+                    let offset = *offset;
+                    let (Some(plan), Some(rc)) = (self.resume_plan(), &self.cfg.receipt) else {
+                        self.fail_final(misuse("resume without a transfer"));
+                        continue;
+                    };
+                    let url = match plan.data_url() {
+                        Ok(url) => url,
+                        Err(e) => {
+                            self.fail_final(e);
+                            continue;
+                        }
+                    };
+                    // The consumer has the metadata: a resumed upload says only where it starts.
+                    let mut headers = auth_headers(self.cfg.token.as_deref());
+                    headers.push(channel_key(&rc.transfer));
+                    headers.push((X_PIPING, resume_value(offset)));
+                    self.headers = headers;
+                    self.resumes += 1;
+                    self.state = State::Plan(url);
+                    return Step::ResumeFrom(offset);
+                }
+                State::Finished(outcome) => {
+                    return match outcome.take() {
+                        Some(Ok(r)) => Step::Done(r),
+                        Some(Err(e)) => Step::Failed(e),
+                        None => Step::Failed(misuse("poll after the end")),
+                    };
+                }
+            }
+        }
+    }
+
+    fn begin(&self) -> Result<Begin, Error> {
+        let c = &self.cfg;
+        let mode = ConnectMode::AwaitReader;
+        let begin = Begin::new(
+            &c.relay,
+            &c.path,
+            mode,
+            c.rendezvous,
+            c.timeout_s,
+            c.token.as_deref(),
+        )?;
+        Ok(match (begin, &c.receipt) {
+            (Begin::Rendezvous(r), Some(rc)) => Begin::Rendezvous(r.with_hello(producer_hello(
+                &rc.transfer,
+                rc.wait,
+                c.resume_s.is_some(),
+            ))),
+            (b, _) => b,
+        })
+    }
+
+    /// The upload failed with `e`: a break resumes (§12.3) when both sides said so and `e`
+    /// is a cut (`PEER_DISCONNECTED`, `NETWORK`) of an upload under way; anything else ends
+    /// the transfer.
+    fn fail(&mut self, e: Error) {
+        // A segmented upload whose part 0 never got through has not reached the consumer
+        // (it still waits on the stream path): nothing to resume.
+        let uploading = match &self.state {
+            State::Streaming { .. } | State::Probing { .. } => true,
+            State::Segmented { seg, .. } => seg.k > 0,
+            _ => false,
+        };
+        let cut = matches!(e.code, ErrorCode::PeerDisconnected | ErrorCode::Network);
+        match self.cfg.resume_s {
+            Some(seconds) if uploading && cut && self.resumes() => {
+                self.broke = true;
+                self.state = State::Resuming {
+                    clock: ResumeClock::start(self.now_ms, seconds),
+                    phase: ResumePhase::Call { issued: false },
+                    error: e,
+                    report: None,
+                };
+            }
+            _ => self.fail_final(e),
+        }
+    }
+
+    /// Ends the transfer with `e` (no resume).
+    fn fail_final(&mut self, e: Error) {
+        self.state = State::Finished(Some(Err(e)));
+    }
+
+    fn succeed(&mut self, transport: Transport, relay_state: String) {
+        self.relay_succeeded = true;
+        let report = SendReport {
+            transport,
+            relay_state,
+            receipt: None,
+            resumes: self.resumes,
+        };
+        if !self.expects_receipt() {
+            self.state = State::Finished(Some(Ok(report)));
+            return;
+        }
+        self.delivered = true;
+        self.state = State::AwaitReceipt {
+            report,
+            issued: false,
+        };
+    }
+
+    /// The answer to a [`Step::Rendezvous`], [`Step::Part`] or [`Step::Probe`] request.
+    pub fn on_response(&mut self, status: u16, headers: &dyn Headers, body: &str) {
+        let what = self.stream_what();
+        match &mut self.state {
+            State::AwaitRendezvous(r) => match r.on_response(status, body) {
+                Ok(url) => {
+                    let peer = headers
+                        .get(PEER_HELLO)
+                        .map(|h| PeerHello::parse(&h))
+                        .unwrap_or_default();
+                    self.peer_sends_receipts = peer.receipt;
+                    self.peer_decrypts = peer.decrypts;
+                    self.peer_resumes = peer.resume;
+                    self.met = true;
+                    self.state = State::Plan(url)
+                }
+                Err(e) => self.fail(e),
+            },
+            State::Segmented { seg, phase } if *phase == SegPhase::AwaitPart => {
+                *phase = SegPhase::Ready;
+                let outcome = seg.on_response(status, headers, body);
+                // the latest upload (a resumed transfer opens a new one)
+                if let Some(id) = &seg.upload_id {
+                    self.abandon = Some(seg.abandonment(id));
+                }
+                match outcome {
+                    Ok(None) => {}
+                    Ok(Some(state)) => {
+                        if let Some(o) = seg.fell_back_from.take() {
+                            self.learned = Some((o, false));
+                        }
+                        self.succeed(Transport::Segmented, state);
+                    }
+                    Err(e) => self.fail(e),
+                }
+            }
+            State::Probing { cause, .. } => {
+                let said = cause
+                    .as_ref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default();
+                let e = Error::new(
+                    ErrorCode::PeerDisconnected,
+                    format!("{what}: the relay closed the upload while it is still up: the consumer disconnected{said}"),
+                )
+                .with_shared_source(cause.take());
+                self.fail(e);
+            }
+            _ => self.fail(misuse("an answer nobody asked for")),
+        }
+    }
+
+    /// The [`Step::Rendezvous`], [`Step::Part`], [`Step::Probe`] or [`Step::Receipt`]
+    /// request failed below HTTP.
+    pub fn on_failure(&mut self, f: Failure) {
+        let what = self.stream_what();
+        let resumes = self.resumes();
+        match &mut self.state {
+            State::Resuming { phase, .. } => {
+                if f.stop != StopReason::None {
+                    let e = f.into_error(ErrorCode::Network, "resuming after a break");
+                    return self.fail_final(e);
+                }
+                *phase = ResumePhase::SleepDue(RESUME_RETRY_MS);
+            }
+            State::AwaitReceipt { report, .. } if f.stop == StopReason::None && resumes => {
+                // The relay may be restarting: call again (§12.3), within the receipt time.
+                let timeout = self.cfg.receipt.as_ref().map_or(0.0, |r| r.timeout_s);
+                let report = Some(report.clone());
+                self.state = State::Resuming {
+                    clock: ResumeClock::start(self.now_ms, timeout),
+                    phase: ResumePhase::SleepDue(RESUME_RETRY_MS),
+                    error: no_receipt(timeout, Some(f)),
+                    report,
+                };
+            }
+            State::AwaitReceipt { .. } => {
+                let timeout = self.cfg.receipt.as_ref().map_or(0.0, |r| r.timeout_s);
+                let e = match f.stop {
+                    StopReason::Timeout => no_receipt(timeout, None),
+                    StopReason::None => no_receipt(timeout, Some(f)),
+                    // the caller's abort stays ABORTED
+                    _ => f.into_error(ErrorCode::Unconfirmed, "waiting for the receipt"),
+                };
+                self.fail(e);
+            }
+            State::AwaitRendezvous(r) => {
+                let e = r.on_failure(f);
+                self.fail(e);
+            }
+            State::Segmented { seg, phase } if *phase == SegPhase::AwaitPart => {
+                match seg.on_failure(f) {
+                    Ok(ms) => *phase = SegPhase::SleepDue(ms),
+                    Err(e) => self.fail(e),
+                }
+            }
+            State::Probing {
+                tries,
+                issued,
+                cause,
+                ..
+            } => {
+                *tries += 1;
+                if *tries < PROBE_TRIES && f.stop == StopReason::None {
+                    *issued = false;
+                } else {
+                    let e = Failure {
+                        cause: cause.take().or(f.cause),
+                        ..f
+                    }
+                    .into_error(
+                        ErrorCode::Network,
+                        &format!("{what} (and the relay did not answer afterwards)"),
+                    );
+                    self.fail(e);
+                }
+            }
+            _ => self.fail(misuse("a failure nobody asked for")),
+        }
+    }
+
+    /// The retry wait of a [`Step::Sleep`] is over: the part is sent again.
+    pub fn on_slept(&mut self) {
+        if let State::Resuming { phase, .. } = &mut self.state {
+            if *phase == ResumePhase::Sleeping {
+                *phase = ResumePhase::Call { issued: false };
+                return;
+            }
+        }
+        if let State::Segmented { phase, .. } = &mut self.state {
+            if *phase == SegPhase::Sleeping {
+                *phase = SegPhase::Ready;
+                return;
+            }
+        }
+        self.fail(misuse("on_slept without a sleep"));
+    }
+}
