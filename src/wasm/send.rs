@@ -102,16 +102,7 @@ async fn send_inner(
         ended,
     } = pipeline(source, reopen.is_some(), p, abort, meter.clone(), failed)?;
     // What was sent, as a receipt is checked against (§12.2).
-    let ours = |p: &Producer<View>| {
-        let transfer = p.transfer_id().unwrap_or_default().to_string();
-        receipt::producer_commitment(
-            &plain.borrow(),
-            &wire.borrow(),
-            enc.as_deref(),
-            p.receipt_commits_to_plaintext(),
-            &transfer,
-        )
-    };
+    let ours = |p: &Producer<View>| sent(p, &plain, &wire, enc.as_deref());
     let mut stream: ByteStream = source.reader().boxed_local();
 
     let mut reconnecting = false;
@@ -125,9 +116,7 @@ async fn send_inner(
         if producer.is_reconnecting() != reconnecting {
             // "connection lost — resuming…" and back (§12.3)
             reconnecting = !reconnecting;
-            let mut m = meter.borrow_mut();
-            m.set_resume(reconnecting, producer.resumed());
-            Parsed::report_progress(&p.on_progress, m.report(now_ms()));
+            report_resume(&meter, &p.on_progress, reconnecting, producer.resumed());
         }
         attest(&mut producer, &ended, &ours);
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
@@ -138,19 +127,13 @@ async fn send_inner(
                     Ok((status, headers, body)) => producer.on_response(status, &headers, &body),
                     Err(f) => producer.on_failure(f),
                 }
-                if producer.resumes() {
-                    *window.borrow_mut() = match reopen {
-                        Some(_) => ReplayWindow::seekable(
-                            enc.as_ref().map_or(0, |e| e.borrow().header_len()),
-                        ),
-                        None => ReplayWindow::new(p.resume_window),
-                    };
-                }
-                // The receipt of a plain transfer, or of a consumer without keys, commits to
-                // the bytes on the wire (§12.2).
-                wire.borrow_mut().hash = crate::client::ledger::producer_hashes_wire(
-                    producer.expects_receipt(),
-                    producer.receipt_commits_to_plaintext(),
+                met(
+                    &producer,
+                    &window,
+                    enc.as_deref(),
+                    &wire,
+                    reopen.is_some(),
+                    p,
                 );
             }
             Step::Receipt(req) => match exchange(&req, abort, None).await {
@@ -180,39 +163,12 @@ async fn send_inner(
             Step::ResumeFrom(offset) => {
                 // The core checked the offset against this window (§12.3).
                 let replay = window.borrow().replay_from(offset);
-                let (kept, again) = match replay {
-                    Some(Replay::Reopen { kept, from, to }) => (
-                        kept,
-                        reopened(reopen.as_ref(), enc.as_deref(), from, to, (abort, failed)),
-                    ),
-                    Some(Replay::Kept(kept)) => (kept, futures::stream::empty().boxed_local()),
-                    None => (Vec::new(), futures::stream::empty().boxed_local()),
-                };
-                stream = futures::stream::iter(kept.into_iter().map(|k| Ok(k.to_send())))
-                    .chain(again)
-                    .chain(source.reader())
-                    .boxed_local();
+                let again = (reopen.as_ref(), enc.as_deref(), (&*abort, failed));
+                stream = resumed(replay, again, &source);
             }
-            Step::NeedSource => match stream.next().await {
-                Some(Ok(chunk)) => producer.on_chunk(View(chunk)),
-                Some(Err(e)) => producer.on_source_error(e),
-                None => producer.on_source_end(),
-            },
-            Step::Part(req) => {
-                let body = concat(producer.part_body());
-                match exchange(&req, abort, Some(body.into())).await {
-                    Ok((status, headers, log)) => producer.on_response(status, &headers, &log),
-                    Err(f) => producer.on_failure(f),
-                }
+            Step::NeedSource | Step::Part(_) | Step::Sleep(_) | Step::Probe(_) => {
+                segmented_step(&mut producer, step, abort, &mut stream).await
             }
-            Step::Sleep(ms) => {
-                sleep(ms).await;
-                producer.on_slept();
-            }
-            Step::Probe(req) => match probe(&req, abort.reason()).await {
-                Ok(status) => producer.on_response(status, &NoHeaders, ""),
-                Err(f) => producer.on_failure(f),
-            },
             Step::Done(report) => return Ok(report),
             Step::Failed(e) => {
                 // its own notice (a last word that outlives the page) replaces the page's
@@ -404,8 +360,111 @@ fn attest(
     }
 }
 
+/// Performs a step of the segmented loop or a probe (§4, §11.2): the source's next chunk, a
+/// part, a pause, a probe of the relay.
+async fn segmented_step(
+    producer: &mut Producer<View>,
+    step: Step,
+    abort: &mut Abort,
+    stream: &mut ByteStream,
+) {
+    match step {
+        Step::NeedSource => match stream.next().await {
+            Some(Ok(chunk)) => producer.on_chunk(View(chunk)),
+            Some(Err(e)) => producer.on_source_error(e),
+            None => producer.on_source_end(),
+        },
+        Step::Part(req) => {
+            let body = concat(producer.part_body());
+            match exchange(&req, abort, Some(body.into())).await {
+                Ok((status, headers, log)) => producer.on_response(status, &headers, &log),
+                Err(f) => producer.on_failure(f),
+            }
+        }
+        Step::Sleep(ms) => {
+            sleep(ms).await;
+            producer.on_slept();
+        }
+        Step::Probe(req) => match probe(&req, abort.reason()).await {
+            Ok(status) => producer.on_response(status, &NoHeaders, ""),
+            Err(f) => producer.on_failure(f),
+        },
+        _ => {}
+    }
+}
+
+/// The rendezvous answered: when both sides resume, the replay window (a source that can be
+/// reopened keeps only an encrypted stream's header); whether the wire bytes are hashed (the
+/// receipt of a plain transfer, or of a consumer without keys, commits to them, §12.2).
+fn met(
+    producer: &Producer<View>,
+    window: &RefCell<ReplayWindow<Kept>>,
+    enc: Option<&RefCell<Encryptor>>,
+    wire: &RefCell<Ledger>,
+    reopens: bool,
+    p: &Parsed,
+) {
+    if producer.resumes() {
+        *window.borrow_mut() = match reopens {
+            true => ReplayWindow::seekable(enc.map_or(0, |e| e.borrow().header_len())),
+            false => ReplayWindow::new(p.resume_window),
+        };
+    }
+    wire.borrow_mut().hash = crate::client::ledger::producer_hashes_wire(
+        producer.expects_receipt(),
+        producer.receipt_commits_to_plaintext(),
+    );
+}
+
+/// The stream a resumed upload reads (§12.3): the window's kept bytes from the agreed
+/// offset, what must be read again from the reopened source, then the rest of the source.
+fn resumed(
+    replay: Option<Replay<Kept>>,
+    (reopen, enc, reading): (Option<&Function>, Option<&RefCell<Encryptor>>, Reading<'_>),
+    source: &Rc<Shared>,
+) -> ByteStream {
+    let (kept, again) = match replay {
+        Some(Replay::Reopen { kept, from, to }) => (kept, reopened(reopen, enc, from, to, reading)),
+        Some(Replay::Kept(kept)) => (kept, futures::stream::empty().boxed_local()),
+        None => (Vec::new(), futures::stream::empty().boxed_local()),
+    };
+    futures::stream::iter(kept.into_iter().map(|k| Ok(k.to_send())))
+        .chain(again)
+        .chain(source.reader())
+        .boxed_local()
+}
+
+/// Progress says "reconnecting" while the sides meet again, and how many breaks were resumed.
+fn report_resume(
+    meter: &RefCell<RateMeter>,
+    on_progress: &Option<Function>,
+    reconnecting: bool,
+    resumed: u32,
+) {
+    let mut m = meter.borrow_mut();
+    m.set_resume(reconnecting, resumed);
+    Parsed::report_progress(on_progress, m.report(now_ms()));
+}
+
 /// What was sent and the receipt key (§12.2), as a receipt is checked against.
 type Sent = (Commitment, Option<Zeroizing<[u8; 32]>>);
+
+/// What `p` sent (its ledgers and encryptor), as its receipt is checked against.
+fn sent(
+    p: &Producer<View>,
+    plain: &RefCell<Ledger>,
+    wire: &RefCell<Ledger>,
+    enc: Option<&RefCell<Encryptor>>,
+) -> Sent {
+    let transfer = p.transfer_id().unwrap_or_default().to_string();
+    receipt::producer_commitment(
+        &plain.borrow(),
+        &wire.borrow(),
+        enc,
+        p.receipt_commits_to_plaintext(),
+        &transfer,
+    )
+}
 
 /// One streaming `POST` whose body is the shared source; the status log is fed to the core
 /// as it arrives (Node and Deno read it full-duplex; Chromium after the upload). Meanwhile

@@ -52,7 +52,6 @@ mod tests;
 
 pub use config::{producer_headers, Metadata, ReceiptConfig, SendConfig, SendReport};
 use finish::no_receipt;
-use resume::gave_up;
 use segmented::{SegPhase, Segmented};
 
 /// Tries per segmented part after the first (network errors only; the relay accepts an
@@ -295,147 +294,101 @@ impl<T: ByteChunk> Producer<T> {
             if let Some((o, works)) = self.learned.take() {
                 memory.remember(&o, works);
             }
-            match &mut self.state {
-                State::Start => match self.begin() {
-                    Ok(Begin::Rendezvous(r)) => {
-                        let req = r.request().clone();
-                        self.state = State::AwaitRendezvous(r);
-                        return Step::Rendezvous(req);
-                    }
-                    Ok(Begin::Data(url)) => self.state = State::Plan(url),
-                    Err(e) => self.fail(e),
-                },
+            let step = match &mut self.state {
+                State::Start => self.start(),
                 State::AwaitRendezvous(_) => {
-                    return Step::Failed(misuse("poll before the rendezvous answer"))
+                    Some(Step::Failed(misuse("poll before the rendezvous answer")))
                 }
                 State::Plan(url) => {
                     let url = std::mem::take(url);
-                    self.data_url = Some(url.clone());
-                    if self.stream_url.is_none() {
-                        self.stream_url = Some(url.clone());
-                    }
-                    let key = origin(&url);
-                    match memory.plan(self.cfg.upload, self.cfg.runtime_streams, &key) {
-                        Ok(Plan::Stream { fallback }) => {
-                            self.transport = Transport::Stream;
-                            self.state = State::Streaming {
-                                request: Request::post(url, self.headers.clone()),
-                                fallback,
-                                log: StatusLog::new(),
-                                issued: false,
-                            };
-                        }
-                        Ok(Plan::Segmented) => {
-                            self.transport = Transport::Segmented;
-                            self.state = State::Segmented {
-                                seg: Box::new(Segmented::new(
-                                    url,
-                                    self.headers.clone(),
-                                    self.cfg.part_size,
-                                )),
-                                phase: SegPhase::Ready,
-                            }
-                        }
-                        Err(e) => self.fail(e),
-                    }
+                    self.plan(url, memory);
+                    None
                 }
                 State::Streaming {
                     request, issued, ..
-                } => {
-                    return issue_once(issued, "during the streaming upload", || {
-                        Step::Stream(request.clone())
-                    })
-                }
+                } => Some(issue_once(issued, "during the streaming upload", || {
+                    Step::Stream(request.clone())
+                })),
                 State::Probing {
                     request, issued, ..
-                } => return issue_once(issued, "during a probe", || Step::Probe(request.clone())),
-                State::Segmented { seg, phase } => match *phase {
-                    SegPhase::Ready => {
-                        return match seg.next_part() {
-                            Some(cur) => {
-                                let req = cur.request.clone();
-                                *phase = SegPhase::AwaitPart;
-                                Step::Part(req)
-                            }
-                            None => {
-                                *phase = SegPhase::AwaitSource;
-                                Step::NeedSource
-                            }
-                        }
-                    }
-                    SegPhase::SleepDue(ms) => {
-                        *phase = SegPhase::Sleeping;
-                        return Step::Sleep(ms);
-                    }
-                    _ => return Step::Failed(misuse("poll while waiting for an answer")),
-                },
+                } => Some(issue_once(issued, "during a probe", || {
+                    Step::Probe(request.clone())
+                })),
+                State::Segmented { seg, phase } => Some(segmented::poll(seg, phase)),
                 State::AwaitReceipt { issued, .. } => {
                     if std::mem::replace(issued, true) {
                         return Step::Failed(misuse("poll while waiting for the receipt"));
                     }
                     match self.receipt_wait_call() {
-                        Ok(req) => return Step::Receipt(req),
-                        Err(e) => self.fail(e),
-                    }
-                }
-                State::Resuming { clock, phase, .. } => match *phase {
-                    ResumePhase::Call { issued: false } => {
-                        let Some(t) = clock.call_timeout(self.now_ms) else {
-                            let State::Resuming { error, clock, .. } =
-                                std::mem::replace(&mut self.state, State::Finished(None))
-                            else {
-                                unreachable!()
-                            };
-                            self.state = State::Finished(Some(Err(gave_up(error, clock))));
-                            continue;
-                        };
-                        *phase = ResumePhase::Call { issued: true };
-                        let end = self.end_items();
-                        let call = self
-                            .resume_plan()
-                            .map(|p| p.call_with_end(self.offer(), end.as_deref(), t));
-                        match call {
-                            Some(Ok(req)) => return Step::Receipt(req),
-                            Some(Err(e)) => self.fail_final(e),
-                            None => self.fail_final(misuse("resume without a transfer id")),
+                        Ok(req) => Some(Step::Receipt(req)),
+                        Err(e) => {
+                            self.fail(e);
+                            None
                         }
                     }
-                    ResumePhase::SleepDue(ms) => {
-                        *phase = ResumePhase::Sleeping;
-                        return Step::Sleep(ms);
-                    }
-                    _ => return Step::Failed(misuse("poll while waiting for an answer")),
-                },
+                }
+                State::Resuming { .. } => self.poll_resuming(),
                 State::Rewind(offset) => {
                     let offset = *offset;
-                    let (Some(plan), Some(rc)) = (self.resume_plan(), &self.cfg.receipt) else {
-                        self.fail_final(misuse("resume without a transfer"));
-                        continue;
-                    };
-                    let url = match plan.data_url() {
-                        Ok(url) => url,
-                        Err(e) => {
-                            self.fail_final(e);
-                            continue;
-                        }
-                    };
-                    // The consumer has the metadata: a resumed upload says only where it starts.
-                    let mut headers = auth_headers(self.cfg.token.as_deref());
-                    headers.push(channel_key(&rc.transfer));
-                    headers.push((X_PIPING, resume_value(offset)));
-                    self.headers = headers;
-                    self.resumes += 1;
-                    self.state = State::Plan(url);
-                    return Step::ResumeFrom(offset);
+                    self.rewind(offset)
                 }
-                State::Finished(outcome) => {
-                    return match outcome.take() {
-                        Some(Ok(r)) => Step::Done(r),
-                        Some(Err(e)) => Step::Failed(e),
-                        None => Step::Failed(misuse("poll after the end")),
-                    };
+                State::Finished(outcome) => Some(match outcome.take() {
+                    Some(Ok(r)) => Step::Done(r),
+                    Some(Err(e)) => Step::Failed(e),
+                    None => Step::Failed(misuse("poll after the end")),
+                }),
+            };
+            if let Some(step) = step {
+                return step;
+            }
+        }
+    }
+
+    /// The first step: the rendezvous (§5), or straight to the upload's plan.
+    fn start(&mut self) -> Option<Step> {
+        match self.begin() {
+            Ok(Begin::Rendezvous(r)) => {
+                let req = r.request().clone();
+                self.state = State::AwaitRendezvous(r);
+                Some(Step::Rendezvous(req))
+            }
+            Ok(Begin::Data(url)) => {
+                self.state = State::Plan(url);
+                None
+            }
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    /// Streaming or segmented to `url`, as the runtime and the origin's memory say (§10).
+    fn plan(&mut self, url: String, memory: &mut OriginMemory) {
+        self.data_url = Some(url.clone());
+        if self.stream_url.is_none() {
+            self.stream_url = Some(url.clone());
+        }
+        let key = origin(&url);
+        match memory.plan(self.cfg.upload, self.cfg.runtime_streams, &key) {
+            Ok(Plan::Stream { fallback }) => {
+                self.transport = Transport::Stream;
+                self.state = State::Streaming {
+                    request: Request::post(url, self.headers.clone()),
+                    fallback,
+                    log: StatusLog::new(),
+                    issued: false,
+                };
+            }
+            Ok(Plan::Segmented) => {
+                self.transport = Transport::Segmented;
+                let seg = Segmented::new(url, self.headers.clone(), self.cfg.part_size);
+                self.state = State::Segmented {
+                    seg: Box::new(seg),
+                    phase: SegPhase::Ready,
                 }
             }
+            Err(e) => self.fail(e),
         }
     }
 

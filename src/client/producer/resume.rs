@@ -13,6 +13,66 @@ pub(super) fn gave_up(mut e: Error, clock: ResumeClock) -> Error {
 }
 
 impl<T: ByteChunk> Producer<T> {
+    /// While the sides meet again (§12.3): the next call on the transfer's channel (with the
+    /// producer's offer, and its end once the source ended), a pause, or the verdict once
+    /// the resume time ran out. `None`: poll again.
+    pub(super) fn poll_resuming(&mut self) -> Option<Step> {
+        let State::Resuming { clock, phase, .. } = &mut self.state else {
+            return Some(Step::Failed(misuse("a resume poll while not resuming")));
+        };
+        match *phase {
+            ResumePhase::Call { issued: false } => {
+                let Some(t) = clock.call_timeout(self.now_ms) else {
+                    let over = std::mem::replace(&mut self.state, State::Finished(None));
+                    if let State::Resuming { error, clock, .. } = over {
+                        self.state = State::Finished(Some(Err(gave_up(error, clock))));
+                    }
+                    return None;
+                };
+                *phase = ResumePhase::Call { issued: true };
+                let end = self.end_items();
+                let call = self
+                    .resume_plan()
+                    .map(|p| p.call_with_end(self.offer(), end.as_deref(), t));
+                match call {
+                    Some(Ok(req)) => return Some(Step::Receipt(req)),
+                    Some(Err(e)) => self.fail_final(e),
+                    None => self.fail_final(misuse("resume without a transfer id")),
+                }
+                None
+            }
+            ResumePhase::SleepDue(ms) => {
+                *phase = ResumePhase::Sleeping;
+                Some(Step::Sleep(ms))
+            }
+            _ => Some(Step::Failed(misuse("poll while waiting for an answer"))),
+        }
+    }
+
+    /// The meeting agreed on wire byte `offset` (§12.3): the next upload goes to the
+    /// transfer's channel from there, and the driver rewinds its source.
+    pub(super) fn rewind(&mut self, offset: u64) -> Option<Step> {
+        let (Some(plan), Some(rc)) = (self.resume_plan(), &self.cfg.receipt) else {
+            self.fail_final(misuse("resume without a transfer"));
+            return None;
+        };
+        let url = match plan.data_url() {
+            Ok(url) => url,
+            Err(e) => {
+                self.fail_final(e);
+                return None;
+            }
+        };
+        // The consumer has the metadata: a resumed upload says only where it starts.
+        let mut headers = auth_headers(self.cfg.token.as_deref());
+        headers.push(channel_key(&rc.transfer));
+        headers.push((X_PIPING, resume_value(offset)));
+        self.headers = headers;
+        self.resumes += 1;
+        self.state = State::Plan(url);
+        Some(Step::ResumeFrom(offset))
+    }
+
     pub(super) fn resume_plan(&self) -> Option<ResumePlan> {
         let c = &self.cfg;
         Some(ResumePlan {

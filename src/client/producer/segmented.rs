@@ -213,6 +213,28 @@ pub(super) enum SegPhase {
     Sleeping,
 }
 
+/// The segmented loop's next step: the next part, or more source, or a retry's pause.
+pub(super) fn poll<T: ByteChunk>(seg: &mut Segmented<T>, phase: &mut SegPhase) -> Step {
+    match *phase {
+        SegPhase::Ready => match seg.next_part() {
+            Some(cur) => {
+                let req = cur.request.clone();
+                *phase = SegPhase::AwaitPart;
+                Step::Part(req)
+            }
+            None => {
+                *phase = SegPhase::AwaitSource;
+                Step::NeedSource
+            }
+        },
+        SegPhase::SleepDue(ms) => {
+            *phase = SegPhase::Sleeping;
+            Step::Sleep(ms)
+        }
+        _ => Step::Failed(misuse("poll while waiting for an answer")),
+    }
+}
+
 impl<T: ByteChunk> Producer<T> {
     pub(super) fn with_source(&mut self, f: impl FnOnce(&mut Segmented<T>)) {
         match &mut self.state {
