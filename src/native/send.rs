@@ -27,7 +27,9 @@ use crate::client::keys;
 use crate::client::ledger;
 use crate::client::options::{receipt_config, resume_seconds, ReceiptOption};
 use crate::client::parts;
-use crate::client::producer::{self, Metadata, Producer, SendConfig, Step, StreamFailure};
+use crate::client::producer::{
+    self, LastWords, Metadata, Producer, SendConfig, Step, StreamFailure,
+};
 use crate::client::receipt;
 use crate::client::request::{Headers, Request};
 use crate::client::resume::MAX_WINDOW;
@@ -35,7 +37,6 @@ use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
 use crate::client::transport::{RuntimeStreams, UploadCut};
-use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 use zeroize::Zeroizing;
 
 /// Writer commands buffered before `write_all` waits.
@@ -287,7 +288,7 @@ impl Drop for Driver {
             ErrorCode::Aborted,
             "the sender stopped midway (its task was dropped)",
         );
-        let calls = self.producer.last_words(&e);
+        let calls = self.producer.last_words(&e).calls;
         if let (false, Ok(rt)) = (calls.is_empty(), tokio::runtime::Handle::try_current()) {
             let http = self.http.clone();
             rt.spawn(say_all(http, calls));
@@ -384,17 +385,15 @@ impl Driver {
     /// moment until one is answered (either way the consumer knows then); they go on in the
     /// background after that.
     async fn last_words(&self, e: &Error) {
-        let calls: Vec<_> = self
-            .producer
-            .last_words(e)
-            .into_iter()
+        let words: LastWords = self.producer.last_words(e);
+        let calls: Vec<_> = (words.calls.into_iter())
             .map(|req| tokio::spawn(say_all(self.http.clone(), vec![req])))
             .collect();
         if calls.is_empty() {
             return;
         }
         let call = futures_util::future::select_all(calls);
-        let _ = tokio::time::timeout(http::duration_of_ms(FAILURE_NOTICE_WAIT_MS), call).await;
+        let _ = tokio::time::timeout(http::duration_of_ms(words.wait_ms), call).await;
     }
 
     async fn run(&mut self, mut first: Option<Step>) -> Result<producer::SendReport, Error> {

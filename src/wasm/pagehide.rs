@@ -89,10 +89,12 @@ impl ProducerPageNotice {
         if self.withdrawn {
             return;
         }
-        *self.words.borrow_mut() = producer.last_words(&Error::new(
-            ErrorCode::Aborted,
-            "the sending page went away (closed, reloaded or navigated elsewhere)",
-        ));
+        *self.words.borrow_mut() = producer
+            .last_words(&Error::new(
+                ErrorCode::Aborted,
+                "the sending page went away (closed, reloaded or navigated elsewhere)",
+            ))
+            .calls;
     }
 
     /// Nothing to say any more (the producer's own last words replace it).

@@ -23,7 +23,7 @@ use super::pagehide::ProducerPageNotice;
 use super::receipt::{self, Ledger};
 use super::stop::Abort;
 use crate::client::error::{Error, ErrorCode, Failure};
-use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
+use crate::client::producer::{LastWords, Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
 use crate::client::receipt::Commitment;
 use crate::client::request::{Headers, NoHeaders, Request};
@@ -32,7 +32,6 @@ use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
 use crate::crypto::Encryptor;
-use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 use zeroize::Zeroizing;
 
 thread_local! {
@@ -255,12 +254,11 @@ fn pipeline(
 /// Makes the producer's last words (the core's [`Producer::last_words`]: a failure notice for
 /// a consumer that may be resuming, §12.3; a withdrawal for one that may wait for an upload
 /// that never reached the relay, §3.10) and waits until one is answered — either way the
-/// consumer knows then — or [`FAILURE_NOTICE_WAIT_MS`]; the calls go on without `send()`
-/// after that (work left in the background dies with a Worker's request or a script that
-/// exits; the consumer is there within moments).
-async fn last_words(calls: Vec<Request>) {
-    let calls: Vec<_> = calls
-        .into_iter()
+/// consumer knows then — or the core's wait; the calls go on without `send()` after that
+/// (work left in the background dies with a Worker's request or a script that exits; the
+/// consumer is there within moments).
+async fn last_words(words: LastWords) {
+    let calls: Vec<_> = (words.calls.into_iter())
         .map(|req| {
             wasm_bindgen_futures::JsFuture::from(wasm_bindgen_futures::future_to_promise(
                 async move {
@@ -274,7 +272,7 @@ async fn last_words(calls: Vec<Request>) {
         .collect();
     if !calls.is_empty() {
         let first = futures::future::select_all(calls);
-        let wait = Box::pin(sleep(FAILURE_NOTICE_WAIT_MS));
+        let wait = Box::pin(sleep(words.wait_ms));
         let _ = futures::future::select(first, wait).await;
     }
 }

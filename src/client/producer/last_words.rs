@@ -3,6 +3,17 @@
 //! URL, or the `DELETE` that abandons a segmented upload.
 
 use super::*;
+use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
+
+/// The producer's last words after a failure ([`Producer::last_words`]).
+#[derive(Debug)]
+pub struct LastWords {
+    /// The calls, made together; each goes on in the background after the wait.
+    pub calls: Vec<Request>,
+    /// Milliseconds to wait for the first answer (either way the consumer knows then) before
+    /// the failure is reported; a page going away waits for none.
+    pub wait_ms: f64,
+}
 
 impl<T: ByteChunk> Producer<T> {
     /// When the transfer failed with `e` for another reason than the break (its source, its
@@ -93,12 +104,18 @@ impl<T: ByteChunk> Producer<T> {
 
     /// Every call due when the transfer failed with `e`, for the adapter to make together:
     /// the failure notice ([`Producer::failure_notice`]) and the withdrawal
-    /// ([`Producer::withdrawal`]), or the producer's end ([`Producer::end_notice`]).
-    pub fn last_words(&self, e: &Error) -> Vec<Request> {
-        self.failure_notice(e)
+    /// ([`Producer::withdrawal`]), or the producer's end ([`Producer::end_notice`]); and how
+    /// long the adapter waits for the first answer before it reports `e`.
+    pub fn last_words(&self, e: &Error) -> LastWords {
+        let calls = self
+            .failure_notice(e)
             .into_iter()
             .chain(self.withdrawal(e))
             .chain(self.end_notice(e))
-            .collect()
+            .collect();
+        LastWords {
+            calls,
+            wait_ms: FAILURE_NOTICE_WAIT_MS,
+        }
     }
 }

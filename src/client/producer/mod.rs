@@ -52,6 +52,7 @@ mod tests;
 
 pub use config::{producer_headers, Metadata, ReceiptConfig, SendConfig, SendReport};
 use finish::no_receipt;
+pub use last_words::LastWords;
 use segmented::{SegPhase, Segmented};
 
 /// Tries per segmented part after the first (network errors only; the relay accepts an

@@ -95,7 +95,7 @@ fn a_source_failure_before_success_withdraws() {
     assert!(w.headers.contains(&("Authorization", "Bearer tok".into())));
     assert_eq!(w.timeout_ms, Some(WITHDRAW_WAIT_S * 1000.0));
     assert!(w.last_word);
-    assert_eq!(p.last_words(&e).len(), 1);
+    assert_eq!(p.last_words(&e).calls.len(), 1);
 
     // the caller's abort while streaming withdraws too; the consumer leaving does not
     let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Stream, true, true)).unwrap();
@@ -161,7 +161,7 @@ fn the_producer_states_its_end_on_the_channel() {
     assert!(end.starts_with("httpipe-end=1; bytes=5; digest="), "{end}");
     // the application aborts while it waits: its end goes as a last word all the same
     let aborted = Error::new(ErrorCode::Aborted, "stop");
-    let words = p.last_words(&aborted);
+    let words = p.last_words(&aborted).calls;
     assert_eq!(words.len(), 1);
     assert_eq!(hello_of(&words[0]), Some(end.as_str()));
     assert!(words[0].last_word && words[0].url.contains("mode=await-reader"));
@@ -245,7 +245,7 @@ fn a_producer_that_states_its_end_sends_its_failure_notice_without_resume() {
     let notice = p.failure_notice(&aborted).expect("a notice without resume");
     assert_eq!(hello_of(&notice), Some("httpipe-resume=1; failed=ABORTED"));
     assert_eq!(
-        p.last_words(&aborted).len(),
+        p.last_words(&aborted).calls.len(),
         2,
         "the notice and the withdrawal"
     );
