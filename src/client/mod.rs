@@ -11,6 +11,7 @@
 //!   order, busy channels, verdicts), the keys and the data path derived.
 //! - `consumer_receipt`: the consumer's receipt over its stream's life: which receipt goes
 //!   when, once, and how long a driver waits for it (§12.2).
+//! - `presence`: a producer's presence call and a waiting consumer's checks (§12.5).
 //! - `delivery`: a consumer's receipt on its way, sent again while the relay is away (§12.2).
 //! - `rendezvous`: one wait on the Connect API (§5).
 //! - `keys` (feature `crypto`): which keys make an encryptor or a decryptor (§7.1), key
@@ -39,6 +40,7 @@ pub(crate) mod keys;
 pub(crate) mod ledger;
 pub(crate) mod options;
 pub(crate) mod parts;
+pub(crate) mod presence;
 pub(crate) mod producer;
 pub(crate) mod rate;
 pub(crate) mod receipt;

@@ -2,9 +2,10 @@
 //! how long to wait, and what the answer means.
 
 use super::error::{classify_response, Error, ErrorCode, Failure};
-use super::request::Request;
+use super::request::{Headers, Request};
 use super::urls::{parse_connect_body, ConnectMode, RelayBase};
-use crate::protocol::headers::{bearer, AUTHORIZATION, HELLO};
+use crate::protocol::headers::{bearer, AUTHORIZATION, HELLO, PEER_HELLO};
+use crate::protocol::hello::PeerHello;
 
 /// Seconds the local timer waits beyond the relay's own `timeout` (§5: the relay answers 408
 /// at `timeout`; the local timer is the backstop for a relay that doesn't).
@@ -85,6 +86,14 @@ impl Begin {
 }
 
 /// The token header of every request of an operation (§6).
+/// What the peer's hello in a rendezvous answer says (§12.1; nothing when it sent none).
+pub fn peer_hello(headers: &dyn Headers) -> PeerHello {
+    headers
+        .get(PEER_HELLO)
+        .map(|h| PeerHello::parse(&h))
+        .unwrap_or_default()
+}
+
 pub fn auth_headers(token: Option<&str>) -> Vec<(&'static str, String)> {
     token
         .map(|t| vec![(AUTHORIZATION, bearer(t))])

@@ -91,6 +91,7 @@ mod crypto;
 mod error;
 mod http;
 mod options;
+mod presence;
 mod receipt;
 mod receive;
 mod send;

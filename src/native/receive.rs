@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 use super::chunks::Meter;
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
+use super::presence;
 use super::receipt::{deliver, send_last_word};
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
@@ -69,13 +70,18 @@ pub(crate) async fn receive(
                     Err(f) => c.on_failure(f),
                 }
             }
-            Step::Get(req) => match get_head(http_client, &req, &stop).await {
-                Ok(r) => {
-                    c.on_head(r.status().as_u16(), &HeaderView(r.headers()));
-                    resp = Some(r);
+            Step::Get(req) => {
+                // the producer's presence is checked while the head waits (§12.5)
+                let check = c.presence_check(0.0);
+                let head = get_head(http_client, &req, &stop);
+                match presence::checked(http_client, check, Instant::now(), head).await? {
+                    Ok(r) => {
+                        c.on_head(r.status().as_u16(), &HeaderView(r.headers()));
+                        resp = Some(r);
+                    }
+                    Err(f) => c.on_failure(f),
                 }
-                Err(f) => c.on_failure(f),
-            },
+            }
             Step::ReadErrorBody => {
                 let body = match resp.take() {
                     Some(r) => http::read_text(r).await.unwrap_or_default(),

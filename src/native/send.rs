@@ -19,6 +19,7 @@ use super::body::Source;
 use super::chunks::{self, Cmd, Meter, WIRE_CHANNEL};
 use super::crypto::{Encoder, Sealed};
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
+use super::presence;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{io_error, resume_option, SendOptions, SendReport};
@@ -127,6 +128,7 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
             clock: Instant::now(),
             reconnecting: false,
             ended: false,
+            presence: None,
         },
         encoder: Encoder::new(enc, sealed),
         meter,
@@ -265,6 +267,8 @@ struct Driver {
     reconnecting: bool,
     /// [`Driver::run`] returned (its failure notice, if any, was sent).
     ended: bool,
+    /// The producer's presence calls (§12.5), from the rendezvous until the verdict.
+    presence: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Makes the producer's last words (failure notice, withdrawal) together; any answer will do.
@@ -281,6 +285,9 @@ impl Drop for Driver {
     /// (§12.3), tell a consumer that may be resuming that nothing more comes, in the
     /// background while the runtime runs.
     fn drop(&mut self) {
+        if let Some(p) = self.presence.take() {
+            p.abort();
+        }
         if self.ended {
             return;
         }
@@ -297,6 +304,14 @@ impl Drop for Driver {
 }
 
 impl Driver {
+    /// The verdict: no more presence calls (§12.5; an open one is cancelled).
+    fn end_presence(&mut self) {
+        self.ended = true;
+        if let Some(p) = self.presence.take() {
+            p.abort();
+        }
+    }
+
     /// The clock and the replay window, for the core (§12.3); once the source ended, what was
     /// sent (the producer's end, §12.2).
     fn observe(&mut self) {
@@ -330,6 +345,11 @@ impl Driver {
                 .producer
                 .on_response(a.status, &HeaderView(&a.headers), &a.body),
             Err(f) => self.producer.on_failure(f),
+        }
+        if self.presence.is_none() {
+            if let Some(keeper) = self.producer.presence() {
+                self.presence = Some(tokio::spawn(presence::keep(self.http.clone(), keeper)));
+            }
         }
         // What the consumer's hello said (§12.1, §12.3).
         if self.producer.resumes() {
@@ -442,11 +462,11 @@ impl Driver {
                     }
                 }
                 Step::Done(r) => {
-                    self.ended = true;
+                    self.end_presence();
                     return Ok(r);
                 }
                 Step::Failed(e) => {
-                    self.ended = true;
+                    self.end_presence();
                     self.last_words(&e).await;
                     return Err(e);
                 }

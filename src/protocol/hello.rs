@@ -20,6 +20,15 @@ pub const RESUME: &str = "resume";
 /// Producer (with `receipt`): it states its end on the transfer's channel (§12.2, "The
 /// producer's end").
 pub const ATTEST: &str = "attest";
+/// Producer: it keeps a presence call open on the transfer's presence channel until its
+/// verdict (§12.5).
+pub const PRESENCE: &str = "presence";
+/// The hello of a presence call, from either side (§12.5).
+pub const PRESENCE_HELLO: &str = "httpipe-presence=1";
+/// The `timeout` of a producer's presence call, in seconds (§12.5).
+pub const PRESENCE_CALL_S: f64 = 25.0;
+/// Presence checks in a row that find no producer before a consumer gives up (§12.5).
+pub const PRESENCE_MISSES: u32 = 2;
 /// The first item of a producer's end, `httpipe-end=1; bytes=N; digest=D` (§12.2), in the
 /// hello of its channel calls once its source ended; `bytes` and `digest` are the receipt's.
 pub const END_VERSION: &str = "httpipe-end";
@@ -126,6 +135,8 @@ pub struct PeerHello {
     pub resume: bool,
     /// (producer) `attest` with `receipt`: it states its end (§12.2).
     pub attests: bool,
+    /// (producer) `presence`: it keeps a presence call open until its verdict (§12.5).
+    pub presence: bool,
 }
 
 impl PeerHello {
@@ -141,14 +152,15 @@ impl PeerHello {
             decrypts: v1 && item(hello, RECEIPT) == Some(DECRYPTED),
             resume: v1 && item(hello, RESUME).is_some(),
             attests: v1 && item(hello, RECEIPT).is_some() && item(hello, ATTEST).is_some(),
+            presence: v1 && item(hello, PRESENCE).is_some(),
         }
     }
 }
 
-/// A producer's rendezvous hello: `httpipe=1; transfer=ID[; receipt; attest][; resume]` (a
+/// A producer's rendezvous hello: `httpipe=1; transfer=ID; presence[; receipt; attest][; resume]` (a
 /// producer that waits for a receipt states its end, §12.2).
 pub fn producer_hello(transfer: &str, receipt: bool, resume: bool) -> String {
-    let mut h = format!("{VERSION}={VERSION_1}; {TRANSFER}={transfer}");
+    let mut h = format!("{VERSION}={VERSION_1}; {TRANSFER}={transfer}; {PRESENCE}");
     if receipt {
         h.push_str(&format!("; {RECEIPT}; {ATTEST}"));
     }
@@ -156,6 +168,11 @@ pub fn producer_hello(transfer: &str, receipt: bool, resume: bool) -> String {
         h.push_str(&format!("; {RESUME}"));
     }
     h
+}
+
+/// The key of a transfer's presence channel (§12.5, §5.1): its transfer id and `-presence`.
+pub fn presence_key(transfer: &str) -> String {
+    format!("{transfer}-presence")
 }
 
 /// A consumer's rendezvous hello: `httpipe=1[; receipt[=decrypted]][; resume]`.
@@ -249,6 +266,7 @@ mod tests {
                 decrypts: false,
                 resume: false,
                 attests: true,
+                presence: true,
             }
         );
         let c = PeerHello::parse(&consumer_hello(true, false, false));
@@ -258,8 +276,10 @@ mod tests {
         assert!(!PeerHello::parse(&consumer_hello(false, true, false)).receipt);
         assert_eq!(
             producer_hello("T", false, true),
-            "httpipe=1; transfer=T; resume"
+            "httpipe=1; transfer=T; presence; resume"
         );
+        assert!(!c.presence, "a consumer keeps no presence");
+        assert_eq!(presence_key("T"), "T-presence");
         assert!(PeerHello::parse("httpipe=1; transfer=T; resume").resume);
         // `attest` promises nothing without `receipt` (its end travels with the receipt)
         assert!(!PeerHello::parse("httpipe=1; transfer=T; attest").attests);

@@ -33,6 +33,7 @@ pub mod error;
 pub mod http;
 pub mod options;
 pub mod pagehide;
+pub mod presence;
 pub mod receipt;
 pub mod receive;
 pub mod scrypt;

@@ -17,6 +17,7 @@ use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
 use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
 use super::options::Parsed;
+use super::presence;
 use super::receipt::{with_receipt, Receipt};
 use super::stall::{self, StallTimer};
 use super::stop::Abort;
@@ -60,8 +61,13 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                 if let Some(ms) = req.timeout_ms {
                     abort.arm_timeout(ms);
                 }
-                let r = fetch(&req, &abort.signal(), None, false).await;
+                // the producer's presence is checked while the head waits (§12.5)
+                let check = consumer.presence_check(now_ms());
+                let signal = abort.signal();
+                let head = fetch(&req, &signal, None, false);
+                let r = presence::checked(check, p.signal.clone(), head).await;
                 abort.disarm_timeout();
+                let r = r.inspect_err(|_| abort.abort_internal())?;
                 match r {
                     Ok(resp) => {
                         consumer.on_head(resp.status(), &JsHeaders(resp.headers()));

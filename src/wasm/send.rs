@@ -105,6 +105,8 @@ async fn send_inner(
     let mut stream: ByteStream = source.reader().boxed_local();
 
     let mut reconnecting = false;
+    // The producer's presence calls (§12.5), until this returns (the verdict).
+    let mut presence = None;
     // In a page: if it goes away mid-transfer, tell a consumer that may be resuming (§12.3).
     let mut page_left = ProducerPageNotice::watch();
     loop {
@@ -125,6 +127,9 @@ async fn send_inner(
                 match exchange(&req, abort, None).await {
                     Ok((status, headers, body)) => producer.on_response(status, &headers, &body),
                     Err(f) => producer.on_failure(f),
+                }
+                if presence.is_none() {
+                    presence = producer.presence().map(super::presence::keep);
                 }
                 met(
                     &producer,

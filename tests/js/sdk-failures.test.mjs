@@ -4,8 +4,8 @@ import { test as nodeTest, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { startRelay, RELAY_BIN, ROOT } from './lib/relay.mjs';
-import { PKG, uniquePath, randomSource, hashStream, rejection, sleep } from './lib/sdk.mjs';
+import { startRelay, runCli, RELAY_BIN, ROOT } from './lib/relay.mjs';
+import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within } from './lib/sdk.mjs';
 import { runChild } from './lib/child.mjs';
 
 const sdk = await import(PKG);
@@ -251,4 +251,56 @@ test('tokens: missing → UNAUTHORIZED, wrong mode/path → FORBIDDEN, right one
       assert.equal(report.receipt.bytes, 5);
     }
   } finally { await auth.stop(); }
+});
+
+// PROTOCOL.md §12.5: a producer that vanishes after the meeting and before its first byte left
+// nothing at the relay (Node's fetch sends no head before the first body byte; a segmented
+// upload no part), so only its presence calls tell a waiting consumer that it is gone. Its
+// consumers — the SDK over both transports, and the CLI — fail within the stated bound
+// (~25 s); a producer that is only slow is waited for.
+nodeTest('a producer killed after the meeting, before its first byte: its consumers fail TRUNCATED within ~25 s (§12.5)', { timeout: 90_000 }, async () => {
+  const quiet = { env: { HTTPIPE_CHILD_QUIET_MS: '600000' } };
+  const vanish = async (consume, upload) => {
+    const p = uniquePath(`vanish-${upload}`);
+    const result = consume(p);
+    await sleep(500); // the consumer waits first
+    const child = runChild([CHILD, 'send', relay.http, p, '1000', JSON.stringify({ upload })], quiet);
+    try {
+      await sleep(3000); // met, and waiting for its source
+      child.kill('SIGKILL');
+      const t0 = Date.now();
+      const v = await within(result, 45_000, `the consumer of a vanished ${upload} producer`);
+      return { code: v.code, message: v.message, stderr: v.stderr, after: Date.now() - t0 };
+    } finally { child.kill(); }
+  };
+  const sdkConsumer = (p) => rejection(sdk.receive({ relay: relay.http, path: p }));
+  const cliConsumer = (p) => runCli(['read', '--relay', relay.http, '-s', p]);
+  const [stream, segmented, cli] = await Promise.all([
+    vanish(sdkConsumer, 'stream'),
+    vanish(sdkConsumer, 'segmented'),
+    vanish(cliConsumer, 'stream'),
+  ]);
+  for (const [what, r] of [['stream', stream], ['segmented', segmented]]) {
+    assert.equal(r.code, 'TRUNCATED', `${what}: ${r.message}`);
+    assert.match(r.message, /went away before sending anything/);
+    assert.ok(r.after < 35_000, `${what}: told after ${r.after} ms`);
+  }
+  assert.notEqual(cli.code, 0, cli.stderr);
+  assert.match(cli.stderr, /went away before sending anything/);
+  assert.ok(cli.after < 35_000, `CLI: told after ${cli.after} ms`);
+});
+
+nodeTest('a producer whose source is quiet for 25 s after the meeting is waited for: its presence says it is there (§12.5)', { timeout: 90_000 }, async () => {
+  const p = uniquePath('quiet');
+  const received = sdk.receive({ relay: relay.http, path: p });
+  await sleep(500);
+  const child = runChild([CHILD, 'send', relay.http, p, String(1 << 20), '{}'], { env: { HTTPIPE_CHILD_QUIET_MS: '25000' } });
+  try {
+    const r = await received;
+    const got = await hashStream(r.stream);
+    const done = await child.waitFor((e) => e.event === 'done' || e.event === 'error', 30_000);
+    assert.equal(done.event, 'done', JSON.stringify(done));
+    assert.equal(got.bytes, 1 << 20);
+    assert.equal(got.sha256, done.sha256);
+  } finally { child.kill(); }
 });

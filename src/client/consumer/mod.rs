@@ -8,15 +8,16 @@
 
 use super::disposition;
 use super::error::{classify_response, withdrawn, Error, ErrorCode, Failure};
+use super::presence::{PresenceChannel, PresenceCheck};
 use super::receipt::ReceiptPlan;
-use super::rendezvous::{auth_headers, Begin, Rendezvous};
+use super::rendezvous::{auth_headers, peer_hello, Begin, Rendezvous};
 use super::request::{Headers, Request};
 use super::resume::ResumePlan;
 use super::urls::{ConnectMode, RelayBase};
 use crate::protocol::headers::{
-    declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, PEER_HELLO, X_PIPING,
+    declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, X_PIPING,
 };
-use crate::protocol::hello::{consumer_hello, PeerHello};
+use crate::protocol::hello::consumer_hello;
 
 /// Everything a receive needs to know up front.
 #[derive(Debug, Clone)]
@@ -92,6 +93,8 @@ pub struct Consumer {
     peer_attests: bool,
     /// The producer's transfer id, when both sides resume (§12.3).
     resume_transfer: Option<String>,
+    /// The producer's transfer id, when it keeps presence (§12.5).
+    presence_transfer: Option<String>,
     /// The data URL of the rendezvous.
     data_url: Option<String>,
 }
@@ -105,6 +108,7 @@ impl Consumer {
             receipt_transfer: None,
             peer_attests: false,
             resume_transfer: None,
+            presence_transfer: None,
             data_url: None,
         })
     }
@@ -177,13 +181,13 @@ impl Consumer {
         self.state = match &self.state {
             State::AwaitRendezvous(r) => match r.on_response(status, body) {
                 Ok(url) => {
-                    let peer = headers
-                        .get(PEER_HELLO)
-                        .map(|h| PeerHello::parse(&h))
-                        .unwrap_or_default();
+                    let peer = peer_hello(headers);
                     if self.cfg.receipt && peer.receipt {
                         self.receipt_transfer = peer.transfer.clone();
                         self.peer_attests = peer.attests;
+                    }
+                    if peer.presence {
+                        self.presence_transfer = peer.transfer.clone();
                     }
                     if self.cfg.resume_s.is_some() && peer.resume {
                         self.resume_transfer = peer.transfer;
@@ -195,6 +199,18 @@ impl Consumer {
             },
             _ => State::Failed(Some(misuse("an answer nobody asked for"))),
         };
+    }
+
+    /// The checks of the producer's presence while the [`Step::Get`] waits for its head
+    /// (§12.5), from `since_ms` (driver's clock), when the producer keeps presence.
+    pub fn presence_check(&self, since_ms: f64) -> Option<PresenceCheck> {
+        let channel = PresenceChannel {
+            relay: self.cfg.relay.clone(),
+            path: self.cfg.path.clone(),
+            token: self.cfg.token.clone(),
+            transfer: self.presence_transfer.clone()?,
+        };
+        PresenceCheck::new(&channel, since_ms).ok()
     }
 
     /// The transfer id, when the producer waits for this consumer's receipt (§12.1).

@@ -20,8 +20,9 @@ use super::error::{
     classify_response, unavailable_now, Error, ErrorCode, Failure, Source, StopReason,
 };
 use super::parts::{ByteChunk, PartCutter};
+use super::presence::{PresenceChannel, PresenceKeeper};
 use super::receipt::{self, Commitment, ReceiptReport};
-use super::rendezvous::{auth_headers, Begin, Rendezvous};
+use super::rendezvous::{auth_headers, peer_hello, Begin, Rendezvous};
 use super::request::{Headers, Method, Request};
 use super::resume::{agree, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_RECHECK_MS};
@@ -37,7 +38,7 @@ use crate::protocol::headers::{
     OCTET_STREAM, PEER_HELLO, X_PIPING,
 };
 use crate::protocol::hello::{
-    producer_hello, PeerHello, ResumeHello, FAILURE_NOTICE_TIMEOUT_S, RESUME_RETRY_MS, STALL_CALL_S,
+    producer_hello, ResumeHello, FAILURE_NOTICE_TIMEOUT_S, RESUME_RETRY_MS, STALL_CALL_S,
 };
 use crate::protocol::upload::{HEADER as UPLOAD_HEADER, UPLOAD as UPLOAD_QUERY};
 
@@ -393,6 +394,20 @@ impl<T: ByteChunk> Producer<T> {
         }
     }
 
+    /// The producer's presence (§12.5), once its rendezvous met a consumer and it has a
+    /// transfer id: the keeper whose calls the driver makes beside everything else until the
+    /// verdict.
+    pub fn presence(&self) -> Option<PresenceKeeper> {
+        let rc = self.cfg.receipt.as_ref().filter(|_| self.met)?;
+        let channel = PresenceChannel {
+            relay: self.cfg.relay.clone(),
+            path: self.cfg.path.clone(),
+            token: self.cfg.token.clone(),
+            transfer: rc.transfer.clone(),
+        };
+        PresenceKeeper::new(&channel).ok()
+    }
+
     fn begin(&self) -> Result<Begin, Error> {
         let c = &self.cfg;
         let mode = ConnectMode::AwaitReader;
@@ -470,10 +485,7 @@ impl<T: ByteChunk> Producer<T> {
         match &mut self.state {
             State::AwaitRendezvous(r) => match r.on_response(status, body) {
                 Ok(url) => {
-                    let peer = headers
-                        .get(PEER_HELLO)
-                        .map(|h| PeerHello::parse(&h))
-                        .unwrap_or_default();
+                    let peer = peer_hello(headers);
                     self.peer_sends_receipts = peer.receipt;
                     self.peer_decrypts = peer.decrypts;
                     self.peer_resumes = peer.resume;

@@ -47,7 +47,7 @@ fn streamed_to_success(p: &mut Producer<Vec<u8>>, mem: &mut OriginMemory, peer: 
     };
     assert!(r.headers.contains(&(
         crate::protocol::headers::HELLO,
-        "httpipe=1; transfer=TID; receipt; attest".into()
+        "httpipe=1; transfer=TID; presence; receipt; attest".into()
     )));
     let h: Vec<(&str, &str)> = peer.map(|v| vec![(PEER_HELLO, v)]).unwrap_or_default();
     p.on_response(200, &h, "http://h:1/p\n");
@@ -292,7 +292,7 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
     };
     assert!(r.headers.contains(&(
         crate::protocol::headers::HELLO,
-        "httpipe=1; transfer=TID; receipt; attest; resume".into()
+        "httpipe=1; transfer=TID; presence; receipt; attest; resume".into()
     )));
     let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
     // the answer names a cluster node (§13.3) ...

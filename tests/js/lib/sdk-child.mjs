@@ -6,6 +6,8 @@
 // {"event":"error","code":...}.
 // HTTPIPE_CHILD_SEED=n: the producer sends `gen(bytes, n)` (lib/page-source.mjs, the bytes a
 // page can make too) instead of random bytes.
+// HTTPIPE_CHILD_QUIET_MS=n: the producer's source gives nothing for n ms before its first byte
+// (a slow source: a command before its first output).
 import { randomFillSync, createHash } from 'node:crypto';
 import { PKG } from './sdk.mjs';
 import { gen } from './page-source.mjs';
@@ -23,8 +25,10 @@ if (mode === 'send') {
   const hash = createHash('sha256');
   const seed = process.env.HTTPIPE_CHILD_SEED;
   const hashed = (source) => source.pipeThrough(new TransformStream({ transform(c, ctrl) { hash.update(c); ctrl.enqueue(c); } }));
+  const quietMs = Number(process.env.HTTPIPE_CHILD_QUIET_MS || 0);
   const stream = seed !== undefined ? hashed(gen(total, Number(seed))) : new ReadableStream({
-    pull(ctrl) {
+    async pull(ctrl) {
+      if (sent === 0 && quietMs > 0) await new Promise((r) => setTimeout(r, quietMs));
       if (total >= 0 && sent >= total) { ctrl.close(); return; }
       const n = total >= 0 ? Math.min(65536, total - sent) : 65536;
       sent += n;
