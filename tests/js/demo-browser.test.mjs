@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import sharp from 'sharp';
 import { startRelay } from './lib/relay.mjs';
 import {
   launchChromium, randomFile, sha256File, openDemo, dropFiles, waitState, progressOf, textOf,
@@ -421,4 +422,30 @@ test('typing the stream path on the start page, then the passphrase, receives th
   assert.equal(await waitState(sender, 'send-panel', ['done', 'error']), 'done');
   await sender.close();
   await receiver.close();
+});
+
+// #25 item 8: "Delivered … 100 %" over a half-full bar. The bar's fill slid for .25 s from its
+// last draw, so a look (or a screenshot) right after a fast transfer's end caught it half way.
+// Done is drawn full at once: the bar's right end is filled 50 ms after the switch.
+test('a finished send shows a full bar at once, not a slide from the last draw', { timeout: 60000 }, async () => {
+  const page = await senderBrowser.context.newPage();
+  try {
+    await openDemo(page, `${relay.http}/`);
+    const set = (state, value) => page.evaluate(([s, v]) => {
+      const panel = document.querySelector('#send-panel');
+      const bar = document.querySelector('#send-progress');
+      document.querySelector('#start-view').hidden = true;
+      panel.hidden = false;
+      panel.dataset.state = s;
+      bar.hidden = false;
+      bar.value = v;
+    }, [state, value]);
+    await set('sending', 40);
+    await page.waitForTimeout(400);
+    await set('done', 100);
+    await page.waitForTimeout(50);
+    const { data, info } = await sharp(await page.locator('#send-progress').screenshot()).raw().toBuffer({ resolveWithObject: true });
+    const px = (x) => { const i = (Math.floor(info.height / 2) * info.width + x) * info.channels; return [data[i], data[i + 1], data[i + 2]].join(','); };
+    assert.equal(px(info.width - 4), px(3), 'the right end is filled like the left');
+  } finally { await page.close(); }
 });
