@@ -7,7 +7,7 @@
 //! the calls and sleep until the time it names.
 
 use super::error::{classify_response, unavailable_now, Error, ErrorCode, Failure, StopReason};
-use super::receipt::{check_end, Commitment, Outcome};
+use super::receipt::{check_end, Commitment, Outcome, ReceiptPlan};
 use super::request::{Headers, Request};
 use crate::protocol::headers::PEER_HELLO;
 use crate::protocol::hello::RESUME_RETRY_MS;
@@ -157,6 +157,25 @@ impl ReceiptDelivery {
             r => r,
         };
         self.state = State::Done(r);
+    }
+}
+
+impl ReceiptPlan {
+    /// The receipt for `outcome` on its way from `now_ms` ([`ReceiptPlan::request`]): an `ok`
+    /// one checks the producer's end when it promised one (§12.2,
+    /// [`ReceiptDelivery::checks_end`]).
+    pub fn delivery(
+        &self,
+        outcome: Outcome,
+        released: &Commitment,
+        key: Option<&[u8; 32]>,
+        now_ms: f64,
+    ) -> Result<ReceiptDelivery, Error> {
+        let d = ReceiptDelivery::new(self.request(outcome, released, key)?, outcome, now_ms);
+        Ok(match self.attest {
+            true => d.checking_end(released.clone()),
+            false => d,
+        })
     }
 }
 

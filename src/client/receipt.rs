@@ -8,7 +8,6 @@ use hmac::Mac;
 use subtle::ConstantTimeEq;
 use xxhash_rust::xxh3::Xxh3;
 
-use super::delivery::ReceiptDelivery;
 use super::error::{Error, ErrorCode};
 use super::rendezvous::auth_headers;
 use super::request::Request;
@@ -368,23 +367,6 @@ impl ReceiptPlan {
             Some(text),
         )
         .map(Request::into_last_word)
-    }
-
-    /// The receipt for `outcome` on its way from `now_ms` ([`ReceiptPlan::request`]): an `ok`
-    /// one checks the producer's end when it promised one (§12.2,
-    /// [`ReceiptDelivery::checks_end`]).
-    pub fn delivery(
-        &self,
-        outcome: Outcome,
-        released: &Commitment,
-        key: Option<&[u8; 32]>,
-        now_ms: f64,
-    ) -> Result<ReceiptDelivery, Error> {
-        let d = ReceiptDelivery::new(self.request(outcome, released, key)?, outcome, now_ms);
-        Ok(match self.attest {
-            true => d.checking_end(released.clone()),
-            false => d,
-        })
     }
 }
 

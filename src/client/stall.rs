@@ -1,8 +1,8 @@
 //! When a connection that stops without closing counts as stalled (`PROTOCOL.md` §12.4), as
 //! timers the core owns: a driver tells the producer how long its upload's body has waited
-//! for the HTTP client ([`Producer::poll_stall`](super::producer::Producer::poll_stall)) and
+//! for the HTTP client (`Producer::poll_stall`) and
 //! tells the consumer's resumer when its current read began waiting
-//! ([`Resumer::poll_stall`](super::consumer::Resumer::poll_stall)); each answers with a
+//! (`Resumer::poll_stall`); each answers with a
 //! [`StallStep`]: sleep until a time, or make the stall call now. The waits, the repeat
 //! rules and the call are decided here once, for the wasm and the native drivers alike.
 

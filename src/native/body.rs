@@ -20,7 +20,7 @@ use futures_util::Stream;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use super::chunks::{lock, Item};
+use super::lock;
 use super::stop::Stop;
 use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::ledger::Ledger;
@@ -47,6 +47,18 @@ struct Inner {
     ended: bool,
     /// How the streaming body is pulled, for the core's stall watch (§12.4).
     watch: BodyWatch,
+}
+
+/// One item of the wire channel: `Ok(Some)` bytes, `Ok(None)` the clean end, `Err` the
+/// source failed. A channel that closes without `Ok(None)` is a cut source, never an end.
+pub(crate) type Item = Result<Option<Bytes>, Error>;
+
+/// Puts `out`'s chunks on the wire channel in order; `Err` when nobody reads it any more.
+pub(crate) async fn send_all(tx: &mpsc::Sender<Item>, out: &mut Vec<Bytes>) -> Result<(), ()> {
+    for b in out.drain(..) {
+        tx.send(Ok(Some(b))).await.map_err(|_| ())?;
+    }
+    Ok(())
 }
 
 /// The streaming body as the stall watch sees it (§12.4): whether the HTTP client is asking

@@ -3,16 +3,17 @@
 //! metering, and the pumps that fill the channel from an `AsyncRead` or from a
 //! [`super::Writer`].
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{mpsc, oneshot};
 
+use super::body::{send_all, Item};
 use super::crypto::Encoder;
 use super::stop::Stop;
-use super::ProgressFn;
+use super::{lock, ProgressFn};
 use crate::client::error::{source_failed, Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
 use crate::client::rate::RateMeter;
@@ -22,18 +23,6 @@ pub(crate) const WIRE_CHANNEL: usize = 4;
 /// Bytes read from an `AsyncRead` source at a time.
 pub(crate) const READ_CHUNK: usize = 256 * 1024;
 
-/// Runs `f` on the blocking pool (scrypt takes about a second).
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        Error::new(
-            ErrorCode::Unsupported,
-            format!("a worker thread failed: {e}"),
-        )
-    })
-}
-
 impl ByteChunk for Bytes {
     fn byte_len(&self) -> usize {
         self.len()
@@ -42,14 +31,6 @@ impl ByteChunk for Bytes {
         let tail = self.split_off(at);
         (self, tail)
     }
-}
-
-/// One item of the wire channel: `Ok(Some)` bytes, `Ok(None)` the clean end, `Err` the
-/// source failed. A channel that closes without `Ok(None)` is a cut source, never an end.
-pub(crate) type Item = Result<Option<Bytes>, Error>;
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Counts plaintext bytes and calls the progress callback when a report is due.
@@ -106,13 +87,6 @@ impl Meter {
     pub(crate) fn bytes(&self) -> u64 {
         lock(&self.meter).bytes()
     }
-}
-
-pub(crate) async fn send_all(tx: &mpsc::Sender<Item>, out: &mut Vec<Bytes>) -> Result<(), ()> {
-    for b in out.drain(..) {
-        tx.send(Ok(Some(b))).await.map_err(|_| ())?;
-    }
-    Ok(())
 }
 
 /// Reads `source` to its end into the wire channel. Every read goes out at once (a short read

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use bytes::{Bytes, BytesMut};
 use tokio::sync::mpsc;
 
-use super::chunks::{blocking, lock, send_all, Item};
+use super::body::{send_all, Item};
+use super::{blocking, lock};
 use crate::client::error::Error;
 use crate::client::ledger::Ledger;
 use crate::crypto::{Encryptor, Format};

@@ -98,7 +98,7 @@ mod send;
 mod stall;
 mod stop;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 pub use crate::client::code::{Code, CodeKeys, Offer};
@@ -115,6 +115,23 @@ pub(crate) use options::resume_option;
 pub use options::{ReceiptMode, ReceiveOptions, SendOptions, Target};
 pub use receive::Reader;
 pub use send::Writer;
+
+/// Locks `m`, even after a thread panicked while holding it (the state is plain data).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `f` on the blocking pool (scrypt takes about a second).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        Error::new(
+            ErrorCode::Unsupported,
+            format!("a worker thread failed: {e}"),
+        )
+    })
+}
 
 /// A progress callback: bytes so far (plaintext), the total if known, the rate.
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;

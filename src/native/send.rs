@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::PollSender;
 
-use super::body::Source;
+use super::body::{self, Source};
 use super::chunks::{self, Cmd, Meter, WIRE_CHANNEL};
 use super::crypto::{Encoder, Sealed};
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
@@ -62,7 +62,7 @@ struct Prepared {
     driver: Driver,
     encoder: Encoder,
     meter: std::sync::Arc<Meter>,
-    tx: mpsc::Sender<chunks::Item>,
+    tx: mpsc::Sender<body::Item>,
     stop: Stop,
 }
 
