@@ -154,7 +154,8 @@ export interface ReceiveOptions extends CommonOptions {
    * Delivery receipts (PROTOCOL.md §12), when the sender asks for one. true (default): sent
    * when the stream was read to its end (its last read resolves after the sender has it,
    * at most 30 s later); 'manual': sent by `confirm()` (e.g. after saving the file); false:
-   * never. A cancelled stream tells the sender so; a failed one sends its error code.
+   * never. A cancelled stream tells the sender so; a failed one sends its error code, and
+   * errors once the sender has it (at most 2 s later; a stream the sender cut: at once).
    */
   receipt?: boolean | 'manual';
   /**
@@ -320,7 +321,11 @@ export declare function sendWithCode(source: Source, options: SendWithCodeOption
  * sender's code is another one.
  */
 export declare function receiveWithCode(code: string, options: ReceiveWithCodeOptions): Promise<Received>;
-/** Receives the stream at `options.path`; resolves when it starts. */
+/**
+ * Receives the stream at `options.path`; resolves when it starts. Rejects TRUNCATED when the
+ * sender it met failed or went away before sending anything (a vanished one: within about 25 s,
+ * PROTOCOL.md §12.5).
+ */
 export declare function receive(options: ReceiveOptions): Promise<Received>;
 /** Rendezvous only (Connect API): resolves with the data URL once the peer is there. */
 export declare function connect(options: ConnectOptions): Promise<string>;
