@@ -34,7 +34,7 @@ impl Code {
     /// Reads a code as a person typed it: case-insensitive, parts separated by any run of
     /// `-` and spaces. `WRONG_CODE` naming the part that is wrong.
     pub fn parse(input: &str) -> Result<Code, Error> {
-        let lower = input.to_lowercase();
+        let lower = input.to_ascii_lowercase();
         let parts: Vec<&str> = lower
             .split(|c: char| c == '-' || c.is_whitespace())
             .filter(|p| !p.is_empty())
