@@ -376,8 +376,7 @@ pub struct JsEncryptor(Encryptor);
 
 /// Reads `{ passphrase?, recipients?, identities?, format? }`; `UNSUPPORTED` if malformed.
 fn parse_options(options: JsValue) -> Result<Options, JsValue> {
-    serde_wasm_bindgen::from_value(options)
-        .map_err(|e| into_js(Error::usage(format!("invalid options: {e}"))))
+    Options::from_js(&options).map_err(into_js)
 }
 
 #[wasm_bindgen(js_class = Encryptor)]

@@ -1,8 +1,8 @@
 //! The options object of `send`/`receive`/`connect`/`openWriter`/`openReader`
-//! (`docs/js-api.md`): plain fields through serde, `signal` and `onProgress` as JS objects.
+//! (`docs/js-api.md`): plain fields read member by member, `signal` and `onProgress` as JS
+//! objects.
 
-use js_sys::{Function, Object, Reflect};
-use serde::Deserialize;
+use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
@@ -19,8 +19,9 @@ use crate::client::resume::window_size;
 use crate::client::transport::{RuntimeStreams, UploadCut, UploadMode};
 use crate::client::urls::RelayBase;
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The plain members (JS names in camelCase). Read by [`Options::from_js`], not serde: the
+/// reader is a few lines, `serde-wasm-bindgen` was ~10 KB of the module (issue #27).
+#[derive(Debug, Default)]
 pub struct Options {
     pub relay: Option<String>,
     pub path: Option<String>,
@@ -64,8 +65,7 @@ impl Parsed {
         if !options.is_object() {
             return Err(usage("options must be an object like { relay, path }"));
         }
-        let o: Options = serde_wasm_bindgen::from_value(options.clone())
-            .map_err(|e| usage(&format!("invalid options: {e}")))?;
+        let o = Options::from_js(options)?;
         let signal = member(options, "signal")
             .map(|v| {
                 v.dyn_into::<AbortSignal>()
@@ -204,6 +204,64 @@ impl Parsed {
             let _ = f.call1(&JsValue::UNDEFINED, &obj);
         }
     }
+}
+
+impl Options {
+    /// Reads the plain members of an options object. An absent, `undefined` or `null` member
+    /// is unset; one of another type is `UNSUPPORTED` naming it; members it doesn't know are
+    /// ignored. `undefined` / `null` options are empty ones.
+    pub fn from_js(options: &JsValue) -> Result<Options, Error> {
+        let text = |name: &str| -> Result<Option<String>, Error> {
+            member(options, name)
+                .map(|v| v.as_string().ok_or_else(|| must_be(name, "a string")))
+                .transpose()
+        };
+        let number = |name: &str| -> Result<Option<f64>, Error> {
+            member(options, name)
+                .map(|v| v.as_f64().ok_or_else(|| must_be(name, "a number")))
+                .transpose()
+        };
+        let flag = |name: &str| -> Result<Option<bool>, Error> {
+            member(options, name)
+                .map(|v| v.as_bool().ok_or_else(|| must_be(name, "true or false")))
+                .transpose()
+        };
+        let texts = |name: &str| -> Result<Option<Vec<String>>, Error> {
+            let Some(v) = member(options, name) else {
+                return Ok(None);
+            };
+            let wrong = || must_be(name, "an array of strings");
+            if !Array::is_array(&v) {
+                return Err(wrong());
+            }
+            let all: Option<Vec<String>> = Array::from(&v).iter().map(|s| s.as_string()).collect();
+            all.map(Some).ok_or_else(wrong)
+        };
+        Ok(Options {
+            relay: text("relay")?,
+            path: text("path")?,
+            token: text("token")?,
+            rendezvous: flag("rendezvous")?,
+            timeout: number("timeout")?,
+            mode: text("mode")?,
+            content_type: text("contentType")?,
+            filename: text("filename")?,
+            size: number("size")?,
+            upload: text("upload")?,
+            part_size: number("partSize")?,
+            passphrase: text("passphrase")?,
+            recipients: texts("recipients")?,
+            identities: texts("identities")?,
+            format: text("format")?,
+            receipt_timeout: number("receiptTimeout")?,
+            resume_window: number("resumeWindow")?,
+            ciphertext: flag("ciphertext")?,
+        })
+    }
+}
+
+fn must_be(name: &str, what: &str) -> Error {
+    usage(&format!("`{name}` must be {what}"))
 }
 
 fn member(obj: &JsValue, name: &str) -> Option<JsValue> {

@@ -439,8 +439,7 @@ fn to_js(e: crate::crypto::Error) -> JsValue {
 
 /// Reads `{ passphrase?, recipients?, identities?, format? }`; `UNSUPPORTED` if malformed.
 fn parse_options(options: JsValue) -> Result<super::options::Options, JsValue> {
-    serde_wasm_bindgen::from_value(options)
-        .map_err(|e| into_js(Error::usage(format!("invalid options: {e}"))))
+    super::options::Options::from_js(&options).map_err(into_js)
 }
 
 /// The encryptor behind `encryptStream` when WebCrypto is registered: like `Encryptor`, but

@@ -215,6 +215,21 @@ test('bad options → UNSUPPORTED with a message', async () => {
   assert.throws(() => sdk.identityToRecipient('nope'), isCode('UNSUPPORTED'));
 });
 
+test('an option of the wrong type → UNSUPPORTED naming it', async () => {
+  const says = (re) => (e) => isCode('UNSUPPORTED')(e) && re.test(e.message);
+  const base = { relay: relay.http, path: '/p' };
+  await assert.rejects(sdk.send('x', { ...base, timeout: '5' }), says(/`timeout` must be a number/));
+  await assert.rejects(sdk.send('x', { ...base, rendezvous: 'no' }), says(/`rendezvous` must be true or false/));
+  await assert.rejects(sdk.send('x', { ...base, path: 7 }), says(/`path` must be a string/));
+  await assert.rejects(sdk.send('x', { ...base, recipients: 'age1x' }), says(/`recipients` must be an array of strings/));
+  await assert.rejects(sdk.receive({ ...base, identities: [1] }), says(/`identities` must be an array of strings/));
+  const sealing = sdk.encryptStream({ passphrase: 42 });
+  await assert.rejects(sealing.writable.getWriter().write(new Uint8Array(3)), says(/`passphrase` must be a string/));
+  // null and undefined members are unset, unknown members ignored: these fail on the missing path.
+  await assert.rejects(sdk.send('x', { relay: relay.http, path: null, timeout: undefined, colour: 'red' }),
+    says(/`path` is required/));
+});
+
 test('a second producer on a busy path → RELAY_ERROR with the relay\'s words', async () => {
   const p = uniquePath('busy');
   const ac = new AbortController();
