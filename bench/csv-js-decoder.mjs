@@ -3,7 +3,7 @@
 // field-level fast path (cached indexOf of LF, CR, quote and delimiter). It passed the whole of
 // tests/js/pipeline-csv.test.mjs when it was the shipped decoder (branch pipeline-csv, commit
 // "pipeline csv.decode: a failed decoder rethrows its error"); kept here as the baseline.
-import { HttpipeError } from '../pkg/api.js';
+import { HttpipeError } from '../pkg/lib/api.js';
 
 const invalid = (message) => new HttpipeError(message, 'INVALID_RECORD');
 const unsupported = (message) => new HttpipeError(message, 'UNSUPPORTED');

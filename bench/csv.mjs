@@ -20,8 +20,8 @@
 // CSV_BENCH_ONLY=js,wasm picks decoders by name prefix.
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import '../pkg/index.js';
-import { csvDecoder, csvEncoder } from '../pkg/pipeline/csv.js';
+import '../pkg/lib/index.js';
+import { csvDecoder, csvEncoder } from '../pkg/lib/pipeline/csv.js';
 import { csvDecoder as jsDecoder } from './csv-js-decoder.mjs';
 
 const MB = Number(process.argv[2] || 100);

@@ -4,9 +4,9 @@
 // plugin) and for any output format (also esbuild's default IIFE): no file to copy, nothing to
 // configure. The same API as the main entry (`import { send } from 'httpipe/inline'`).
 // The module is stored gzip-compressed as base64 (httpipe_wasm_inline.js, written by
-// scripts/build-sdk.sh): about 220 KB in the bundle and 165 KB over the wire gzipped, as much
-// as the separate .wasm file. Browsers decompress it on first use (DecompressionStream) or at
-// `await init()`; Node loads it synchronously at import (zlib).
+// scripts/build-sdk.sh and bundled into the shipped inline.js): as many bytes over the wire as
+// the separate .wasm file (docs/sdk.md has the sizes). Browsers decompress it on first use
+// (DecompressionStream) or at `await init()`; Node loads it synchronously at import (zlib).
 import { initSync } from './httpipe_wasm.js';
 import { setLoader, markInitialised } from './loader.js';
 import wasmGzipBase64 from './httpipe_wasm_inline.js';

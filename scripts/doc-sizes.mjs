@@ -23,7 +23,7 @@ export function measure(pkgDir) {
     const gz = execFileSync('gzip', ['-9', '-c', file], { maxBuffer: 64 << 20 }).length;
     return { raw: fs.statSync(file).size, gz };
   };
-  return { wasm: size('httpipe_wasm_bg.wasm'), inline: size('httpipe_wasm_inline.js'), glue: size('httpipe_wasm.js') };
+  return { wasm: size('httpipe_wasm_bg.wasm'), inline: size('inline.js'), entry: size('index.js') };
 }
 
 /** The text of block `key` for the sizes `s`. */
@@ -33,8 +33,8 @@ export function render(key, s) {
     case 'inline': return `${kb(s.inline.gz)} gzipped`;
     case 'table': return ['', '| file | raw | gzip -9 |', '|---|---|---|',
       `| \`httpipe_wasm_bg.wasm\` (the module) | ${kb(s.wasm.raw)} | ${kb(s.wasm.gz)} |`,
-      `| \`httpipe_wasm.js\` (wasm-bindgen's glue) | ${kb(s.glue.raw)} | ${kb(s.glue.gz)} |`,
-      `| \`httpipe_wasm_inline.js\` (\`httpipe/inline\`: the module inside the JavaScript) | ${kb(s.inline.raw)} | ${kb(s.inline.gz)} |`,
+      `| \`index.js\` (the entry: the API, pipelines and wasm-bindgen's glue in one file) | ${kb(s.entry.raw)} | ${kb(s.entry.gz)} |`,
+      `| \`inline.js\` (\`httpipe/inline\`: the same with the module inside the JavaScript) | ${kb(s.inline.raw)} | ${kb(s.inline.gz)} |`,
       ''].join('\n');
     default: throw new Error(`unknown sizes block '${key}'`);
   }

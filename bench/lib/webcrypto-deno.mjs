@@ -2,8 +2,8 @@
 // node:crypto's cipher (Deno's default), WebCrypto's (registered here by hand: the package
 // keeps node:crypto where it has both) and the wasm one. Prints one JSON line of medians (MB/s).
 const ROOT = new URL('../../', import.meta.url);
-const sdk = await import(new URL('pkg/index.js', ROOT).href);
-const raw = await import(new URL('pkg/httpipe_wasm.js', ROOT).href);
+const sdk = await import(new URL('pkg/lib/index.js', ROOT).href);
+const raw = await import(new URL('pkg/lib/httpipe_wasm.js', ROOT).href);
 await sdk.init();
 const s = crypto.subtle;
 const name = 'ChaCha20-Poly1305';

@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import '../../pkg/index.js'; // loads the wasm module (the decoder splits in it)
-import { csvDecoder, csvEncoder } from '../../pkg/pipeline/csv.js';
-import { HttpipeError } from '../../pkg/api.js';
+import '../../pkg/lib/index.js'; // loads the wasm module (the decoder splits in it; lib/: the modules as written)
+import { csvDecoder, csvEncoder } from '../../pkg/lib/pipeline/csv.js';
+import { HttpipeError } from '../../pkg/lib/api.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PYTHON = path.join(ROOT, '.venv/bin/python');
@@ -136,7 +136,7 @@ test('bad options are UNSUPPORTED', () => {
 });
 
 test('without the wasm module loaded, csvDecoder says to call init() (the encoder needs none)', () => {
-  const script = `import('./pkg/pipeline/csv.js').then((m) => {
+  const script = `import('./pkg/lib/pipeline/csv.js').then((m) => {
     m.csvEncoder().push([{ a: 1 }]);
     try { m.csvDecoder(); console.log('no error'); } catch (e) { console.log(e.code, e.message.split(':')[0]); }
   });`;

@@ -211,7 +211,12 @@ test('index.d.ts declares every runtime export, and nothing more', async () => {
   const dts = fs.readFileSync(path.join(PKG_DIR, 'index.d.ts'), 'utf8');
   const declared = [...new Set([...dts.matchAll(/^export declare (?:function|const|class) (\w+)/gm)].map((m) => m[1]))].sort();
   assert.deepEqual(runtime, declared);
-  // the workerd entry exports the same modules
-  const reexports = (f) => [...fs.readFileSync(path.join(PKG_DIR, f), 'utf8').matchAll(/^export \* from '([^']+)'/gm)].map((m) => m[1]);
-  assert.deepEqual(reexports('workerd.js'), reexports('index.js'));
+  // the workerd entry (a bundle of its own: it can't be imported in Node) exports the same names
+  const exported = (f) => {
+    const blocks = [...fs.readFileSync(path.join(PKG_DIR, f), 'utf8').matchAll(/^export \{([^}]*)\};/gm)];
+    assert.equal(blocks.length, 1, `${f}: one export list`);
+    return blocks[0][1].split(',').map((s) => s.trim().split(/\s+as\s+/).at(-1)).filter(Boolean).sort();
+  };
+  assert.deepEqual(exported('index.js'), runtime);
+  assert.deepEqual(exported('workerd.js'), runtime);
 });

@@ -1,0 +1,132 @@
+// Start-up (issue #27 item 2): from `import` to the first key, httpipe vs `age-encryption`
+// (the age authors' TypeScript package), in one run, interleaved, medians.
+//   - httpipe: `await import(entry)`, `await init()`, `generateIdentity()` + `identityToRecipient()`.
+//   - age-encryption: `await import(...)`, `await generateIdentity()` + `await identityToRecipient()`.
+// Chromium (headless, Debian's): a fresh browser context per run (nothing cached), a page from a
+// local static server; httpipe from pkg/ as shipped (no bundler), age-encryption bundled into
+// one minified file by esbuild (its dist/ imports bare specifiers a browser can't resolve).
+// LATENCY_MS=N delays every response by N ms (a network's round trip: a chain of imports pays it
+// once per level). Node and Deno: a fresh process per run, timed inside it (the runtime's own
+// start-up excluded), httpipe from pkg/, age-encryption from node_modules (Node) or the bundle
+// (Deno: it resolves no bare specifiers from a path).
+// RUNS=N (default 7). Prints medians in ms and the ratio httpipe / age-encryption.
+import http from 'node:http';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const RUNS = Number(process.env.RUNS || 7);
+const LATENCY_MS = Number(process.env.LATENCY_MS || 0);
+const DENO = path.join(ROOT, 'node_modules/.bin/deno');
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-startup-'));
+await build({
+  entryPoints: [path.join(ROOT, 'node_modules/age-encryption/dist/index.js')],
+  bundle: true, minify: true, format: 'esm', outfile: path.join(tmp, 'age.js'), logLevel: 'error',
+});
+fs.writeFileSync(path.join(tmp, 'index.html'), '<!doctype html><title>start-up</title>');
+
+const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
+const server = http.createServer((req, res) => {
+  const url = new URL(req.url, 'http://x');
+  const file = url.pathname.startsWith('/pkg/')
+    ? path.join(ROOT, 'pkg', url.pathname.slice(5))
+    : path.join(tmp, url.pathname.slice(1) || 'index.html');
+  setTimeout(() => {
+    fs.readFile(file, (err, body) => {
+      if (err) { res.writeHead(404); res.end(); return; }
+      res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' });
+      res.end(body);
+    });
+  }, LATENCY_MS);
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const base = `http://127.0.0.1:${server.address().port}`;
+
+const times = {};
+const add = (k, v) => (times[k] ||= []).push(v);
+
+async function chromiumRuns() {
+  const { chromium } = await import('playwright-core');
+  const { CHROMIUM, CHROMIUM_ARGS } = await import('../tests/js/lib/demo-browser.mjs');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  try {
+    for (let run = 0; run < RUNS; run++) {
+      for (const which of ['httpipe', 'age-encryption']) {
+        const context = await browser.newContext();
+        const page = await context.newPage();
+        await page.goto(`${base}/`);
+        const ms = await page.evaluate(async (which) => {
+          const t0 = performance.now();
+          if (which === 'httpipe') {
+            const m = await import('/pkg/index.js');
+            await m.init();
+            m.identityToRecipient(m.generateIdentity());
+          } else {
+            const m = await import('/age.js');
+            await m.identityToRecipient(await m.generateIdentity());
+          }
+          return performance.now() - t0;
+        }, which);
+        add(`chromium ${which}`, ms);
+        await context.close();
+      }
+    }
+  } finally {
+    await browser.close();
+  }
+}
+
+const ageFor = (runtime) => (runtime === 'node'
+  ? path.join(ROOT, 'node_modules/age-encryption/dist/index.js')
+  : path.join(tmp, 'age.js')); // Deno resolves no bare specifiers from a path: the bundle
+const scripts = (runtime) => ({
+  httpipe: `const t0 = performance.now();
+const m = await import(${JSON.stringify(path.join(ROOT, 'pkg/index.js'))});
+await m.init();
+m.identityToRecipient(m.generateIdentity());
+console.log(performance.now() - t0);`,
+  'age-encryption': `const t0 = performance.now();
+const m = await import(${JSON.stringify(ageFor(runtime))});
+await m.identityToRecipient(await m.generateIdentity());
+console.log(performance.now() - t0);`,
+});
+
+function processRuns(runtime) {
+  for (let run = 0; run < RUNS; run++) {
+    for (const which of ['httpipe', 'age-encryption']) {
+      const file = path.join(tmp, `${which}.mjs`);
+      fs.writeFileSync(file, scripts(runtime)[which]);
+      const [cmd, args] = runtime === 'node' ? [process.execPath, [file]]
+        : [DENO, ['run', '--no-prompt', '--allow-read', '--allow-env', file]];
+      const r = spawnSync(cmd, args, { encoding: 'utf8', env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
+      if (r.status !== 0) throw new Error(`${runtime} ${which}: ${r.stderr}`);
+      add(`${runtime} ${which}`, Number(r.stdout.trim()));
+    }
+  }
+}
+
+try {
+  if (process.env.NO_CHROMIUM !== '1') await chromiumRuns();
+  processRuns('node');
+  if (process.env.NO_DENO !== '1' && fs.existsSync(DENO)) processRuns('deno');
+} finally {
+  server.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+const load = os.loadavg()[0].toFixed(1);
+console.log(`import → first key, ms, median of ${RUNS}; latency ${LATENCY_MS} ms per response; load ${load}`);
+console.log('| runtime | age-encryption | httpipe | httpipe / age-encryption |');
+console.log('|---|---:|---:|---:|');
+for (const rt of ['chromium', 'node', 'deno']) {
+  const a = times[`${rt} age-encryption`];
+  const h = times[`${rt} httpipe`];
+  if (!a || !h) continue;
+  console.log(`| ${rt} | ${median(a).toFixed(1)} | ${median(h).toFixed(1)} | ${(median(h) / median(a)).toFixed(2)} |`);
+}
