@@ -10,9 +10,10 @@
 //!   0x647A), KDF HKDF-SHA256 (0x0001), AEAD ChaCha20Poly1305 (0x0003),
 //!   info = `age-encryption.org/mlkem768x25519`, aad = empty.
 //!
-//! The KEM is the `x-wing` crate (RustCrypto). Its decapsulation key that rejects an all-zero
-//! X25519 shared secret is used: age's reference implementation rejects it too, and the CCTV
-//! vectors `hybrid_identity` / `hybrid_low_order` require it (a header failure). HPKE's key
+//! The KEM is X-Wing ([`super::xwing`]: RustCrypto's ML-KEM-768 and our X25519). Its
+//! decapsulation rejects an all-zero X25519 shared secret: age's reference implementation
+//! does too, and the CCTV vectors `hybrid_identity` / `hybrid_low_order` require it (a header
+//! failure). HPKE's key
 //! schedule for one single-shot seal is a few HKDF calls, written here over the crate's
 //! existing HKDF-SHA-256 and ChaCha20-Poly1305 (no HPKE crate: it would bring a second copy
 //! of those).
@@ -22,14 +23,12 @@ use super::super::header::Stanza;
 use super::super::keys::{aead, FileKey, FILE_KEY_LEN};
 use super::super::Error;
 use super::keytext;
+use super::xwing::{self, DecapsulationKey, EncapsulationKey};
 use chacha20poly1305::aead::{Aead, Payload};
 use chacha20poly1305::Nonce;
 use hkdf::Hkdf;
 use sha2::Sha256;
 use x25519_dalek::{PublicKey, StaticSecret};
-use x_wing::{
-    DecapsulationKeyRejectNonContrib, Decapsulator, EncapsulationKey, KeyExport, TryDecapsulate,
-};
 use zeroize::Zeroizing;
 
 pub(crate) const TAG: &str = "mlkem768x25519";
@@ -38,13 +37,13 @@ const INFO: &[u8] = b"age-encryption.org/mlkem768x25519";
 const RECIPIENT_HRP: &str = "age1pq";
 const IDENTITY_HRP: &str = "age-secret-key-pq-";
 /// Bytes of an identity (the X-Wing decapsulation seed).
-pub(crate) const SEED_LEN: usize = x_wing::DECAPSULATION_KEY_SIZE;
+pub(crate) const SEED_LEN: usize = xwing::SEED_LEN;
 /// Bytes of a recipient (the X-Wing encapsulation key: 1184 ML-KEM-768 + 32 X25519).
-pub(crate) const RECIPIENT_LEN: usize = x_wing::ENCAPSULATION_KEY_SIZE;
+pub(crate) const RECIPIENT_LEN: usize = xwing::ENCAPSULATION_KEY_LEN;
 /// Bytes of the encapsulated key `enc` (1088 ML-KEM-768 ciphertext + 32 X25519 share).
-pub(crate) const ENC_LEN: usize = x_wing::CIPHERTEXT_SIZE;
+pub(crate) const ENC_LEN: usize = xwing::CIPHERTEXT_LEN;
 /// Random bytes one encapsulation draws (32 for ML-KEM, 32 for the X25519 ephemeral).
-pub(crate) const ENCAP_RANDOM_LEN: usize = x_wing::ENCAPSULATION_RANDOMNESS_SIZE;
+pub(crate) const ENCAP_RANDOM_LEN: usize = xwing::ENCAPSULATION_RANDOM_LEN;
 
 /// HPKE's suite_id: "HPKE" || kem_id 0x647A || kdf_id 0x0001 || aead_id 0x0003.
 const SUITE_ID: [u8; 10] = *b"HPKE\x64\x7a\x00\x01\x00\x03";
@@ -56,14 +55,14 @@ pub(crate) type HybridRecipient = EncapsulationKey;
 /// ML-KEM-768 and X25519 secret keys are expanded from the seed for each decapsulation.
 #[derive(Clone)]
 pub(crate) struct HybridIdentity {
-    key: DecapsulationKeyRejectNonContrib,
+    key: DecapsulationKey,
 }
 
 impl HybridIdentity {
     /// The identity whose decapsulation seed is `seed` (any 32 bytes are a valid identity).
     pub(crate) fn from_seed(seed: [u8; SEED_LEN]) -> Self {
         HybridIdentity {
-            key: DecapsulationKeyRejectNonContrib::from(seed),
+            key: DecapsulationKey::from_seed(seed),
         }
     }
 
@@ -84,7 +83,7 @@ pub(crate) fn parse_recipient(s: &str) -> Result<HybridRecipient, Error> {
             bytes.len()
         )));
     }
-    let pk = HybridRecipient::try_from(bytes.as_slice()).map_err(|_| {
+    let pk = HybridRecipient::from_bytes(&bytes).ok_or_else(|| {
         Error::InvalidKey("age1pq1 recipient: not a valid ML-KEM-768 encapsulation key".into())
     })?;
     let mut x = [0u8; 32];
@@ -118,8 +117,7 @@ pub(crate) fn parse_identity(s: &str) -> Result<HybridIdentity, Error> {
 
 /// Formats `AGE-SECRET-KEY-PQ-1...`.
 pub(crate) fn format_identity(id: &HybridIdentity) -> Zeroizing<String> {
-    let seed = Zeroizing::new(id.key.to_bytes());
-    Zeroizing::new(keytext::encode(IDENTITY_HRP, seed.as_slice(), true))
+    Zeroizing::new(keytext::encode(IDENTITY_HRP, id.key.seed(), true))
 }
 
 /// HPKE LabeledExtract (RFC 9180 §4): HKDF-Extract(salt, "HPKE-v1" || suite_id || label || ikm).
@@ -174,8 +172,7 @@ pub(crate) fn wrap(
     file_key: &FileKey,
 ) -> Result<Stanza, Error> {
     let randomness = Zeroizing::new(randomness);
-    let (enc, shared) = recipient.encapsulate_deterministic(&(*randomness).into());
-    let shared = Zeroizing::new(<[u8; 32]>::from(shared));
+    let (enc, shared) = recipient.encapsulate(&randomness);
     let (key, nonce) = key_schedule(shared.as_slice());
     let body = aead(&key)
         .encrypt(
@@ -208,10 +205,9 @@ pub(crate) fn unwrap(stanza: &Stanza, identity: &HybridIdentity) -> Result<Optio
     if stanza.body.len() != FILE_KEY_LEN + 16 {
         return Err(Error::header("mlkem768x25519 stanza body is not 32 bytes"));
     }
-    let shared = identity.key.try_decapsulate(&enc.into()).map_err(|_| {
+    let shared = identity.key.decapsulate(&enc).ok_or_else(|| {
         Error::header("mlkem768x25519 enc has a low-order X25519 share (all-zero shared secret)")
     })?;
-    let shared = Zeroizing::new(<[u8; 32]>::from(shared));
     let (key, nonce) = key_schedule(shared.as_slice());
     match aead(&key).decrypt(
         Nonce::from_slice(nonce.as_slice()),

@@ -6,6 +6,7 @@ mod keytext;
 pub(crate) mod mlkem768x25519;
 pub(crate) mod scrypt;
 pub(crate) mod x25519;
+mod xwing;
 
 use mlkem768x25519::{HybridIdentity, HybridRecipient};
 
