@@ -3,7 +3,6 @@
 
 use chacha20poly1305::aead::Aead;
 use chacha20poly1305::Nonce;
-use serde::{Deserialize, Serialize};
 use spake2::{Ed25519Group, Identity as SpakeIdentity, Password, Spake2};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
@@ -78,20 +77,18 @@ fn start(
 
 // ---- the offer --------------------------------------------------------------------------
 
-/// The producer's metadata, sealed in pipe `c` (§14.3).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The producer's metadata, sealed in pipe `c` (§14.3): JSON through miniserde (absent fields
+/// are written as `null`; unknown fields are ignored).
+#[derive(Debug, Clone, Default, PartialEq, Eq, miniserde::Serialize, miniserde::Deserialize)]
 pub struct Offer {
     /// The offer's version (1).
-    #[serde(default)]
     pub v: u32,
     /// The file's name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Plaintext bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// The media type.
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub content_type: Option<String>,
 }
 
@@ -167,7 +164,7 @@ impl CodeSender {
             return refused(filler());
         }
         let mut c = k.confirm_sender().to_vec();
-        let offer = serde_json::to_vec(&self.offer).unwrap_or_default();
+        let offer = miniserde::json::to_string(&self.offer).into_bytes();
         match k
             .offer_cipher()
             .encrypt(Nonce::from_slice(&[0u8; 12]), offer.as_slice())
@@ -245,12 +242,16 @@ impl CodeReceiver {
                     "the sender's offer failed authentication (altered on the way)",
                 )
             })?;
-        let offer: Offer = serde_json::from_slice(&plain).map_err(|e| {
-            Error::new(
-                ErrorCode::Unsupported,
-                format!("the sender's offer is not one this version reads: {e}"),
-            )
-        })?;
+        let offer: Offer = std::str::from_utf8(&plain)
+            .ok()
+            .and_then(|text| miniserde::json::from_str(text).ok())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::Unsupported,
+                    "the sender's offer is not one this version reads (not a JSON object with \
+                     a version, PROTOCOL.md §14.3)",
+                )
+            })?;
         if offer.v != 1 {
             return Err(Error::new(
                 ErrorCode::Unsupported,

@@ -73,7 +73,7 @@ fn round_trip_derives_the_same_keys_on_both_sides() {
     assert_eq!(offer.content_type, None);
     assert_eq!(
         reply.c.len(),
-        CONFIRM_LEN + TAG_LEN + serde_json::to_vec(&offer).unwrap().len()
+        CONFIRM_LEN + TAG_LEN + miniserde::json::to_string(&offer).len()
     );
 }
 
@@ -324,15 +324,28 @@ fn answers() {
 
 #[test]
 fn offers_ignore_unknown_fields() {
-    let o: Offer = serde_json::from_str(r#"{"v":1,"name":"a","future":true}"#).unwrap();
+    let o: Offer = miniserde::json::from_str(r#"{"v":1,"name":"a","future":true}"#).unwrap();
     assert_eq!(o, Offer::new(Some("a".into()), None, None));
     assert_eq!(
-        serde_json::to_string(&Offer::new(
+        miniserde::json::to_string(&Offer::new(
             Some("r.pdf".into()),
             Some(3),
             Some("application/pdf".into())
-        ))
-        .unwrap(),
+        )),
         r#"{"v":1,"name":"r.pdf","size":3,"type":"application/pdf"}"#
     );
+}
+
+#[test]
+fn offers_read_absent_and_null_fields_as_unset_and_need_a_version() {
+    let written = miniserde::json::to_string(&Offer::new(None, Some(7), None));
+    assert_eq!(written, r#"{"v":1,"name":null,"size":7,"type":null}"#);
+    // what versions before miniserde wrote (absent fields) and what they read (null)
+    for text in [r#"{"v":1,"size":7}"#, written.as_str()] {
+        let o: Offer = miniserde::json::from_str(text).unwrap();
+        assert_eq!(o, Offer::new(None, Some(7), None));
+    }
+    for bad in [r#"{"size":7}"#, r#"{"v":"1"}"#, "[]", "{"] {
+        assert!(miniserde::json::from_str::<Offer>(bad).is_err(), "{bad}");
+    }
 }
