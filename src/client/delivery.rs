@@ -107,7 +107,7 @@ impl ReceiptDelivery {
                 ErrorCode::Unconfirmed,
                 format!(
                     "{WHAT}: the sender did not come for it within {} s (gone?)",
-                    self.outcome.send_timeout_s()
+                    crate::client::options::number_text(self.outcome.send_timeout_s())
                 ),
             )),
             s if unavailable_now(s) => return self.again(classify_response(s, body, WHAT), now_ms),

@@ -68,6 +68,34 @@ pub fn positive_seconds(name: &str, seconds: Option<f64>) -> Result<Option<f64>,
     }
 }
 
+/// A number from an option or a clock as a message shows it: to the thousandth, without
+/// trailing zeros ("15", "0.25", "-3", "NaN", "Infinity"; past 2^64 thousandths, the first
+/// digit and the magnitude: "3e300"). `<f64 as Display>` would bring the
+/// float formatter, 11 KB of the wasm module, for a few messages (issue #27).
+pub(crate) fn number_text(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".into();
+    }
+    let sign = if n < 0.0 { "-" } else { "" };
+    if n.is_infinite() {
+        return format!("{sign}Infinity");
+    }
+    let milli = (n.abs() * 1000.0).round();
+    if milli >= u64::MAX as f64 {
+        // its first digit and magnitude: "3e300"
+        let exp = n.abs().log10().floor() as i32;
+        let first = (n.abs() / 10f64.powi(exp) + 1e-9).trunc().min(9.0) as u8;
+        return format!("{sign}{first}e{exp}");
+    }
+    let milli = milli as u64;
+    let (whole, frac) = (milli / 1000, milli % 1000);
+    if frac == 0 {
+        return format!("{sign}{whole}");
+    }
+    let frac = format!("{frac:03}");
+    format!("{sign}{whole}.{}", frac.trim_end_matches('0'))
+}
+
 /// The producer's side of §12 for the caller's `receipt` (on: wait for one; `Ciphertext`:
 /// accept a receipt for the ciphertext from a consumer without keys, §12.2) and `resume`
 /// (seconds, `None`: off): a fresh transfer id whenever either is on — the id serves both
@@ -152,6 +180,27 @@ mod tests {
             assert!(e.is_some_and(
                 |e| e.message == "`resume` must be false, true or a positive number of seconds"
             ));
+        }
+    }
+
+    #[test]
+    fn numbers_are_written_to_the_thousandth_without_trailing_zeros() {
+        for (n, text) in [
+            (15.0, "15"),
+            (0.5, "0.5"),
+            (2.25, "2.25"),
+            (0.001, "0.001"),
+            (90.1234, "90.123"),
+            (-3.0, "-3"),
+            (-0.75, "-0.75"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (3e300, "3e300"),
+            (-2.5e19, "-2e19"),
+            (16_777_217.0, "16777217"),
+        ] {
+            assert_eq!(number_text(n), text);
         }
     }
 }

@@ -34,7 +34,10 @@ pub fn part_size(requested: Option<f64>) -> Result<usize, Error> {
         Some(n) if n.is_finite() && n >= 1.0 && n <= MAX_PART_SIZE as f64 => Ok(n as usize),
         Some(n) => Err(Error::new(
             ErrorCode::Unsupported,
-            format!("`partSize` must be between 1 and {MAX_PART_SIZE} bytes, got {n}"),
+            format!(
+                "`partSize` must be between 1 and {MAX_PART_SIZE} bytes, got {}",
+                crate::client::options::number_text(n)
+            ),
         )),
     }
 }

@@ -9,6 +9,7 @@ use super::error::{Error, ErrorCode, Failure};
 use super::receipt::channel_request;
 use super::request::Request;
 use super::urls::{ConnectMode, RelayBase};
+use crate::client::options::number_text;
 use crate::protocol::hello::{
     presence_key, PRESENCE_CALL_S, PRESENCE_HELLO, PRESENCE_MISSES, RESUME_RETRY_MS, STALL_AFTER_S,
     STALL_CALL_S,
@@ -138,8 +139,9 @@ impl PresenceCheck {
                 format!(
                     "receiving {}: the sender went away before sending anything (it met this \
                      receiver, then kept no presence for {PRESENCE_MISSES} checks \
-                     {STALL_AFTER_S} s apart, PROTOCOL.md §12.5)",
-                    self.path
+                     {} s apart, PROTOCOL.md §12.5)",
+                    self.path,
+                    number_text(STALL_AFTER_S)
                 ),
             ));
         }

@@ -26,7 +26,8 @@ pub fn window_size(requested: Option<f64>) -> Result<usize, Error> {
         None => Ok(DEFAULT_WINDOW),
         Some(n) if n.is_finite() && n >= 0.0 && n <= MAX_WINDOW as f64 => Ok(n as usize),
         Some(n) => Err(Error::usage(format!(
-            "resumeWindow must be a number of bytes from 0 to {MAX_WINDOW} (1 GiB), got {n}"
+            "resumeWindow must be a number of bytes from 0 to {MAX_WINDOW} (1 GiB), got {}",
+            crate::client::options::number_text(n)
         ))),
     }
 }

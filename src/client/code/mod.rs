@@ -23,6 +23,7 @@ mod spake;
 mod words;
 
 use super::error::{Error, ErrorCode};
+use crate::client::options::number_text;
 
 pub use call::{CodeMachine, CodeStep};
 pub use channel::{Code, Pipe};
@@ -81,7 +82,8 @@ fn step_late(e: Error, late: Late) -> Error {
     };
     let cause = e.cause().cloned();
     wrong_code(format!(
-        "{who} did not answer within {CODE_STEP_S} s ({why}); nothing was sent ({})",
+        "{who} did not answer within {} s ({why}); nothing was sent ({})",
+        number_text(CODE_STEP_S),
         e.message
     ))
     .with_shared_source(cause)

@@ -6,6 +6,7 @@ use super::{misuse, BodyCheck};
 use crate::client::error::{
     classify_response, unavailable_now, withdrawn, Error, ErrorCode, Failure, StopReason,
 };
+use crate::client::options::number_text;
 use crate::client::rendezvous::auth_headers;
 use crate::client::request::{Headers, Request};
 use crate::client::resume::{agree, ResumeClock, ResumePlan};
@@ -109,7 +110,8 @@ impl Resumer {
             let mut e = error;
             e.message = format!(
                 "{} (and the sender did not come back within {} s to resume, PROTOCOL.md §12.3)",
-                e.message, clock.seconds
+                e.message,
+                number_text(clock.seconds)
             );
             return ResumeStep::Failed(e);
         };
@@ -283,7 +285,8 @@ impl Resumer {
         let error = Error::new(
             ErrorCode::Truncated,
             format!(
-                "the stream stalled after {offset} bytes: nothing arrived for {STALL_AFTER_S} s while the sender waited too (PROTOCOL.md §12.4)"
+                "the stream stalled after {offset} bytes: nothing arrived for {} s while the sender waited too (PROTOCOL.md §12.4)",
+                number_text(STALL_AFTER_S)
             ),
         );
         Some(self.met(

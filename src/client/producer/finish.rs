@@ -2,6 +2,7 @@
 //! the producer's end it states, and the check of the consumer's receipt.
 
 use super::*;
+use crate::client::options::number_text;
 
 /// No receipt came (§12.2 verdicts): `UNCONFIRMED`, with the network failure if there was one.
 pub(super) fn no_receipt(timeout_s: f64, failure: Option<Failure>) -> Error {
@@ -9,7 +10,10 @@ pub(super) fn no_receipt(timeout_s: f64, failure: Option<Failure>) -> Error {
     match failure {
         None => Error::new(
             ErrorCode::Unconfirmed,
-            format!("{msg} within {timeout_s} s (PROTOCOL.md §12.2; raise receiptTimeout, or ask the receiving side)"),
+            format!(
+                "{msg} within {} s (PROTOCOL.md §12.2; raise receiptTimeout, or ask the receiving side)",
+                number_text(timeout_s)
+            ),
         ),
         Some(f) => f.into_error(
             ErrorCode::Unconfirmed,

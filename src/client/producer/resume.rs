@@ -7,7 +7,8 @@ use super::*;
 pub(super) fn gave_up(mut e: Error, clock: ResumeClock) -> Error {
     e.message = format!(
         "{} (and the receiver did not come back within {} s to resume, PROTOCOL.md §12.3)",
-        e.message, clock.seconds
+        e.message,
+        crate::client::options::number_text(clock.seconds)
     );
     e
 }
