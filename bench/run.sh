@@ -16,6 +16,8 @@ benches=(
   "sdk-crypto|bench/sdk-crypto.mjs|the SDK's encryptStream in Node with node:crypto's cipher and with the wasm one vs a raw createCipheriv loop, Debian's age CLI and age-encryption (npm)"
   "webcrypto|bench/webcrypto.mjs|the payload cipher in browsers: Chromium's encryptStream / decryptStream with WebCrypto's ChaCha20-Poly1305 vs the wasm one vs a raw crypto.subtle loop, Firefox (wasm), Deno (node:crypto vs WebCrypto vs wasm)"
   "sdk-plain|bench/sdk-plain.mjs|the SDK's plain send/receive vs the runtime's own streaming fetch POST → GET through the relay: Node, Deno, Chromium (h2)"
+  "startup|bench/startup.mjs|import (Node, Deno) or page load (Chromium) to the first key, httpipe vs age-encryption (npm)"
+  "sdk-memory|bench/sdk-memory.mjs|peak RSS above import + init of a 1 GiB send/receive (plain, age-rt X25519) in Node and Deno, vs the runtime's own fetch"
   "pipeline|bench/pipeline.mjs|record pipelines (plain, age-rt) vs Redis BRPOP / LPOP 1000 and a hand-written NDJSON loop: records/s, CPU µs/record"
   "ndjson-framing|bench/ndjson-framing.mjs|where ndjson.decode's time goes: line search, UTF-8 decode, JSON.parse"
   "receipts|bench/receipts.mjs|delivery receipts: an uncut 1 GiB transfer (plain, age-rt) with receipts vs receipt: false, and the receipt round trip"
