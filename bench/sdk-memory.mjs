@@ -7,7 +7,9 @@
 // for the pipe: the consumer then held +275 MB for 1 GiB, plain, the adapter's queue.) Peak RSS: Node's `process.resourceUsage().maxRSS`, Deno's
 // `/proc/self/status` VmHWM (the same kernel figure). The target is ≤ 100 MB. A first row per
 // runtime moves the same bytes with the runtime's own fetch (a streaming POST and a GET on the
-// relay's data API, no rendezvous): what the runtime itself holds.
+// relay's data API, no rendezvous), the chunks passing through JavaScript as the SDK's do (an
+// identity TransformStream: Deno otherwise pipes stdin into fetch, and fetch into stdout,
+// without them, +4 MB): what the runtime itself holds.
 // SIZE_MIB (default 1024), RUNS (default 1; medians), NO_DENO=1, NO_NODE=1, OPTS='{...}' (extra
 // send/receive options). Asserts nothing.
 import { spawn } from 'node:child_process';
@@ -42,13 +44,15 @@ const report = () => (deno ? deno.stderr.writeSync(new TextEncoder().encode(JSON
 fs.writeFileSync(path.join(tmp, 'producer.mjs'), `${COMMON}
 const stdin = deno ? deno.stdin.readable : (await import('node:stream')).Readable.toWeb(process.stdin);
 if (key === 'raw') {
-  const r = await fetch(relay + path, { method: 'POST', body: stdin, duplex: 'half' });
+  // through a TransformStream: chunks in JavaScript as the SDK has them (Deno pipes a resource
+  // into fetch without them otherwise)
+  const r = await fetch(relay + path, { method: 'POST', body: stdin.pipeThrough(new TransformStream()), duplex: 'half' });
   await r.arrayBuffer();
 } else await sdk.send(stdin, { relay, path, ...opts, ...(key === '-' ? {} : { recipients: [sdk.identityToRecipient(key)] }) });
 report();
 `);
 fs.writeFileSync(path.join(tmp, 'consumer.mjs'), `${COMMON}
-const body = key === 'raw' ? (await fetch(relay + path)).body
+const body = key === 'raw' ? (await fetch(relay + path)).body.pipeThrough(new TransformStream())
   : (await sdk.receive({ relay, path, ...opts, ...(key === '-' ? {} : { identities: [key] }) })).stream;
 if (deno) await body.pipeTo(deno.stdout.writable);
 else {
