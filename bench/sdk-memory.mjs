@@ -17,9 +17,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startReleaseRelay } from './lib/release-relay.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const TARGET = path.resolve(ROOT, process.env.CARGO_TARGET_DIR || 'target');
 const SIZE = Number(process.env.SIZE_MIB || 1024) * 1024 * 1024;
 const RUNS = Number(process.env.RUNS || 1);
 const DENO = path.join(ROOT, 'node_modules/.bin/deno');
@@ -63,21 +63,6 @@ else {
 report();
 `);
 
-function startRelay() {
-  return new Promise((resolve, reject) => {
-    const relay = spawn(path.join(TARGET, 'release/httpipe-relay'), ['--host', '127.0.0.1', '--http-port', '0', '--no-tls']);
-    let out = '';
-    const onData = (d) => {
-      out += d;
-      const m = /listening (http:\/\/\S+)/.exec(out);
-      if (m) resolve({ relay, base: m[1] });
-    };
-    relay.stdout.on('data', onData);
-    relay.stderr.on('data', onData);
-    relay.on('exit', (c) => reject(new Error(`relay exited ${c}: ${out}`)));
-  });
-}
-
 function sh(cmd) {
   return new Promise((resolve) => {
     const p = spawn('sh', ['-c', cmd], { env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
@@ -94,7 +79,7 @@ const grown = (text) => {
   return m ? (Number(m[2]) - Number(m[1])) / 1e6 : NaN;
 };
 
-const { relay, base } = await startRelay();
+const { relay, base } = await startReleaseRelay();
 const { generateIdentity } = await import(PKG);
 const identity = generateIdentity();
 const runtimes = process.env.NO_NODE === '1' ? {} : { node: (f) => `node ${f}` };

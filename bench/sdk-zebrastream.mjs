@@ -14,9 +14,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startReleaseRelay } from './lib/release-relay.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const TARGET = path.resolve(ROOT, process.env.CARGO_TARGET_DIR || 'target');
 const SIZE = Number(process.env.SIZE_MIB || 512) * 1024 * 1024;
 const RUNS = Number(process.env.RUNS || 3);
 const PASS = 'bench passphrase';
@@ -46,21 +46,6 @@ process.stderr.write(JSON.stringify({ rss: process.resourceUsage().maxRSS * 1024
 `;
 fs.writeFileSync(path.join(tmp, 'producer.mjs'), PRODUCER);
 fs.writeFileSync(path.join(tmp, 'consumer.mjs'), CONSUMER);
-
-function startRelay() {
-  return new Promise((resolve, reject) => {
-    const relay = spawn(path.join(TARGET, 'release/httpipe-relay'), ['--host', '127.0.0.1', '--http-port', '0', '--no-tls']);
-    let out = '';
-    const onData = (d) => {
-      out += d;
-      const m = /listening (http:\/\/\S+)/.exec(out);
-      if (m) resolve({ relay, base: m[1] });
-    };
-    relay.stdout.on('data', onData);
-    relay.stderr.on('data', onData);
-    relay.on('exit', (c) => reject(new Error(`relay exited ${c}: ${out}`)));
-  });
-}
 
 /** `sh -c` a pipeline; resolves { code, stdout, stderr }. */
 function sh(cmd, env) {
@@ -92,7 +77,7 @@ async function pair(consumerCmd, producerCmd, env) {
   return { rate: SIZE / s / 1e6, producerRss: peaks(p.stderr)[0], consumerRss: peaks(c.stderr)[0] };
 }
 
-const { relay, base } = await startRelay();
+const { relay, base } = await startReleaseRelay();
 const hasZs = fs.existsSync(ZS) && !process.env.SKIP_ZEBRASTREAM;
 const results = { sdk: [], sdkWasm: [], zs: [], base: [] };
 let n = 0;
