@@ -53,5 +53,5 @@ if compgen -G "tests/js/*.test.mjs" >/dev/null; then
   # the release relay and CLI, as npm start builds them (the README's recipes run both)
   cargo build --release -p httpipe-relay -p httpipe-cli
   # no single test may take more than 10 minutes
-  bounded 2400 node --test --test-concurrency=1 --test-timeout=600000 tests/js/
+  bounded 2400 node --test --test-concurrency=1 --test-timeout=600000 --test-force-exit tests/js/
 fi

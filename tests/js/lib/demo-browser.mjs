@@ -17,10 +17,7 @@ export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--
 /** Chromium with a new empty user-data-dir; `close()` removes it. */
 export async function launchChromium(extraArgs = []) {
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs],
-    ignoreHTTPSErrors: true, acceptDownloads: true, viewport: { width: 900, height: 900 },
-  });
+  const context = await launchContext(userDataDir, extraArgs);
   return {
     context,
     userDataDir,
@@ -33,6 +30,25 @@ export async function launchChromium(extraArgs = []) {
       fs.rmSync(userDataDir, { recursive: true, force: true });
     },
   };
+}
+
+// Debian's Chromium now and then dies with SIGSEGV while it starts (seen in 2 of ~10 full runs,
+// before any page or SDK code: "Target page, context or browser has been closed" from the
+// launch itself). A launch that fails so is tried again, twice, with a fresh profile; a browser
+// that fails later fails its test.
+async function launchContext(userDataDir, extraArgs, attempt = 1) {
+  try {
+    return await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs],
+      ignoreHTTPSErrors: true, acceptDownloads: true, viewport: { width: 900, height: 900 },
+    });
+  } catch (e) {
+    if (attempt >= 3 || !/has been closed|SIGSEGV/.test(String(e && e.message))) throw e;
+    console.error(`# Chromium died while starting (attempt ${attempt}): starting it again`);
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+    fs.mkdirSync(userDataDir);
+    return launchContext(userDataDir, extraArgs, attempt + 1);
+  }
 }
 
 /** Writes `size` random bytes to a temp file; returns { file, sha256 }. */

@@ -34,6 +34,12 @@ export function runCli(args, { cwd, onStderr } = {}) {
   return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stderr })));
 }
 
+// Relays a test left running (it failed before its stop(): a browser that did not start, an
+// assertion before the try) die with the test file's process, which scripts/test.sh lets exit
+// once its tests are done (--test-force-exit) instead of waiting on them.
+const running = new Set();
+process.on('exit', () => { for (const proc of running) proc.kill('SIGKILL'); });
+
 export async function startRelay(opts = {}) {
   if (!fs.existsSync(RELAY_BIN)) {
     throw new Error(`relay binary not found at ${RELAY_BIN}: run cargo build --release -p httpipe-relay`);
@@ -41,6 +47,8 @@ export async function startRelay(opts = {}) {
   const args = ['--host', '127.0.0.1', '--http-port', String(opts.port ?? 0), '--https-port', '0',
     '--www', path.join(ROOT, 'www'), '--sdk-dir', path.join(ROOT, 'pkg'), ...(opts.args || [])];
   const proc = spawn(RELAY_BIN, args, { env: { ...process.env, ...(opts.env || {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   let out = '';
   const urls = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`relay did not start in time; output:\n${out}`)), opts.timeoutMs || 15000);
