@@ -71,6 +71,10 @@ export interface Progress {
   reconnecting: boolean;
 }
 
+/**
+ * An absent, `undefined` or `null` member is unset; a member of another type is an HttpipeError
+ * `UNSUPPORTED` naming it; members the SDK doesn't know are ignored.
+ */
 export interface CommonOptions {
   /** Relay base URL, e.g. "https://relay.example" or "http://127.0.0.1:8080". */
   relay: string;
