@@ -9,6 +9,7 @@
 use super::error::{classify_response, unavailable_now, Error, ErrorCode, Failure, StopReason};
 use super::receipt::{check_end, Commitment, Outcome, ReceiptPlan};
 use super::request::{Headers, Request};
+use crate::client::options::number_text;
 use crate::protocol::headers::PEER_HELLO;
 use crate::protocol::hello::RESUME_RETRY_MS;
 
@@ -107,7 +108,7 @@ impl ReceiptDelivery {
                 ErrorCode::Unconfirmed,
                 format!(
                     "{WHAT}: the sender did not come for it within {} s (gone?)",
-                    crate::client::options::number_text(self.outcome.send_timeout_s())
+                    number_text(self.outcome.send_timeout_s())
                 ),
             )),
             s if unavailable_now(s) => return self.again(classify_response(s, body, WHAT), now_ms),

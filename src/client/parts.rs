@@ -1,6 +1,7 @@
 //! Cutting a byte stream into segmented-upload parts (`PROTOCOL.md` §4) while holding at most
 //! one part: chunks are split (as views, no copy) at part boundaries.
 
+use crate::client::options::number_text;
 use std::collections::VecDeque;
 
 use super::error::{Error, ErrorCode};
@@ -36,7 +37,7 @@ pub fn part_size(requested: Option<f64>) -> Result<usize, Error> {
             ErrorCode::Unsupported,
             format!(
                 "`partSize` must be between 1 and {MAX_PART_SIZE} bytes, got {}",
-                crate::client::options::number_text(n)
+                number_text(n)
             ),
         )),
     }

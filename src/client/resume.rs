@@ -3,6 +3,7 @@
 //! channel and the resumed data URL, and the resume time. The producer and consumer cores
 //! decide with these; the adapters only make the calls and move the bytes.
 
+use crate::client::options::number_text;
 use std::collections::VecDeque;
 
 use super::error::{Error, ErrorCode};
@@ -27,7 +28,7 @@ pub fn window_size(requested: Option<f64>) -> Result<usize, Error> {
         Some(n) if n.is_finite() && n >= 0.0 && n <= MAX_WINDOW as f64 => Ok(n as usize),
         Some(n) => Err(Error::usage(format!(
             "resumeWindow must be a number of bytes from 0 to {MAX_WINDOW} (1 GiB), got {}",
-            crate::client::options::number_text(n)
+            number_text(n)
         ))),
     }
 }

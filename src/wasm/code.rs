@@ -21,8 +21,7 @@ const DERIVED: [&str; 5] = ["path", "passphrase", "recipients", "identities", "f
 
 fn refuse_derived(options: &JsValue, what: &str) -> Result<(), Error> {
     for name in DERIVED {
-        let v = Reflect::get(options, &name.into()).unwrap_or(JsValue::UNDEFINED);
-        if !(v.is_undefined() || v.is_null()) {
+        if super::options::member(options, name).is_some() {
             return Err(Error::usage(format!(
                 "{what} derives `{name}` from the code: leave it out"
             )));

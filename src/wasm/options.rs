@@ -264,7 +264,8 @@ fn must_be(name: &str, what: &str) -> Error {
     usage(&format!("`{name}` must be {what}"))
 }
 
-fn member(obj: &JsValue, name: &str) -> Option<JsValue> {
+/// `obj[name]`, `None` when absent, `undefined` or `null` (unset, in every options object).
+pub fn member(obj: &JsValue, name: &str) -> Option<JsValue> {
     Reflect::get(obj, &name.into())
         .ok()
         .filter(|v| !(v.is_undefined() || v.is_null()))

@@ -2,13 +2,14 @@
 //! meeting on the transfer's channel, the offer of the replay window, the agreed offset.
 
 use super::*;
+use crate::client::options::number_text;
 
 /// The resume time ran out (§12.3): the break's error, saying how long it tried.
 pub(super) fn gave_up(mut e: Error, clock: ResumeClock) -> Error {
     e.message = format!(
         "{} (and the receiver did not come back within {} s to resume, PROTOCOL.md §12.3)",
         e.message,
-        crate::client::options::number_text(clock.seconds)
+        number_text(clock.seconds)
     );
     e
 }
