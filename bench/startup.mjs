@@ -10,12 +10,17 @@
 // once per level). Node and Deno: a fresh process per run, timed inside it (the runtime's own
 // start-up excluded), httpipe from pkg/, age-encryption from node_modules (Node) or the bundle
 // (Deno: it resolves no bare specifiers from a path).
+// workerd (from npm, as `wrangler dev` runs it): a fresh workerd process per run serving one
+// Worker whose first request makes the first key; timed from spawning workerd to that response,
+// so the process's own start-up is in every figure: an empty Worker is the floor, and
+// "above the floor" is what the package adds to a cold start (the .wasm compiled at load, the
+// global scope, the first key). Cloudflare allows a Worker's global scope 1 s of start-up.
 // RUNS=N (default 7). Prints medians in ms and the ratio httpipe / age-encryption.
 import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -23,6 +28,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RUNS = Number(process.env.RUNS || 7);
 const LATENCY_MS = Number(process.env.LATENCY_MS || 0);
 const DENO = path.join(ROOT, 'node_modules/.bin/deno');
+const WORKERD = path.join(ROOT, 'node_modules/.bin/workerd');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-startup-'));
@@ -118,8 +124,81 @@ function processRuns(runtime) {
   }
 }
 
+// One Worker per variant, each in a directory of its own with a workerd config; the modules are
+// the package as shipped (workerd.js + the .wasm) or the age-encryption bundle.
+const WORKERS = {
+  httpipe: "import { init, generateIdentity, identityToRecipient } from './workerd.js';\n"
+    + 'export default { async fetch() { await init(); return new Response(identityToRecipient(generateIdentity())); } };',
+  'age-encryption': "import { generateIdentity, identityToRecipient } from './age.js';\n"
+    + 'export default { async fetch() { return new Response(await identityToRecipient(await generateIdentity())); } };',
+  empty: "export default { async fetch() { return new Response('ok'); } };",
+};
+const workerModules = {
+  httpipe: ['(name = "workerd.js", esModule = embed "workerd.js")',
+    '(name = "httpipe_wasm_bg.wasm", wasm = embed "httpipe_wasm_bg.wasm")'],
+  'age-encryption': ['(name = "age.js", esModule = embed "age.js")'],
+  empty: [],
+};
+
+async function freePort() {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+/** Spawns workerd for `which` and resolves the ms until its Worker's first response. */
+async function workerdColdStart(which) {
+  const dir = path.join(tmp, `workerd-${which}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  fs.writeFileSync(path.join(dir, 'worker.js'), WORKERS[which]);
+  if (which === 'httpipe') {
+    for (const f of ['workerd.js', 'httpipe_wasm_bg.wasm']) fs.copyFileSync(path.join(ROOT, 'pkg', f), path.join(dir, f));
+  }
+  if (which === 'age-encryption') fs.copyFileSync(path.join(tmp, 'age.js'), path.join(dir, 'age.js'));
+  fs.writeFileSync(path.join(dir, 'config.capnp'), `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .worker) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const worker :Workerd.Worker = (
+  modules = [ (name = "worker.js", esModule = embed "worker.js"), ${workerModules[which].join(', ')} ],
+  compatibilityDate = "2026-05-01",
+  compatibilityFlags = ["nodejs_compat"],
+);
+`);
+  const t0 = performance.now();
+  const proc = spawn(WORKERD, ['serve', path.join(dir, 'config.capnp')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  proc.stderr.on('data', (d) => { err += d; });
+  try {
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`workerd ${which} exited ${proc.exitCode}: ${err}`);
+      if (performance.now() - t0 > 30_000) throw new Error(`workerd ${which}: no answer in 30 s: ${err}`);
+      const r = await fetch(`http://127.0.0.1:${port}/`).catch(() => null);
+      if (r) {
+        const body = await r.text();
+        if (!r.ok) throw new Error(`workerd ${which}: ${r.status} ${body}`);
+        return performance.now() - t0;
+      }
+      await new Promise((res) => setTimeout(res, 2));
+    }
+  } finally {
+    proc.kill('SIGKILL');
+  }
+}
+
+async function workerdRuns() {
+  for (let run = 0; run < RUNS; run++) {
+    for (const which of Object.keys(WORKERS)) add(`workerd ${which}`, await workerdColdStart(which));
+  }
+}
+
 try {
   if (process.env.NO_CHROMIUM !== '1') await chromiumRuns();
+  if (process.env.NO_WORKERD !== '1' && fs.existsSync(WORKERD)) await workerdRuns();
   processRuns('node');
   if (process.env.NO_DENO !== '1' && fs.existsSync(DENO)) processRuns('deno');
 } finally {
@@ -128,7 +207,7 @@ try {
 }
 
 const load = os.loadavg()[0].toFixed(1);
-console.log(`to the first key, ms (Chromium: from navigation start; Node, Deno: from import), median of ${RUNS}; latency ${LATENCY_MS} ms per response; load ${load}`);
+console.log(`to the first key, ms (Chromium: from navigation start; Node, Deno: from import; workerd: from spawning the process), median of ${RUNS}; latency ${LATENCY_MS} ms per response; load ${load}`);
 console.log('| runtime | age-encryption | httpipe | httpipe / age-encryption |');
 console.log('|---|---:|---:|---:|');
 for (const rt of ['chromium', 'node', 'deno']) {
@@ -139,4 +218,10 @@ for (const rt of ['chromium', 'node', 'deno']) {
     const name = which === 'httpipe' ? rt : `${rt}, ${which.slice(10)}`;
     console.log(`| ${name} | ${median(a).toFixed(1)} | ${median(h).toFixed(1)} | ${(median(h) / median(a)).toFixed(2)} |`);
   }
+}
+const floor = times['workerd empty'];
+if (floor) {
+  const above = (k) => median(times[k]) - median(floor);
+  console.log(`| workerd (cold start; an empty Worker: ${median(floor).toFixed(1)}) | ${median(times['workerd age-encryption']).toFixed(1)} | ${median(times['workerd httpipe']).toFixed(1)} | ${(median(times['workerd httpipe']) / median(times['workerd age-encryption'])).toFixed(2)} |`);
+  console.log(`| workerd, above the empty Worker | ${above('workerd age-encryption').toFixed(1)} | ${above('workerd httpipe').toFixed(1)} | ${(above('workerd httpipe') / above('workerd age-encryption')).toFixed(2)} |`);
 }
