@@ -23,6 +23,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { freePort } from '../tests/js/lib/wrangler.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RUNS = Number(process.env.RUNS || 7);
@@ -139,14 +140,6 @@ const workerModules = {
   'age-encryption': ['(name = "age.js", esModule = embed "age.js")'],
   empty: [],
 };
-
-async function freePort() {
-  const net = await import('node:net');
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
 
 /** Spawns workerd for `which` and resolves the ms until its Worker's first response. */
 async function workerdColdStart(which) {
