@@ -22,9 +22,10 @@
 //      TCP sockets opened beforehand)
 //   5b. small transfer (`small`): receiver waiting, 1-byte POST → the producer's response
 //      complete, i.e. the delivery verdict (§3.2) (median of 100, raw TCP sockets)
-//   6. relay CPU seconds per GiB relayed (`cpu`): the relay process's utime+stime from
-//      /proc/PID/stat around one transfer of BENCH_CPU_MB (default 1024) MiB, HTTP/1.1 (curl
-//      pair) and h2 over TLS (h2_bench pair); both relays run at once and the rounds
+//   6. relay CPU seconds per GiB relayed (`cpu`): the relay process's run time (its threads'
+//      /proc/PID/task/*/schedstat) around one transfer of BENCH_CPU_MB (default 1024) MiB,
+//      HTTP/1.1 (curl pair; BENCH_CPU_RATE caps the receiver's rate) and h2 over TLS
+//      (h2_bench pair; BENCH_CPU_PROTOS=h1 skips it); all relays run at once and the rounds
 //      alternate between them (BENCH_CPU_ROUNDS, default 3), median per relay
 //
 //   PIPING_SERVER_JS=/path/to/piping-server/dist/src/index.js overrides node_modules.
@@ -133,11 +134,17 @@ const started = [];
 process.on('exit', () => { for (const p of started) p.kill('SIGKILL'); });
 
 // CPU seconds (user + system) the process has used so far; clock ticks are 1/100 s on Linux
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+// CPU seconds a process has run: the sum of its threads' run time in /proc/PID/task/*/schedstat
+// (nanoseconds; utime + stime in /proc/PID/stat count 10 ms ticks, 4 % of a 2 GiB transfer's
+// 0.25 s); a relay's threads live as long as it does.
 function cpuSeconds(pid) {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
-  return (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime (14) + stime (15)
+  let ns = 0;
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(fs.readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch { /* the thread ended */ }
+  }
+  return ns / 1e9;
 }
 
 function rssBytes(pid) {
@@ -153,8 +160,8 @@ function run(cmd, args) {
   });
 }
 
-async function curlPair(base, p, file) {
-  const recv = run('curl', ['-sS', '-o', '/dev/null', `${base}${p}`]);
+async function curlPair(base, p, file, rate) {
+  const recv = run('curl', ['-sS', '-o', '/dev/null', ...(rate ? ['--limit-rate', rate] : []), `${base}${p}`]);
   await sleep(30);
   await Promise.all([recv, run('curl', ['-sS', '-o', '/dev/null', '-T', file, `${base}${p}`])]);
 }
@@ -216,7 +223,7 @@ async function cpuPerGiB(s, proto, file, bytes, ca, tag) {
   const c0 = cpuSeconds(s.proc.pid);
   const t0 = performance.now();
   if (proto === 'h1') {
-    await curlPair(s.http, p, file);
+    await curlPair(s.http, p, file, CPU_RATE);
   } else {
     const recv = run(H2_CLIENT, ['recv', `${s.https}${p}`, '0', ca]);
     await sleep(50);
@@ -228,6 +235,10 @@ async function cpuPerGiB(s, proto, file, bytes, ca, tag) {
   return { cpuPerGiB: cpu / (bytes / (1024 * MB)), mbps: bytes / MB / secs };
 }
 
+// BENCH_CPU_RATE (e.g. 1000M): the HTTP/1.1 receiver reads at most that many bytes per second
+// (curl --limit-rate), so every relay is compared at one rate; BENCH_CPU_PROTOS=h1 skips h2.
+const CPU_RATE = process.env.BENCH_CPU_RATE || '';
+const CPU_PROTOS = (process.env.BENCH_CPU_PROTOS || 'h1,h2').split(',');
 const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
 
 // Both relays up at once; rounds alternate ours/theirs so load from other jobs hits both alike.
@@ -240,7 +251,7 @@ async function cpuCompare(tmp, file, bytes, rounds) {
     for (const s of servers) out[s.name] = { h1: [], h2: [] };
     for (const s of servers) await curlPair(s.http, '/bench-cpu-warm', '/dev/null');
     for (let round = 0; round < rounds; round++) {
-      for (const proto of ['h1', 'h2']) {
+      for (const proto of CPU_PROTOS) {
         for (const s of servers) {
           const r = await cpuPerGiB(s, proto, file, bytes, ca, round);
           out[s.name][proto].push(r.cpuPerGiB);

@@ -223,10 +223,11 @@ fn find_static_dirs(config: &mut Config) {
 /// HTTP/1.1's largest read (and write queue) in bytes. hyper grows a connection's read
 /// buffer from 8 KiB while reads fill it, so only a connection that streams gets this much;
 /// a relayed upload then arrives in blocks of up to this size, handed on without a copy.
-/// 128 KiB halves the syscalls of 64 KiB blocks; 512 KiB (piping-server-rust's ~400 KiB)
-/// cut them 6× more but cost as much CPU per byte or more (the block no longer stays in
-/// the CPU's cache between the read and the write): docs/benchmarks-native.md.
-const H1_BUF_BYTES: usize = 128 * 1024;
+/// 408 KiB is hyper 0.14's default (piping-server-rust's blocks): against 128 KiB, 0.79–0.82×
+/// the relay's CPU per GiB (two runs, medians of 7 and 9 alternating rounds); 1 MiB measured
+/// the same as 408 KiB. The blocks come from the heap, not from `mmap`
+/// (`memory::configure`). docs/benchmarks-native.md has the runs.
+const H1_BUF_BYTES: usize = 8192 + 4096 * 100;
 
 /// HTTP/1.1 + HTTP/2 settings: the HTTP/2 windows of §3.8, the header limits of §9.
 fn http_builder(config: &Config) -> auto::Builder<TokioExecutor> {
