@@ -9,14 +9,14 @@ cd "$(dirname "$0")/.."
 
 # name | file | what it measures (one line)
 benches=(
-  "relay|bench/relay.mjs|relay vs piping-server: HTTP/1.1 and h2 throughput, 8 streams, idle memory per waiter, rendezvous latency, CPU per GiB"
+  "relay|bench/relay.mjs|relay vs piping-server (and piping-server-rust with PIPING_SERVER_RUST): HTTP/1.1 and h2 throughput, 8 streams, idle memory per waiter, rendezvous latency, CPU per GiB"
   "sdk|bench/sdk.mjs|SDK (Node, Chromium) plain and age-rt vs curl through the relay, and wasm encrypt without network"
   "cli|bench/cli.py|httpipe CLI plain and age-rt vs curl, native age-rt encrypt and the ZebraStream CLI"
   "crypto|bench/crypto.sh|age / age-rt encrypt and decrypt, native and wasm, vs raw ChaCha20-Poly1305 and Node's native cipher; scrypt"
   "sdk-crypto|bench/sdk-crypto.mjs|the SDK's encryptStream in Node with node:crypto's cipher and with the wasm one vs a raw createCipheriv loop, Debian's age CLI and age-encryption (npm)"
   "webcrypto|bench/webcrypto.mjs|the payload cipher in browsers: Chromium's encryptStream / decryptStream with WebCrypto's ChaCha20-Poly1305 vs the wasm one vs a raw crypto.subtle loop, Firefox (wasm), Deno (node:crypto vs WebCrypto vs wasm)"
   "sdk-plain|bench/sdk-plain.mjs|the SDK's plain send/receive vs the runtime's own streaming fetch POST → GET through the relay: Node, Deno, Chromium (h2)"
-  "startup|bench/startup.mjs|import (Node, Deno) or page load (Chromium) to the first key, httpipe vs age-encryption (npm)"
+  "startup|bench/startup.mjs|import (Node, Deno), page load (Chromium) or a cold workerd (Worker) to the first key, httpipe vs age-encryption (npm)"
   "sdk-memory|bench/sdk-memory.mjs|peak RSS above import + init of a 1 GiB send/receive (plain, age-rt X25519) in Node and Deno, vs the runtime's own fetch"
   "pipeline|bench/pipeline.mjs|record pipelines (plain, age-rt) vs Redis BRPOP / LPOP 1000 and a hand-written NDJSON loop: records/s, CPU µs/record"
   "ndjson-framing|bench/ndjson-framing.mjs|where ndjson.decode's time goes: line search, UTF-8 decode, JSON.parse"
