@@ -133,7 +133,6 @@ function stop(s) { s.proc.kill('SIGKILL'); }
 const started = [];
 process.on('exit', () => { for (const p of started) p.kill('SIGKILL'); });
 
-// CPU seconds (user + system) the process has used so far; clock ticks are 1/100 s on Linux
 // CPU seconds a process has run: the sum of its threads' run time in /proc/PID/task/*/schedstat
 // (nanoseconds; utime + stime in /proc/PID/stat count 10 ms ticks, 4 % of a 2 GiB transfer's
 // 0.25 s); a relay's threads live as long as it does.

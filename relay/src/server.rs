@@ -223,8 +223,8 @@ fn find_static_dirs(config: &mut Config) {
 /// HTTP/1.1's largest read (and write queue) in bytes. hyper grows a connection's read
 /// buffer from 8 KiB while reads fill it, so only a connection that streams gets this much;
 /// a relayed upload then arrives in blocks of up to this size, handed on without a copy.
-/// 408 KiB is hyper 0.14's default (piping-server-rust's blocks): against 128 KiB, 0.79–0.82×
-/// the relay's CPU per GiB (two runs, medians of 7 and 9 alternating rounds); 1 MiB measured
+/// 408 KiB is hyper 0.14's default (piping-server-rust's blocks): against 128 KiB, 0.75–0.82×
+/// the relay's CPU per GiB (three runs, medians of 5–9 alternating rounds); 1 MiB measured
 /// the same as 408 KiB. The blocks come from the heap, not from `mmap`
 /// (`memory::configure`). docs/benchmarks-native.md has the runs.
 const H1_BUF_BYTES: usize = 8192 + 4096 * 100;
