@@ -125,20 +125,22 @@ function processRuns(runtime) {
   }
 }
 
-// One Worker per variant, each in a directory of its own with a workerd config; the modules are
-// the package as shipped (workerd.js + the .wasm) or the age-encryption bundle.
+// One Worker per variant, each in a directory of its own with a workerd config: its script and
+// the files it imports (the package as shipped: workerd.js + the .wasm; or the age-encryption
+// bundle), each a module of the kind its extension says (the config's `esModule` / `wasm`).
+const kindOf = (file) => (file.endsWith('.wasm') ? 'wasm' : 'esModule');
 const WORKERS = {
-  httpipe: "import { init, generateIdentity, identityToRecipient } from './workerd.js';\n"
-    + 'export default { async fetch() { await init(); return new Response(identityToRecipient(generateIdentity())); } };',
-  'age-encryption': "import { generateIdentity, identityToRecipient } from './age.js';\n"
-    + 'export default { async fetch() { return new Response(await identityToRecipient(await generateIdentity())); } };',
-  empty: "export default { async fetch() { return new Response('ok'); } };",
-};
-const workerModules = {
-  httpipe: ['(name = "workerd.js", esModule = embed "workerd.js")',
-    '(name = "httpipe_wasm_bg.wasm", wasm = embed "httpipe_wasm_bg.wasm")'],
-  'age-encryption': ['(name = "age.js", esModule = embed "age.js")'],
-  empty: [],
+  httpipe: {
+    script: "import { init, generateIdentity, identityToRecipient } from './workerd.js';\n"
+      + 'export default { async fetch() { await init(); return new Response(identityToRecipient(generateIdentity())); } };',
+    files: [path.join(ROOT, 'pkg/workerd.js'), path.join(ROOT, 'pkg/httpipe_wasm_bg.wasm')],
+  },
+  'age-encryption': {
+    script: "import { generateIdentity, identityToRecipient } from './age.js';\n"
+      + 'export default { async fetch() { return new Response(await identityToRecipient(await generateIdentity())); } };',
+    files: [path.join(tmp, 'age.js')],
+  },
+  empty: { script: "export default { async fetch() { return new Response('ok'); } };", files: [] },
 };
 
 /** Spawns workerd for `which` and resolves the ms until its Worker's first response. */
@@ -146,18 +148,17 @@ async function workerdColdStart(which) {
   const dir = path.join(tmp, `workerd-${which}`);
   fs.mkdirSync(dir, { recursive: true });
   const port = await freePort();
-  fs.writeFileSync(path.join(dir, 'worker.js'), WORKERS[which]);
-  if (which === 'httpipe') {
-    for (const f of ['workerd.js', 'httpipe_wasm_bg.wasm']) fs.copyFileSync(path.join(ROOT, 'pkg', f), path.join(dir, f));
-  }
-  if (which === 'age-encryption') fs.copyFileSync(path.join(tmp, 'age.js'), path.join(dir, 'age.js'));
+  const { script, files } = WORKERS[which];
+  fs.writeFileSync(path.join(dir, 'worker.js'), script);
+  for (const f of files) fs.copyFileSync(f, path.join(dir, path.basename(f)));
+  const modules = files.map((f) => `(name = "${path.basename(f)}", ${kindOf(f)} = embed "${path.basename(f)}")`);
   fs.writeFileSync(path.join(dir, 'config.capnp'), `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [ (name = "main", worker = .worker) ],
   sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
 );
 const worker :Workerd.Worker = (
-  modules = [ (name = "worker.js", esModule = embed "worker.js"), ${workerModules[which].join(', ')} ],
+  modules = [ (name = "worker.js", esModule = embed "worker.js"), ${modules.join(', ')} ],
   compatibilityDate = "2026-05-01",
   compatibilityFlags = ["nodejs_compat"],
 );
