@@ -119,7 +119,7 @@ impl Policy {
 const ARENA_MAX: i32 = 1;
 /// Blocks up to this size come from the heap, not from `mmap` of their own: an HTTP/1.1
 /// read buffer (`server::H1_BUF_BYTES`) is one, allocated and freed per block relayed.
-const MMAP_THRESHOLD: i32 = 4 << 20;
+pub(crate) const MMAP_THRESHOLD: i32 = 4 << 20;
 /// Free memory at the heap's top is given back by `free` only beyond this much. With glibc's
 /// default (twice the largest block seen) every relayed block moved the top: `brk` up, pages
 /// faulted in and zeroed, `brk` down — 2 000 `brk` calls per 2 GiB relayed. What stays at

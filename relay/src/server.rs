@@ -228,6 +228,7 @@ fn find_static_dirs(config: &mut Config) {
 /// the same as 408 KiB. The blocks come from the heap, not from `mmap`
 /// (`memory::configure`). docs/benchmarks-native.md has the runs.
 const H1_BUF_BYTES: usize = 8192 + 4096 * 100;
+const _: () = assert!(H1_BUF_BYTES <= crate::memory::MMAP_THRESHOLD as usize);
 
 /// HTTP/1.1 + HTTP/2 settings: the HTTP/2 windows of §3.8, the header limits of §9.
 fn http_builder(config: &Config) -> auto::Builder<TokioExecutor> {
