@@ -35,6 +35,8 @@ pub(super) struct Frames {
     skip: usize,
     /// DATA bytes written so far per stream not yet ended.
     open: HashMap<u32, u64>,
+    /// HEADERS and DATA frames of streams written so far (their headers read).
+    pub stream_frames: u64,
 }
 
 impl Frames {
@@ -71,6 +73,7 @@ impl Frames {
         }
         match kind {
             DATA | HEADERS => {
+                self.stream_frames += 1;
                 let data = if kind == DATA { len as u64 } else { 0 };
                 if flags & END_STREAM != 0 {
                     let data = self.open.remove(&id).unwrap_or(0) + data;

@@ -27,9 +27,9 @@ mod h2;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -43,6 +43,12 @@ pub struct ConnFd {
     /// `ends.flush` isn't empty: the next completed flush records the send position.
     armed: AtomicBool,
     ends: Mutex<Ends>,
+    /// How far the connection got writing its responses ([`ConnFd::sent`]), and the tasks
+    /// waiting for it to go further.
+    sent: AtomicU64,
+    sent_waiters: Mutex<Vec<Waker>>,
+    /// `sent_waiters` isn't empty.
+    sent_wanted: AtomicBool,
 }
 
 /// Response ends waiting to learn their position.
@@ -114,7 +120,55 @@ impl ConnFd {
             open: RwLock::new(false),
             armed: AtomicBool::new(false),
             ends: Mutex::new(Ends::default()),
+            sent: AtomicU64::new(0),
+            sent_waiters: Mutex::new(Vec::new()),
+            sent_wanted: AtomicBool::new(false),
         })
+    }
+
+    /// How far the connection got writing responses: on HTTP/1.1 its completed flushes, on
+    /// HTTP/2 the stream frames (HEADERS, DATA) it wrote. A mark for [`ConnFd::poll_sent_since`].
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Ready once the connection wrote more of its responses than at `mark` (what
+    /// [`ConnFd::sent`] said), or closed; else `cx` is woken when it does. A response cut right
+    /// after hyper queued its head or data waits here so they are written first: hyper's
+    /// HTTP/1.1 side closes the connection with its buffer unwritten, h2 drops the frames a
+    /// reset stream still has queued (§3.3). On HTTP/2 another stream's frame may count.
+    pub fn poll_sent_since(&self, mark: u64, cx: &mut Context<'_>) -> Poll<()> {
+        let done = || self.sent() > mark || !*self.open.read().unwrap_or_else(|e| e.into_inner());
+        if done() {
+            return Poll::Ready(());
+        }
+        {
+            let mut waiters = self.sent_waiters.lock().unwrap_or_else(|e| e.into_inner());
+            if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                waiters.push(cx.waker().clone());
+            }
+            self.sent_wanted.store(true, Ordering::SeqCst);
+        }
+        // An advance between the check and the registration didn't see the waiter: look again.
+        if done() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
+    /// The connection wrote more of its responses (in its task).
+    fn advanced(&self) {
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        self.wake_sent_waiters();
+    }
+
+    fn wake_sent_waiters(&self) {
+        if self.sent_wanted.swap(false, Ordering::SeqCst) {
+            let waiters =
+                std::mem::take(&mut *self.sent_waiters.lock().unwrap_or_else(|e| e.into_inner()));
+            waiters.into_iter().for_each(Waker::wake);
+        }
     }
 
     fn lock_ends(&self) -> MutexGuard<'_, Ends> {
@@ -186,6 +240,7 @@ impl ConnFd {
 
     fn closed(&self) {
         *self.open.write().unwrap_or_else(|e| e.into_inner()) = false;
+        self.wake_sent_waiters();
         let ends = std::mem::take(&mut *self.lock_ends());
         let streams = ends.streams.into_iter().map(|(_, slot)| slot);
         for slot in ends.flush.into_iter().chain(streams) {
@@ -218,6 +273,7 @@ impl<S> Tracked<S> {
     /// Reads the bytes just written: on HTTP/2, ends of streams.
     fn wrote<'a>(&mut self, bufs: impl Iterator<Item = &'a [u8]>, mut n: usize) {
         let mut ended = Vec::new();
+        let mut stream_frames = None;
         for buf in bufs {
             if n == 0 {
                 break;
@@ -232,9 +288,20 @@ impl<S> Tracked<S> {
                 .frames
                 .get_or_insert_with(|| (buf[0] != b'H').then(Box::default));
             match frames {
-                Some(frames) => frames.feed(buf, &mut |e| ended.push(e)),
+                Some(frames) => {
+                    stream_frames.get_or_insert(frames.stream_frames);
+                    frames.feed(buf, &mut |e| ended.push(e));
+                }
                 None => return,
             }
+        }
+        let now = self
+            .frames
+            .as_ref()
+            .and_then(|f| f.as_ref())
+            .map(|f| f.stream_frames);
+        if stream_frames.is_some() && now != stream_frames {
+            self.conn.advanced();
         }
         if !ended.is_empty() {
             self.conn.streams_ended(&ended);
@@ -289,6 +356,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
         // Under TLS the flush writes every record the session holds before it completes.
         let polled = Pin::new(&mut self.inner).poll_flush(cx);
         if let Poll::Ready(Ok(())) = polled {
+            if let Some(None) = self.frames {
+                self.conn.advanced();
+            }
             self.conn.flushed();
         }
         polled

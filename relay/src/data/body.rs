@@ -33,6 +33,21 @@ pub struct ConsumerBody {
     remaining: Option<u64>,
     /// Bytes yielded so far.
     yielded: u64,
+    /// Where the response stood when the body was made (before hyper queued the head) or last
+    /// yielded (before hyper queues the data), to cut it only once that reached the socket.
+    written: Written,
+}
+
+/// Whether what hyper queued of a response (its head, the data yielded last) reached the socket,
+/// so that a cut doesn't drop it: HTTP/1.1 closes the connection with hyper's buffer unwritten,
+/// HTTP/2 drops the frames a reset stream still has queued, and a consumer that got no head
+/// reports a network failure instead of a cut stream (§3.3).
+enum Written {
+    /// How far the connection had written its responses then ([`crate::conn::ConnFd::sent`]).
+    Sent(u64),
+    /// Not a TCP connection to watch: one wait (hyper writes what it buffered when a body
+    /// waits) has passed (`true`) or not.
+    Waited(bool),
 }
 
 impl ConsumerBody {
@@ -54,7 +69,9 @@ impl ConsumerBody {
             ended: false,
             remaining: length,
             yielded: 0,
+            written: Written::Waited(false),
         };
+        body.mark_written();
         if length == Some(0) {
             // hyper never polls a body that is at its end from the start.
             body.end();
@@ -65,6 +82,27 @@ impl ConsumerBody {
     fn end(&mut self) {
         self.ended = true;
         self.mark_done();
+    }
+
+    /// Notes where the response stands (made, or yielding data).
+    fn mark_written(&mut self) {
+        self.written = match &self.ack {
+            super::Ack::Tcp { conn, .. } => Written::Sent(conn.sent()),
+            _ => Written::Waited(false),
+        };
+    }
+
+    /// Ready once what hyper queued at the last mark reached the socket (or can't anymore).
+    fn poll_written(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match (&mut self.written, &self.ack) {
+            (Written::Sent(mark), super::Ack::Tcp { conn, .. }) => conn.poll_sent_since(*mark, cx),
+            (Written::Waited(false), _) => {
+                self.written = Written::Waited(true);
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            _ => Poll::Ready(()),
+        }
     }
 
     fn mark_done(&mut self) {
@@ -87,6 +125,7 @@ impl Body for ConsumerBody {
         }
         match ready!(self.rx.poll_recv(cx)) {
             Some(Msg::Data(b)) => {
+                self.mark_written();
                 self.yielded += b.len() as u64;
                 if let Some(rem) = self.remaining.as_mut() {
                     *rem = rem.saturating_sub(b.len() as u64);
@@ -101,6 +140,7 @@ impl Body for ConsumerBody {
                 Poll::Ready(None)
             }
             None => {
+                ready!(self.poll_written(cx));
                 self.ended = true;
                 Poll::Ready(Some(Err(io::Error::new(
                     io::ErrorKind::ConnectionAborted,
@@ -175,5 +215,62 @@ impl Log {
     /// Resolves when the response body was dropped: the producer's connection is gone.
     pub async fn closed(&self) {
         self.tx.closed().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Wake, Waker};
+
+    struct CountWakes(AtomicUsize);
+    impl Wake for CountWakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn body(rx: mpsc::Receiver<Msg>) -> ConsumerBody {
+        let (done, _) = oneshot::channel();
+        let (gone, _) = mpsc::unbounded_channel();
+        ConsumerBody::new(rx, done, super::super::Ack::Ended, (gone, 0), None)
+    }
+
+    /// Regression (CI, the Worker example's relay test): an abort seen on the first poll made
+    /// hyper close the consumer's connection with the response head unsent. With no TCP
+    /// connection to watch (`Ack::Ended`), the body waits once (waking itself) before the
+    /// error, after the start and after data alike; `tests/cut.rs` covers TCP connections.
+    #[test]
+    fn an_abort_waits_once_so_hyper_writes_what_it_buffered() {
+        let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        for data_first in [false, true] {
+            let (tx, rx) = mpsc::channel(1);
+            let mut b = body(rx);
+            if data_first {
+                tx.try_send(Msg::Data(Bytes::from_static(b"x"))).unwrap();
+            }
+            drop(tx);
+            let mut b = Pin::new(&mut b);
+            if data_first {
+                let first = b.as_mut().poll_frame(&mut cx);
+                assert!(matches!(first, Poll::Ready(Some(Ok(_)))));
+            }
+            let before = wakes.0.load(Ordering::SeqCst);
+            assert!(b.as_mut().poll_frame(&mut cx).is_pending());
+            assert_eq!(
+                wakes.0.load(Ordering::SeqCst),
+                before + 1,
+                "it wakes itself"
+            );
+            assert!(matches!(
+                b.as_mut().poll_frame(&mut cx),
+                Poll::Ready(Some(Err(_)))
+            ));
+            assert!(b.is_end_stream());
+        }
     }
 }
