@@ -271,13 +271,15 @@ struct Driver {
     presence: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// Makes the producer's last words (failure notice, withdrawal) together; any answer will do.
-async fn say_all(http: reqwest::Client, calls: Vec<Request>) {
+/// Makes the producer's last words (failure notice, withdrawal) together; whether one told
+/// the consumer ([`LastWords::told`]) once all are answered.
+async fn say_all(http: reqwest::Client, calls: Vec<Request>) -> bool {
     let stop = Stop::new();
     let each = calls
         .iter()
         .map(|req| text_request(&http, req, None, &stop, TimeoutAs::Network));
-    futures_util::future::join_all(each).await;
+    let answers = futures_util::future::join_all(each).await;
+    (answers.into_iter()).any(|a| LastWords::told(a.ok().map(|a| a.status)))
 }
 
 impl Drop for Driver {
@@ -402,18 +404,23 @@ impl Driver {
 
     /// The transfer failed with `e`: if the consumer may be resuming, tell it (§12.3); if it
     /// may be waiting for an upload that never reached the relay, withdraw (§3.10). Waits a
-    /// moment until one is answered (either way the consumer knows then); they go on in the
-    /// background after that.
+    /// moment until one told the consumer ([`LastWords::told`]) or all are answered; they go
+    /// on in the background after that.
     async fn last_words(&self, e: &Error) {
         let words: LastWords = self.producer.last_words(e);
-        let calls: Vec<_> = (words.calls.into_iter())
+        let mut left: Vec<_> = (words.calls.into_iter())
             .map(|req| tokio::spawn(say_all(self.http.clone(), vec![req])))
             .collect();
-        if calls.is_empty() {
-            return;
-        }
-        let call = futures_util::future::select_all(calls);
-        let _ = tokio::time::timeout(http::duration_of_ms(words.wait_ms), call).await;
+        let told = async move {
+            while !left.is_empty() {
+                let (answer, _, rest) = futures_util::future::select_all(left).await;
+                if answer.unwrap_or(false) {
+                    return;
+                }
+                left = rest;
+            }
+        };
+        let _ = tokio::time::timeout(http::duration_of_ms(words.wait_ms), told).await;
     }
 
     async fn run(&mut self, mut first: Option<Step>) -> Result<producer::SendReport, Error> {

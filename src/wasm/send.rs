@@ -258,28 +258,38 @@ fn pipeline(
 
 /// Makes the producer's last words (the core's [`Producer::last_words`]: a failure notice for
 /// a consumer that may be resuming, §12.3; a withdrawal for one that may wait for an upload
-/// that never reached the relay, §3.10) and waits until one is answered — either way the
-/// consumer knows then — or the core's wait; the calls go on without `send()` after that
-/// (work left in the background dies with a Worker's request or a script that exits; the
-/// consumer is there within moments).
+/// that never reached the relay, §3.10) and waits until one told the consumer
+/// ([`LastWords::told`]), all are answered, or the core's wait is over; the calls go on
+/// without `send()` after that (work left in the background dies with a Worker's request or a
+/// script that exits; the consumer is there within moments).
 async fn last_words(words: LastWords) {
     let calls: Vec<_> = (words.calls.into_iter())
         .map(|req| {
-            wasm_bindgen_futures::JsFuture::from(wasm_bindgen_futures::future_to_promise(
-                async move {
-                    if let Ok(mut a) = Abort::new(None) {
-                        let _ = exchange(&req, &mut a, None).await;
-                    }
-                    Ok(JsValue::UNDEFINED)
-                },
-            ))
+            let answered = wasm_bindgen_futures::future_to_promise(async move {
+                let mut status = None;
+                if let Ok(mut a) = Abort::new(None) {
+                    status = exchange(&req, &mut a, None).await.ok().map(|(s, ..)| s);
+                }
+                Ok(JsValue::from_bool(LastWords::told(status)))
+            });
+            wasm_bindgen_futures::JsFuture::from(answered)
         })
         .collect();
-    if !calls.is_empty() {
-        let first = futures::future::select_all(calls);
-        let wait = Box::pin(sleep(words.wait_ms));
-        let _ = futures::future::select(first, wait).await;
+    if calls.is_empty() {
+        return;
     }
+    let told = async move {
+        let mut left = calls;
+        while !left.is_empty() {
+            let (answer, _, rest) = futures::future::select_all(left).await;
+            if answer.ok().and_then(|v| v.as_bool()) == Some(true) {
+                return;
+            }
+            left = rest;
+        }
+    };
+    let wait = Box::pin(sleep(words.wait_ms));
+    let _ = futures::future::select(Box::pin(told), wait).await;
 }
 
 /// What reading the source again needs: the operation's stop, and where its failure goes.

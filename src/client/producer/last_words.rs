@@ -10,9 +10,23 @@ use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
 pub struct LastWords {
     /// The calls, made together; each goes on in the background after the wait.
     pub calls: Vec<Request>,
-    /// Milliseconds to wait for the first answer (either way the consumer knows then) before
-    /// the failure is reported; a page going away waits for none.
+    /// Milliseconds to wait, at most, for a call that told the consumer ([`LastWords::told`])
+    /// before the failure is reported; a page going away waits for none.
     pub wait_ms: f64,
+}
+
+impl LastWords {
+    /// Whether a call answered with `status` (`None`: it failed below HTTP) told the consumer,
+    /// so the wait is over: a success — the notice met a resuming consumer (§12.3), the
+    /// withdrawal's log ended with the waiting consumers refused (§3.10). A refusal told
+    /// nobody: a withdrawal refused because the path is still busy with the broken transfer
+    /// (the relay hasn't seen the upload's end yet) leaves a consumer that got the cut and is
+    /// resuming, and only the notice reaches it. Found in CI with a Worker's `send()`, whose
+    /// calls die with its response: it answered on that refusal, and the consumer, never
+    /// told, waited out its resume time.
+    pub fn told(status: Option<u16>) -> bool {
+        matches!(status, Some(200..=299))
+    }
 }
 
 impl<T: ByteChunk> Producer<T> {

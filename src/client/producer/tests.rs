@@ -1236,3 +1236,14 @@ fn a_bad_path_fails_before_anything_waits() {
     c.path = "/a?b".into();
     assert!(Producer::<Vec<u8>>::new(c).is_err());
 }
+
+/// Regression (CI, a Worker's failing feed): the withdrawal refused because the relay still
+/// held the path for the broken upload ended the wait for the last words, and the resuming
+/// consumer never met the notice. Only a success tells the consumer.
+#[test]
+fn only_a_successful_last_word_tells_the_consumer() {
+    assert!(LastWords::told(Some(200)));
+    for refused in [Some(400), Some(409), Some(410), Some(503), None] {
+        assert!(!LastWords::told(refused), "{refused:?}");
+    }
+}
