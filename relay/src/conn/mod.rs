@@ -273,7 +273,12 @@ impl<S> Tracked<S> {
     /// Reads the bytes just written: on HTTP/2, ends of streams.
     fn wrote<'a>(&mut self, bufs: impl Iterator<Item = &'a [u8]>, mut n: usize) {
         let mut ended = Vec::new();
-        let mut stream_frames = None;
+        let stream_frames = |f: &Option<Option<Box<h2::Frames>>>| {
+            f.as_ref()
+                .and_then(|f| f.as_ref())
+                .map_or(0, |f| f.stream_frames)
+        };
+        let before = stream_frames(&self.frames);
         for buf in bufs {
             if n == 0 {
                 break;
@@ -288,19 +293,11 @@ impl<S> Tracked<S> {
                 .frames
                 .get_or_insert_with(|| (buf[0] != b'H').then(Box::default));
             match frames {
-                Some(frames) => {
-                    stream_frames.get_or_insert(frames.stream_frames);
-                    frames.feed(buf, &mut |e| ended.push(e));
-                }
+                Some(frames) => frames.feed(buf, &mut |e| ended.push(e)),
                 None => return,
             }
         }
-        let now = self
-            .frames
-            .as_ref()
-            .and_then(|f| f.as_ref())
-            .map(|f| f.stream_frames);
-        if stream_frames.is_some() && now != stream_frames {
+        if stream_frames(&self.frames) > before {
             self.conn.advanced();
         }
         if !ended.is_empty() {
