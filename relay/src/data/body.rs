@@ -8,19 +8,40 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 use tokio::sync::{mpsc, oneshot};
 
-/// A message from the producer's pump to one consumer's response.
+use super::direct::DirectFeed;
+
+/// A message for one consumer's response: from the transfer's task, or from the upload itself
+/// ([`super::direct`]).
 pub enum Msg {
     Data(Bytes),
     /// Clean end of the upload (§3.3): the response ends normally.
     End,
 }
 
-/// A consumer's response body. Without a [`Msg::End`] before the channel closes (the producer
+/// Where a consumer's response gets its bytes.
+pub(crate) enum Feed {
+    /// From the transfer's task, which shares the upload out among the consumers.
+    Channel(mpsc::Receiver<Msg>),
+    /// From the upload itself (the only consumer of a streaming producer).
+    Direct(DirectFeed),
+}
+
+impl Feed {
+    /// `None`: the feed stopped without its end (the channel closed, the feed was cut).
+    fn poll_msg(&mut self, cx: &mut Context<'_>) -> Poll<Option<Msg>> {
+        match self {
+            Feed::Channel(rx) => rx.poll_recv(cx),
+            Feed::Direct(feed) => feed.poll_msg(cx),
+        }
+    }
+}
+
+/// A consumer's response body. Without a [`Msg::End`] before its feed stops (the producer
 /// aborted) it yields an error, so hyper truncates the response (§3.3). Dropped before the end
 /// (the consumer hung up, or its HTTP/2 stream was reset), it reports its index on the `gone`
 /// channel.
 pub struct ConsumerBody {
-    rx: mpsc::Receiver<Msg>,
+    feed: Feed,
     /// Gets what `ack` notes at the end ([`super::Ack::end`]).
     done: Option<oneshot::Sender<super::Ending>>,
     ack: super::Ack,
@@ -53,8 +74,8 @@ enum Written {
 impl ConsumerBody {
     /// `done` fires when the body has yielded its end, with what `ack` noted then; `gone`
     /// gets `index` if dropped before. `length` is the forwarded `Content-Length`, if any.
-    pub fn new(
-        rx: mpsc::Receiver<Msg>,
+    pub(crate) fn new(
+        feed: Feed,
         done: oneshot::Sender<super::Ending>,
         ack: super::Ack,
         gone: (mpsc::UnboundedSender<usize>, usize),
@@ -62,7 +83,7 @@ impl ConsumerBody {
     ) -> Self {
         let (gone, index) = gone;
         let mut body = ConsumerBody {
-            rx,
+            feed,
             done: Some(done),
             ack,
             gone: Some((gone, index)),
@@ -123,7 +144,7 @@ impl Body for ConsumerBody {
         if self.ended {
             return Poll::Ready(None);
         }
-        match ready!(self.rx.poll_recv(cx)) {
+        match ready!(self.feed.poll_msg(cx)) {
             Some(Msg::Data(b)) => {
                 self.mark_written();
                 self.yielded += b.len() as u64;
@@ -235,7 +256,13 @@ mod tests {
     fn body(rx: mpsc::Receiver<Msg>) -> ConsumerBody {
         let (done, _) = oneshot::channel();
         let (gone, _) = mpsc::unbounded_channel();
-        ConsumerBody::new(rx, done, super::super::Ack::Ended, (gone, 0), None)
+        ConsumerBody::new(
+            Feed::Channel(rx),
+            done,
+            super::super::Ack::Ended,
+            (gone, 0),
+            None,
+        )
     }
 
     /// Regression (CI, the Worker example's relay test): an abort seen on the first poll made

@@ -7,6 +7,7 @@
 //!   (the slowest consumer throttles all), status lines, metrics, tracing.
 //! - [`consumer`]: registers and waits; its response starts when the transfer starts.
 //! - [`body`]: the two streaming response bodies (status log, relayed bytes).
+//! - [`direct`]: a lone consumer's response reading the streaming upload itself.
 //! - [`source`]: the streaming producer's upload: the raw body (read ahead a little while
 //!   waiting) or a multipart first part.
 //! - [`headers`]: which request headers the consumers get (§3.3).
@@ -15,6 +16,7 @@
 
 pub mod body;
 pub mod consumer;
+pub(crate) mod direct;
 pub mod headers;
 pub mod segmented;
 pub mod source;

@@ -242,7 +242,8 @@ async fn start(
     drop(wait);
     let mut fwd = headers::forwarded(&req_headers, false);
     headers::add_consumer_defaults(&mut fwd);
-    let transfer = Transfer::start(&plane, matched, fwd, log, Kind::Segmented, &meet.path);
+    let (transfer, _) =
+        Transfer::start(&plane, matched, fwd, log, Kind::Segmented, &meet.path, None);
     let id = new_id();
     let up = Arc::new(Upload {
         id: id.clone(),

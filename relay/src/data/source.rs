@@ -2,10 +2,13 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
 use crate::request_body::RequestBody;
 use bytes::Bytes;
-use http_body_util::BodyExt;
+use futures_util::StreamExt;
+use http_body::Body;
 
 /// How much of the upload is read ahead while the producer waits. Reading is how hyper notices
 /// a closed HTTP/1.1 connection, so a waiting producer that hangs up frees its path at once
@@ -38,16 +41,13 @@ impl Upload {
     /// yields before returning its response (curl ignores a final response in place of the
     /// 100 and would stall 1 s).
     pub async fn prime(&mut self) {
-        use http_body::Body;
-        let polled = std::future::poll_fn(|cx| {
-            std::task::Poll::Ready(std::pin::Pin::new(&mut self.body).poll_frame(cx))
-        })
-        .await;
+        let polled =
+            std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut self.body).poll_frame(cx))).await;
         match polled {
-            std::task::Poll::Pending => {}
-            std::task::Poll::Ready(None) => self.ended = true,
-            std::task::Poll::Ready(Some(Err(e))) => self.error = Some(e),
-            std::task::Poll::Ready(Some(Ok(frame))) => {
+            Poll::Pending => {}
+            Poll::Ready(None) => self.ended = true,
+            Poll::Ready(Some(Err(e))) => self.error = Some(e),
+            Poll::Ready(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
                     if !data.is_empty() {
                         self.queued += data.len();
@@ -58,26 +58,32 @@ impl Upload {
         }
     }
 
-    async fn read(&mut self) -> Result<Option<Bytes>, hyper::Error> {
+    /// Polls the body for its next data (skipping empty and trailer frames); an error seen by
+    /// [`Upload::prime`] first.
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, hyper::Error>> {
         if let Some(e) = self.error.take() {
-            return Err(e);
+            return Poll::Ready(Err(e));
         }
         loop {
-            match self.body.frame().await {
+            match ready!(Pin::new(&mut self.body).poll_frame(cx)) {
                 None => {
                     self.ended = true;
-                    return Ok(None);
+                    return Poll::Ready(Ok(None));
                 }
-                Some(Err(e)) => return Err(e),
+                Some(Err(e)) => return Poll::Ready(Err(e)),
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
                         if !data.is_empty() {
-                            return Ok(Some(data));
+                            return Poll::Ready(Ok(Some(data)));
                         }
                     }
                 }
             }
         }
+    }
+
+    async fn read(&mut self) -> Result<Option<Bytes>, hyper::Error> {
+        std::future::poll_fn(|cx| self.poll_read(cx)).await
     }
 
     /// Reads ahead up to [`READ_AHEAD_BYTES`]; returns only if the upload fails (the producer
@@ -98,23 +104,29 @@ impl Upload {
         }
     }
 
-    /// The next chunk; `Ok(None)` at the clean end. Cancel-safe.
-    pub async fn next(&mut self) -> Result<Option<Bytes>, hyper::Error> {
+    /// The next chunk; `Ok(None)` at the clean end.
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, hyper::Error>> {
         if let Some(b) = self.queue.pop_front() {
             self.queued -= b.len();
-            return Ok(Some(b));
+            return Poll::Ready(Ok(Some(b)));
         }
         if self.ended {
-            return Ok(None);
+            return Poll::Ready(Ok(None));
         }
-        self.read().await
+        self.poll_read(cx)
+    }
+
+    /// The next chunk; `Ok(None)` at the clean end. Cancel-safe.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, hyper::Error> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
     }
 }
 
 /// What the consumers receive: the whole upload, or the first part of a multipart form (§3.4).
 pub enum Source {
     Raw(Upload),
-    Multipart(multer::Field<'static>),
+    /// Boxed: the field is several times the size of an [`Upload`].
+    Multipart(Box<multer::Field<'static>>),
 }
 
 impl Source {
@@ -125,12 +137,20 @@ impl Source {
         }
     }
 
+    /// The next chunk; `Ok(None)` at the clean end, `Err` if the upload failed.
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<Bytes>>> {
+        match self {
+            Source::Raw(u) => u.poll_next(cx).map_err(io::Error::other),
+            Source::Multipart(f) => match ready!(f.poll_next_unpin(cx)) {
+                Some(r) => Poll::Ready(r.map(Some).map_err(io::Error::other)),
+                None => Poll::Ready(Ok(None)),
+            },
+        }
+    }
+
     /// The next chunk; `Ok(None)` at the clean end, `Err` if the upload failed. Cancel-safe.
     pub async fn next(&mut self) -> io::Result<Option<Bytes>> {
-        match self {
-            Source::Raw(u) => u.next().await.map_err(io::Error::other),
-            Source::Multipart(f) => f.chunk().await.map_err(io::Error::other),
-        }
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
     }
 }
 

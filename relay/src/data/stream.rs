@@ -8,10 +8,12 @@ use http::header::{self, HeaderValue};
 use http::HeaderMap;
 use http_body_util::BodyExt;
 use httpipe::protocol::control::failure_line;
+use tokio::sync::oneshot;
 
 use super::body::Log;
+use super::direct::DirectEnd;
 use super::source::{first_part, Source, Upload};
-use super::transfer::{Kind, Transfer};
+use super::transfer::{Feeding, Kind, Transfer};
 use super::{headers, Meet, Phase, Plane};
 use crate::hangup::Hangup;
 use crate::metrics::FailReason;
@@ -157,7 +159,7 @@ async fn run(
                 for v in req_headers.get_all("x-piping") {
                     fwd.append("x-piping", v.clone());
                 }
-                (Source::Multipart(field), fwd)
+                (Source::Multipart(Box::new(field)), fwd)
             }
             Err(e) => {
                 log.line(format!("[ERROR] Invalid multipart upload: {e}"));
@@ -168,8 +170,25 @@ async fn run(
     };
     let mut forwarded = forwarded;
     headers::add_consumer_defaults(&mut forwarded);
-    let transfer = Transfer::start(&plane, matched, forwarded, log, Kind::Stream, &path);
-    pump(plane, transfer, source, version).await;
+    let (transfer, feeding) = Transfer::start(
+        &plane,
+        matched,
+        forwarded,
+        log,
+        Kind::Stream,
+        &path,
+        Some(source),
+    );
+    let (outcome, source) = match feeding {
+        Feeding::Direct(told) => fed_directly(&plane, transfer, told).await,
+        Feeding::Pumped(Some(source)) => pump(&plane, transfer, source).await,
+        Feeding::Pumped(None) => return, // not reached: the source was given
+    };
+    if outcome == Err(FailReason::ReceiverDisconnected) {
+        if let Some(source) = source {
+            hold_after_disconnect(source, version).await;
+        }
+    }
 }
 
 /// How long the upload is held (not read) after every consumer left, before it is dropped.
@@ -180,14 +199,51 @@ const H2_HOLD_AFTER_DISCONNECT: std::time::Duration = std::time::Duration::from_
 /// so that the close is clean.
 const DRAIN_AFTER_HOLD: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// Waits while the one consumer's response reads the upload itself ([`super::direct`]), then
+/// ends the transfer as that went; the transfer's task reads on ([`pump`]) if the response
+/// handed the upload back before its end. Returns the outcome, and the upload if it is still
+/// open.
+async fn fed_directly(
+    plane: &Arc<Plane>,
+    mut transfer: Transfer,
+    told: oneshot::Receiver<DirectEnd>,
+) -> (Result<(), FailReason>, Option<Source>) {
+    let told = tokio::select! {
+        t = told => t,
+        _ = plane.reached(Phase::Aborting) => {
+            transfer.fail(FailReason::Shutdown);
+            return (Err(FailReason::Shutdown), None);
+        }
+    };
+    match told {
+        Ok(DirectEnd::Ended { bytes }) => {
+            transfer.count(bytes);
+            (transfer.finish().await, None)
+        }
+        Ok(DirectEnd::Failed { bytes }) => {
+            transfer.count(bytes);
+            transfer.fail(FailReason::ProducerAborted);
+            (Err(FailReason::ProducerAborted), None)
+        }
+        Ok(DirectEnd::Handed { source, bytes }) => {
+            transfer.count(bytes);
+            pump(plane, transfer, source).await
+        }
+        Err(_) => {
+            // The feed is gone without a word: not reached (its drop tells).
+            transfer.fail(FailReason::ProducerAborted);
+            (Err(FailReason::ProducerAborted), None)
+        }
+    }
+}
+
 /// Feeds the upload to the transfer until its end, a failure, every consumer leaving, or the
-/// relay's grace period ending.
+/// relay's grace period ending. Returns the outcome and the upload.
 async fn pump(
-    plane: Arc<Plane>,
+    plane: &Arc<Plane>,
     mut transfer: Transfer,
     mut source: Source,
-    version: http::Version,
-) {
+) -> (Result<(), FailReason>, Option<Source>) {
     let outcome: Result<(), FailReason> = loop {
         let chunk = tokio::select! {
             biased;
@@ -218,25 +274,27 @@ async fn pump(
             Err(reason)
         }
     };
-    if outcome == Err(FailReason::ReceiverDisconnected) {
-        // Hold the upload for a moment *without reading it*, then drop it. Read and
-        // discarded, the producer would push on at full speed into nowhere, and a producer
-        // that resumes (§12.3) counts what it pushed as sent: its replay window would move
-        // past what the consumer lacks (a test client pushed 200 MiB in a 300 ms drain on
-        // HTTP/2, 3 GiB in 5 s on HTTP/1.1). Held, the upload stops at flow control (the
-        // HTTP/2 stream window, the socket buffers). HTTP/1.1: the hold gives a full-duplex client (the ZebraStream client)
-        // time to read the `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line and stop; what it sent
-        // meanwhile is then read briefly, since closing a connection with unread request
-        // bytes makes the kernel send a TCP reset, which can destroy the line before the
-        // client reads it. HTTP/2: the stream's reset can't destroy what was sent before it,
-        // and it is what makes an uploading client (curl) stop, so it comes soon after.
-        if version == http::Version::HTTP_2 {
-            tokio::time::sleep(H2_HOLD_AFTER_DISCONNECT).await;
-        } else {
-            tokio::time::sleep(HOLD_AFTER_DISCONNECT).await;
-            let drain = async { while let Ok(Some(_)) = source.next().await {} };
-            let _ = tokio::time::timeout(DRAIN_AFTER_HOLD, drain).await;
-        }
-        source.abandon();
+    (outcome, Some(source))
+}
+
+/// Every consumer left: holds the upload for a moment *without reading it*, then drops it.
+/// Read and discarded, the producer would push on at full speed into nowhere, and a producer
+/// that resumes (§12.3) counts what it pushed as sent: its replay window would move past what
+/// the consumer lacks (a test client pushed 200 MiB in a 300 ms drain on HTTP/2, 3 GiB in 5 s
+/// on HTTP/1.1). Held, the upload stops at flow control (the HTTP/2 stream window, the socket
+/// buffers). HTTP/1.1: the hold gives a full-duplex client (the ZebraStream client) time to
+/// read the `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` line and stop; what it sent meanwhile is
+/// then read briefly, since closing a connection with unread request bytes makes the kernel
+/// send a TCP reset, which can destroy the line before the client reads it. HTTP/2: the
+/// stream's reset can't destroy what was sent before it, and it is what makes an uploading
+/// client (curl) stop, so it comes soon after.
+async fn hold_after_disconnect(mut source: Source, version: http::Version) {
+    if version == http::Version::HTTP_2 {
+        tokio::time::sleep(H2_HOLD_AFTER_DISCONNECT).await;
+    } else {
+        tokio::time::sleep(HOLD_AFTER_DISCONNECT).await;
+        let drain = async { while let Ok(Some(_)) = source.next().await {} };
+        let _ = tokio::time::timeout(DRAIN_AFTER_HOLD, drain).await;
     }
+    source.abandon();
 }

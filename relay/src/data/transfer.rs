@@ -18,7 +18,9 @@ use http::HeaderMap;
 use httpipe::protocol::control::{self, failure_line};
 use tokio::sync::{mpsc, oneshot};
 
-use super::body::{ConsumerBody, Log, Msg};
+use super::body::{ConsumerBody, Feed, Log, Msg};
+use super::direct::{direct, DirectCut, DirectEnd};
+use super::source::Source;
 use super::{Handoff, Plane, Start};
 use crate::metrics::FailReason;
 use crate::pairing::{self, Match};
@@ -41,9 +43,27 @@ impl Kind {
     }
 }
 
-/// One consumer's channel as seen by the transfer.
+/// How the upload reaches the consumers, as [`Transfer::start`] set it up.
+pub(crate) enum Feeding {
+    /// The caller hands each chunk to [`Transfer::send`] (the source, if it gave one).
+    Pumped(Option<Source>),
+    /// The one consumer's response reads the source itself ([`super::direct`]) and says here
+    /// how that ended.
+    Direct(oneshot::Receiver<DirectEnd>),
+}
+
+/// How the transfer reaches one consumer's response.
+enum SinkFeed {
+    Channel(mpsc::Sender<Msg>),
+    /// Dropped, it cuts the response.
+    Direct {
+        _cut: DirectCut,
+    },
+}
+
+/// One consumer's response as seen by the transfer.
 struct Sink {
-    tx: mpsc::Sender<Msg>,
+    feed: SinkFeed,
     /// What the consumer's body noted when it ended.
     done: oneshot::Receiver<super::Ending>,
     /// How the consumer's receipt of every byte is known at the end (§3.2).
@@ -70,7 +90,8 @@ pub(crate) struct Transfer {
 
 impl Transfer {
     /// Starts every consumer's response (forwarded headers now, bytes as they come) and logs
-    /// the start (§3.2).
+    /// the start (§3.2). With a `source` and one consumer, that consumer's response reads it
+    /// directly; else the caller feeds the transfer.
     pub(crate) fn start(
         plane: &Arc<Plane>,
         matched: Match<Handoff>,
@@ -78,7 +99,8 @@ impl Transfer {
         log: Log,
         kind: Kind,
         path: &str,
-    ) -> Transfer {
+        source: Option<Source>,
+    ) -> (Transfer, Feeding) {
         let Match {
             consumers,
             transfer,
@@ -90,18 +112,29 @@ impl Transfer {
             .and_then(|v| v.parse::<u64>().ok());
         let n = consumers.len();
         let mut sinks = Vec::with_capacity(n);
+        let mut feeding = Feeding::Pumped(source);
         for (i, handoff) in consumers.into_iter().enumerate() {
-            let (tx, rx) = mpsc::channel(1);
+            let (feed, sink_feed) = match feeding {
+                Feeding::Pumped(Some(source)) if n == 1 => {
+                    let (feed, cut, told) = direct(source, plane.metrics.clone());
+                    feeding = Feeding::Direct(told);
+                    (Feed::Direct(feed), SinkFeed::Direct { _cut: cut })
+                }
+                _ => {
+                    let (tx, rx) = mpsc::channel(1);
+                    (Feed::Channel(rx), SinkFeed::Channel(tx))
+                }
+            };
             let (done_tx, done) = oneshot::channel();
             let ack = handoff.ack;
-            let body = ConsumerBody::new(rx, done_tx, ack.clone(), (gone_tx.clone(), i), length);
+            let body = ConsumerBody::new(feed, done_tx, ack.clone(), (gone_tx.clone(), i), length);
             // If the consumer left this instant, the body drops inside and reports `gone`.
             let _ = handoff.tx.send(Ok(Start {
                 headers: forwarded.clone(),
                 body,
             }));
             sinks.push(Some(Sink {
-                tx,
+                feed: sink_feed,
                 done,
                 ack,
                 finished: None,
@@ -115,7 +148,7 @@ impl Transfer {
         }
         let log_path = plane.log_path(path);
         tracing::info!(path = %log_path, receivers = n, kind = kind.as_str(), "transfer start");
-        Transfer {
+        let transfer = Transfer {
             plane: plane.clone(),
             kind,
             log,
@@ -127,7 +160,13 @@ impl Transfer {
             started: Instant::now(),
             bytes: 0,
             ended: false,
-        }
+        };
+        (transfer, feeding)
+    }
+
+    /// Counts `bytes` a direct feed relayed (its metrics are counted as they go).
+    pub(crate) fn count(&mut self, bytes: u64) {
+        self.bytes += bytes;
     }
 
     /// Consumers still connected.
@@ -169,7 +208,12 @@ impl Transfer {
         self.bytes += len;
         for i in 0..self.sinks.len() {
             let Some(sink) = &self.sinks[i] else { continue };
-            if sink.tx.send(Msg::Data(bytes.clone())).await.is_err() {
+            let SinkFeed::Channel(tx) = &sink.feed else {
+                // A direct feed's response ended at its Content-Length: nothing more fits.
+                self.drop_sink(i);
+                continue;
+            };
+            if tx.send(Msg::Data(bytes.clone())).await.is_err() {
                 self.drop_sink(i);
             } else {
                 self.plane.metrics.relayed(len);
@@ -189,8 +233,12 @@ impl Transfer {
             let Some(sink) = &mut self.sinks[i] else {
                 continue;
             };
+            // A direct feed's response ends by itself: its end is awaited below.
+            let SinkFeed::Channel(tx) = &sink.feed else {
+                continue;
+            };
             // A body that reached its Content-Length may be gone already, having finished.
-            if sink.tx.send(Msg::End).await.is_err() {
+            if tx.send(Msg::End).await.is_err() {
                 if let Ok(ending) = sink.done.try_recv() {
                     sink.finished = Some(ending);
                 } else {

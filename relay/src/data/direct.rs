@@ -1,0 +1,129 @@
+//! A lone consumer's response that reads the upload itself (`docs/PROTOCOL.md` §3.2, §3.3).
+//!
+//! With one consumer and a streaming producer, nothing has to be shared out: the consumer's
+//! connection polls the producer's request body directly, as a plain proxy would, instead of a
+//! task of the transfer reading it and passing each block on through a channel. That saves a
+//! task wake-up (and often a move to the other CPU, with the block no longer in its cache) per
+//! block: issue 28 measured the extra hop as most of what this relay spent per byte beyond the
+//! leanest peer. What the hop also did stays with the transfer's task, told here how the feed
+//! ended ([`DirectEnd`]); the transfer cuts the response by dropping its [`DirectCut`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use futures_util::task::AtomicWaker;
+use tokio::sync::oneshot;
+
+use super::body::Msg;
+use super::source::Source;
+use crate::metrics::Metrics;
+
+/// How a direct feed ended, for the transfer's task.
+pub(crate) enum DirectEnd {
+    /// The upload ended cleanly and the response yielded its end; `bytes` relayed.
+    Ended { bytes: u64 },
+    /// The upload failed; the response is cut (§3.3).
+    Failed { bytes: u64 },
+    /// The response was dropped first (the consumer left, or its response ended at its
+    /// `Content-Length`): the upload comes back, to be read on (or held) by the transfer.
+    Handed { source: Source, bytes: u64 },
+}
+
+#[derive(Default)]
+struct Shared {
+    cut: AtomicBool,
+    waker: AtomicWaker,
+}
+
+/// The transfer's hold on a direct feed: dropping it cuts the response (the transfer failed or
+/// the relay is aborting), unless the response already ended.
+pub(crate) struct DirectCut(Arc<Shared>);
+
+impl Drop for DirectCut {
+    fn drop(&mut self) {
+        self.0.cut.store(true, Ordering::Release);
+        self.0.waker.wake();
+    }
+}
+
+enum State {
+    Reading(Source),
+    /// Told the transfer ([`DirectEnd::Ended`] or [`DirectEnd::Failed`]).
+    Told,
+}
+
+/// The consumer's side: yields the upload's chunks as [`Msg`]s.
+pub(crate) struct DirectFeed {
+    state: State,
+    shared: Arc<Shared>,
+    tell: Option<oneshot::Sender<DirectEnd>>,
+    metrics: Arc<Metrics>,
+    bytes: u64,
+}
+
+/// A direct feed of `source`, the transfer's hold on it and where it tells how it ended.
+pub(crate) fn direct(
+    source: Source,
+    metrics: Arc<Metrics>,
+) -> (DirectFeed, DirectCut, oneshot::Receiver<DirectEnd>) {
+    let shared = Arc::new(Shared::default());
+    let (tell, told) = oneshot::channel();
+    let feed = DirectFeed {
+        state: State::Reading(source),
+        shared: shared.clone(),
+        tell: Some(tell),
+        metrics,
+        bytes: 0,
+    };
+    (feed, DirectCut(shared), told)
+}
+
+impl DirectFeed {
+    /// The next message for the response: data, the clean end, or `None` when it is to be cut
+    /// (the upload failed, or the transfer dropped its [`DirectCut`]).
+    pub(crate) fn poll_msg(&mut self, cx: &mut Context<'_>) -> Poll<Option<Msg>> {
+        self.shared.waker.register(cx.waker());
+        if self.shared.cut.load(Ordering::Acquire) {
+            return Poll::Ready(None);
+        }
+        let State::Reading(source) = &mut self.state else {
+            return Poll::Ready(None);
+        };
+        match ready!(source.poll_next(cx)) {
+            Ok(Some(bytes)) => {
+                let len = bytes.len() as u64;
+                self.bytes += len;
+                self.metrics.relayed(len);
+                Poll::Ready(Some(Msg::Data(bytes)))
+            }
+            Ok(None) => {
+                self.tell(DirectEnd::Ended { bytes: self.bytes });
+                Poll::Ready(Some(Msg::End))
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "upload failed");
+                self.tell(DirectEnd::Failed { bytes: self.bytes });
+                Poll::Ready(None)
+            }
+        }
+    }
+
+    fn tell(&mut self, end: DirectEnd) {
+        self.state = State::Told;
+        if let Some(tell) = self.tell.take() {
+            let _ = tell.send(end);
+        }
+    }
+}
+
+impl Drop for DirectFeed {
+    fn drop(&mut self) {
+        if let State::Reading(source) = std::mem::replace(&mut self.state, State::Told) {
+            let bytes = self.bytes;
+            if let Some(tell) = self.tell.take() {
+                let _ = tell.send(DirectEnd::Handed { source, bytes });
+            }
+        }
+    }
+}
