@@ -8,7 +8,7 @@
 //! leanest peer. What the hop also did stays with the transfer's task, told here how the feed
 //! ended ([`DirectEnd`]); the transfer cuts the response by dropping its [`DirectCut`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
@@ -21,24 +21,36 @@ use crate::metrics::Metrics;
 
 /// How a direct feed ended, for the transfer's task.
 pub(crate) enum DirectEnd {
-    /// The upload ended cleanly and the response yielded its end; `bytes` relayed.
-    Ended { bytes: u64 },
+    /// The upload ended cleanly and the response yielded its end.
+    Ended,
     /// The upload failed; the response is cut (§3.3).
-    Failed { bytes: u64 },
+    Failed,
     /// The response was dropped first (the consumer left, or its response ended at its
     /// `Content-Length`): the upload comes back, to be read on (or held) by the transfer.
-    Handed { source: Source, bytes: u64 },
+    Handed(Source),
 }
 
 #[derive(Default)]
 struct Shared {
     cut: AtomicBool,
     waker: AtomicWaker,
+    /// Bytes relayed so far.
+    bytes: AtomicU64,
 }
 
 /// The transfer's hold on a direct feed: dropping it cuts the response (the transfer failed or
 /// the relay is aborting), unless the response already ended.
 pub(crate) struct DirectCut(Arc<Shared>);
+
+/// What a direct feed relayed so far (for the transfer's log line; the metrics count as it
+/// goes).
+pub(crate) struct DirectBytes(Arc<Shared>);
+
+impl DirectBytes {
+    pub(crate) fn get(&self) -> u64 {
+        self.0.bytes.load(Ordering::Relaxed)
+    }
+}
 
 impl Drop for DirectCut {
     fn drop(&mut self) {
@@ -59,14 +71,17 @@ pub(crate) struct DirectFeed {
     shared: Arc<Shared>,
     tell: Option<oneshot::Sender<DirectEnd>>,
     metrics: Arc<Metrics>,
-    bytes: u64,
 }
 
-/// A direct feed of `source`, the transfer's hold on it and where it tells how it ended.
-pub(crate) fn direct(
-    source: Source,
-    metrics: Arc<Metrics>,
-) -> (DirectFeed, DirectCut, oneshot::Receiver<DirectEnd>) {
+/// The ends of a direct feed, as the transfer holds them.
+pub(crate) struct DirectHold {
+    pub(crate) cut: DirectCut,
+    pub(crate) bytes: DirectBytes,
+    pub(crate) told: oneshot::Receiver<DirectEnd>,
+}
+
+/// A direct feed of `source`, and the transfer's ends of it.
+pub(crate) fn direct(source: Source, metrics: Arc<Metrics>) -> (DirectFeed, DirectHold) {
     let shared = Arc::new(Shared::default());
     let (tell, told) = oneshot::channel();
     let feed = DirectFeed {
@@ -74,9 +89,13 @@ pub(crate) fn direct(
         shared: shared.clone(),
         tell: Some(tell),
         metrics,
-        bytes: 0,
     };
-    (feed, DirectCut(shared), told)
+    let hold = DirectHold {
+        cut: DirectCut(shared.clone()),
+        bytes: DirectBytes(shared),
+        told,
+    };
+    (feed, hold)
 }
 
 impl DirectFeed {
@@ -93,17 +112,17 @@ impl DirectFeed {
         match ready!(source.poll_next(cx)) {
             Ok(Some(bytes)) => {
                 let len = bytes.len() as u64;
-                self.bytes += len;
+                self.shared.bytes.fetch_add(len, Ordering::Relaxed);
                 self.metrics.relayed(len);
                 Poll::Ready(Some(Msg::Data(bytes)))
             }
             Ok(None) => {
-                self.tell(DirectEnd::Ended { bytes: self.bytes });
+                self.tell(DirectEnd::Ended);
                 Poll::Ready(Some(Msg::End))
             }
             Err(e) => {
                 tracing::debug!(error = %e, "upload failed");
-                self.tell(DirectEnd::Failed { bytes: self.bytes });
+                self.tell(DirectEnd::Failed);
                 Poll::Ready(None)
             }
         }
@@ -120,9 +139,8 @@ impl DirectFeed {
 impl Drop for DirectFeed {
     fn drop(&mut self) {
         if let State::Reading(source) = std::mem::replace(&mut self.state, State::Told) {
-            let bytes = self.bytes;
             if let Some(tell) = self.tell.take() {
-                let _ = tell.send(DirectEnd::Handed { source, bytes });
+                let _ = tell.send(DirectEnd::Handed(source));
             }
         }
     }

@@ -205,7 +205,7 @@ const DRAIN_AFTER_HOLD: std::time::Duration = std::time::Duration::from_millis(2
 /// open.
 async fn fed_directly(
     plane: &Arc<Plane>,
-    mut transfer: Transfer,
+    transfer: Transfer,
     told: oneshot::Receiver<DirectEnd>,
 ) -> (Result<(), FailReason>, Option<Source>) {
     let told = tokio::select! {
@@ -216,19 +216,12 @@ async fn fed_directly(
         }
     };
     match told {
-        Ok(DirectEnd::Ended { bytes }) => {
-            transfer.count(bytes);
-            (transfer.finish().await, None)
-        }
-        Ok(DirectEnd::Failed { bytes }) => {
-            transfer.count(bytes);
+        Ok(DirectEnd::Ended) => (transfer.finish().await, None),
+        Ok(DirectEnd::Failed) => {
             transfer.fail(FailReason::ProducerAborted);
             (Err(FailReason::ProducerAborted), None)
         }
-        Ok(DirectEnd::Handed { source, bytes }) => {
-            transfer.count(bytes);
-            pump(plane, transfer, source).await
-        }
+        Ok(DirectEnd::Handed(source)) => pump(plane, transfer, source).await,
         Err(_) => {
             // The feed is gone without a word: not reached (its drop tells).
             transfer.fail(FailReason::ProducerAborted);

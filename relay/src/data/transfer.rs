@@ -19,7 +19,7 @@ use httpipe::protocol::control::{self, failure_line};
 use tokio::sync::{mpsc, oneshot};
 
 use super::body::{ConsumerBody, Feed, Log, Msg};
-use super::direct::{direct, DirectCut, DirectEnd};
+use super::direct::{direct, DirectBytes, DirectCut, DirectEnd};
 use super::source::Source;
 use super::{Handoff, Plane, Start};
 use crate::metrics::FailReason;
@@ -84,7 +84,10 @@ pub(crate) struct Transfer {
     left_early: usize,
     log_path: String,
     started: Instant,
+    /// Bytes handed to [`Transfer::send`].
     bytes: u64,
+    /// What a direct feed relayed.
+    direct: Option<DirectBytes>,
     ended: bool,
 }
 
@@ -113,12 +116,14 @@ impl Transfer {
         let n = consumers.len();
         let mut sinks = Vec::with_capacity(n);
         let mut feeding = Feeding::Pumped(source);
+        let mut direct_bytes = None;
         for (i, handoff) in consumers.into_iter().enumerate() {
             let (feed, sink_feed) = match feeding {
                 Feeding::Pumped(Some(source)) if n == 1 => {
-                    let (feed, cut, told) = direct(source, plane.metrics.clone());
-                    feeding = Feeding::Direct(told);
-                    (Feed::Direct(feed), SinkFeed::Direct { _cut: cut })
+                    let (feed, hold) = direct(source, plane.metrics.clone());
+                    feeding = Feeding::Direct(hold.told);
+                    direct_bytes = Some(hold.bytes);
+                    (Feed::Direct(feed), SinkFeed::Direct { _cut: hold.cut })
                 }
                 _ => {
                     let (tx, rx) = mpsc::channel(1);
@@ -159,14 +164,15 @@ impl Transfer {
             log_path,
             started: Instant::now(),
             bytes: 0,
+            direct: direct_bytes,
             ended: false,
         };
         (transfer, feeding)
     }
 
-    /// Counts `bytes` a direct feed relayed (its metrics are counted as they go).
-    pub(crate) fn count(&mut self, bytes: u64) {
-        self.bytes += bytes;
+    /// Bytes relayed: handed to [`Transfer::send`], and by a direct feed.
+    fn relayed(&self) -> u64 {
+        self.bytes + self.direct.as_ref().map_or(0, DirectBytes::get)
     }
 
     /// Consumers still connected.
@@ -294,7 +300,7 @@ impl Transfer {
             m.segmented_ended();
         }
         let ms = self.started.elapsed().as_millis() as u64;
-        let (path, bytes) = (&self.log_path, self.bytes);
+        let (path, bytes) = (&self.log_path, self.relayed());
         match outcome {
             Ok(()) => {
                 self.log.line("[INFO] Sent successfully!");
