@@ -107,6 +107,46 @@ async fn transfers_past_the_grace_period_get_an_error_line() {
     }
 }
 
+/// Regression (found by trying the direct feed against the build before it): with consumers
+/// that stopped reading, the upload's task waited for room in their channels and never saw the
+/// grace period end, so the relay closed the producer's connection without its `[ERROR]` line.
+/// One consumer (its response reads the upload itself) and two (the channel) alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transfer_to_stalled_consumers_still_gets_the_error_line() {
+    for (t, n) in [(T::H1, 1), (T::H1, 2), (T::H2c, 1), (T::H2c, 2)] {
+        let mut r = relay_with(|c| c.shutdown_grace = Duration::from_millis(500)).await;
+        let path = format!("/stalled?n={n}");
+        let mut consumers = Vec::new();
+        for _ in 0..n {
+            consumers.push(r.get(t, &path).await);
+        }
+        let (tx, body) = channel_body();
+        let mut producer = r.post(t, &path, body).await;
+        tx.send("first").await;
+        let producer = within(5.0, "producer head", producer.response()).await;
+        let mut heads = Vec::new();
+        for c in &mut consumers {
+            heads.push(within(5.0, "consumer head", c.response()).await);
+        }
+        // The consumers read nothing: push until the upload stalls behind them.
+        let chunk = bytes::Bytes::from(vec![7u8; 64 * 1024]);
+        let pushed = tx
+            .push_until(chunk, Instant::now() + Duration::from_millis(1000))
+            .await;
+        assert!(pushed > 0, "{t:?} n={n}");
+        let stopped = r.begin_shutdown();
+        let log = within(5.0, "producer log", read_all(producer)).await;
+        let log = log.unwrap_or_else(|e| panic!("{t:?} n={n}: the log is cut: {e}"));
+        let log = String::from_utf8_lossy(&log).into_owned();
+        assert!(
+            log.ends_with(&format!("{}\n", failure_line::SHUTTING_DOWN)),
+            "{t:?} n={n}: {log}"
+        );
+        within(5.0, "shutdown", stopped).await.unwrap();
+        drop((heads, tx));
+    }
+}
+
 /// A waiting producer whose chunked upload is malformed is told why (and the path is free).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_producer_with_a_malformed_upload_gets_an_error_line() {

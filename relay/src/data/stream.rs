@@ -249,7 +249,15 @@ async fn pump(
         };
         match chunk {
             Ok(Some(bytes)) => {
-                if let Err(reason) = transfer.send(bytes).await {
+                // A consumer that stopped reading holds the send; the grace period's end must
+                // still reach the producer as its `[ERROR]` line (§9). A send cut short is no
+                // loss then: the transfer fails for every consumer.
+                let sent = tokio::select! {
+                    biased;
+                    _ = plane.reached(Phase::Aborting) => Err(FailReason::Shutdown),
+                    sent = transfer.send(bytes) => sent,
+                };
+                if let Err(reason) = sent {
                     break Err(reason);
                 }
             }
