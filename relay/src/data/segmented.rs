@@ -314,7 +314,14 @@ async fn accept(
     if live.transfer.alive() == 0 {
         outcome = Err(FailReason::ReceiverDisconnected);
     } else if !bytes.is_empty() {
-        outcome = live.transfer.send(bytes.clone()).await;
+        // A consumer that stopped reading holds the send (and the session's lock, which the
+        // gap timer then waits for): the grace period's end must still fail the transfer with
+        // its `[ERROR]` line in this part's answer (§9).
+        outcome = tokio::select! {
+            biased;
+            _ = plane.reached(Phase::Aborting) => Err(FailReason::Shutdown),
+            sent = live.transfer.send(bytes.clone()) => sent,
+        };
     }
     s.part_lens.push(bytes.len());
     s.next_part += 1;
