@@ -33,6 +33,8 @@ pub(crate) enum DirectEnd {
 #[derive(Default)]
 struct Shared {
     cut: AtomicBool,
+    /// The transfer freed the path after the upload's clean end: the response may end.
+    released: AtomicBool,
     waker: AtomicWaker,
     /// Bytes relayed so far.
     bytes: AtomicU64,
@@ -52,6 +54,15 @@ impl DirectBytes {
     }
 }
 
+impl DirectCut {
+    /// Lets the response yield its clean end (the transfer freed the path first, so that a
+    /// consumer that sees the end finds the path free: the order the pump kept).
+    pub(crate) fn release(&self) {
+        self.0.released.store(true, Ordering::Release);
+        self.0.waker.wake();
+    }
+}
+
 impl Drop for DirectCut {
     fn drop(&mut self) {
         self.0.cut.store(true, Ordering::Release);
@@ -61,8 +72,13 @@ impl Drop for DirectCut {
 
 enum State {
     Reading(Source),
-    /// Told the transfer ([`DirectEnd::Ended`] or [`DirectEnd::Failed`]).
-    Told,
+    /// Told the transfer [`DirectEnd::Ended`]; the end waits for [`DirectCut::release`].
+    Ending,
+    /// Told the transfer [`DirectEnd::Failed`]; the cut waits for the transfer to end (and
+    /// free the path) first.
+    Failing,
+    /// The end was yielded.
+    Done,
 }
 
 /// The consumer's side: yields the upload's chunks as [`Msg`]s.
@@ -103,33 +119,38 @@ impl DirectFeed {
     /// (the upload failed, or the transfer dropped its [`DirectCut`]).
     pub(crate) fn poll_msg(&mut self, cx: &mut Context<'_>) -> Poll<Option<Msg>> {
         self.shared.waker.register(cx.waker());
-        if self.shared.cut.load(Ordering::Acquire) {
-            return Poll::Ready(None);
-        }
-        let State::Reading(source) = &mut self.state else {
-            return Poll::Ready(None);
-        };
-        match ready!(source.poll_next(cx)) {
-            Ok(Some(bytes)) => {
-                let len = bytes.len() as u64;
-                self.shared.bytes.fetch_add(len, Ordering::Relaxed);
-                self.metrics.relayed(len);
-                Poll::Ready(Some(Msg::Data(bytes)))
+        if let State::Reading(source) = &mut self.state {
+            if self.shared.cut.load(Ordering::Acquire) {
+                return Poll::Ready(None);
             }
-            Ok(None) => {
-                self.tell(DirectEnd::Ended);
+            match ready!(source.poll_next(cx)) {
+                Ok(Some(bytes)) => {
+                    let len = bytes.len() as u64;
+                    self.shared.bytes.fetch_add(len, Ordering::Relaxed);
+                    self.metrics.relayed(len);
+                    return Poll::Ready(Some(Msg::Data(bytes)));
+                }
+                Ok(None) => self.tell(DirectEnd::Ended, State::Ending),
+                Err(e) => {
+                    tracing::debug!(error = %e, "upload failed");
+                    self.tell(DirectEnd::Failed, State::Failing);
+                }
+            }
+        }
+        let released = self.shared.released.load(Ordering::Acquire);
+        let cut = self.shared.cut.load(Ordering::Acquire);
+        match self.state {
+            State::Ending if released => {
+                self.state = State::Done;
                 Poll::Ready(Some(Msg::End))
             }
-            Err(e) => {
-                tracing::debug!(error = %e, "upload failed");
-                self.tell(DirectEnd::Failed);
-                Poll::Ready(None)
-            }
+            State::Ending | State::Failing if !cut => Poll::Pending,
+            _ => Poll::Ready(None),
         }
     }
 
-    fn tell(&mut self, end: DirectEnd) {
-        self.state = State::Told;
+    fn tell(&mut self, end: DirectEnd, next: State) {
+        self.state = next;
         if let Some(tell) = self.tell.take() {
             let _ = tell.send(end);
         }
@@ -138,7 +159,7 @@ impl DirectFeed {
 
 impl Drop for DirectFeed {
     fn drop(&mut self) {
-        if let State::Reading(source) = std::mem::replace(&mut self.state, State::Told) {
+        if let State::Reading(source) = std::mem::replace(&mut self.state, State::Done) {
             if let Some(tell) = self.tell.take() {
                 let _ = tell.send(DirectEnd::Handed(source));
             }

@@ -57,7 +57,7 @@ enum SinkFeed {
     Channel(mpsc::Sender<Msg>),
     /// Dropped, it cuts the response.
     Direct {
-        _cut: DirectCut,
+        cut: DirectCut,
     },
 }
 
@@ -123,7 +123,7 @@ impl Transfer {
                     let (feed, hold) = direct(source, plane.metrics.clone());
                     feeding = Feeding::Direct(hold.told);
                     direct_bytes = Some(hold.bytes);
-                    (Feed::Direct(feed), SinkFeed::Direct { _cut: hold.cut })
+                    (Feed::Direct(feed), SinkFeed::Direct { cut: hold.cut })
                 }
                 _ => {
                     let (tx, rx) = mpsc::channel(1);
@@ -253,6 +253,11 @@ impl Transfer {
             }
         }
         self.busy.take(); // the path is free again
+        for sink in self.sinks.iter().flatten() {
+            if let SinkFeed::Direct { cut } = &sink.feed {
+                cut.release(); // its response may end now
+            }
+        }
         let sinks = std::mem::take(&mut self.sinks);
         // Every consumer's response ended (hyper has the last byte), then its connection
         // acknowledged every byte up to that end (§3.2: the bytes reached the consumer's TCP
@@ -292,9 +297,10 @@ impl Transfer {
             return;
         }
         self.ended = true;
+        // The path is free before a consumer can see its response cut.
+        self.busy.take();
         // No `Msg::End`: closing the channels aborts the responses still running.
         self.sinks.clear();
-        self.busy.take();
         let m = &self.plane.metrics;
         if self.kind == Kind::Segmented {
             m.segmented_ended();
