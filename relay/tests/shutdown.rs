@@ -154,46 +154,45 @@ async fn a_transfer_to_stalled_consumers_still_gets_the_error_line() {
 /// before the grace period ends (not investigated further).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_segmented_part_for_a_stalled_consumer_gets_the_error_line() {
-    for t in [T::H2c] {
-        let mut r = relay_with(|c| c.shutdown_grace = Duration::from_millis(500)).await;
-        let mut consumer = r.get(t, "/seg-stalled").await;
-        let mut p0 = r
-            .call(t, Method::POST, "/seg-stalled?part=0", &[], full("zero"))
-            .await;
-        let p0 = within(5.0, "part 0", p0.response()).await;
-        let id = header(p0.headers(), "x-httpipe-upload")
-            .expect("upload id")
-            .to_string();
-        let head = within(5.0, "consumer head", consumer.response()).await;
-        // Parts of 4 MiB until one waits behind the consumer, which reads nothing.
-        let big = bytes::Bytes::from(vec![7u8; 4 << 20]);
-        let mut waiting = None;
-        for k in 1..64 {
-            let q = format!("/seg-stalled?part={k}&upload={id}");
-            let mut c = r.call(t, Method::POST, &q, &[], full(big.clone())).await;
-            if c.still_waiting(Duration::from_millis(1500)).await {
-                waiting = Some(c);
-                break;
-            }
-            assert_eq!(
-                c.response().await.status(),
-                StatusCode::OK,
-                "{t:?} part {k}"
-            );
+    let t = T::H2c;
+    let mut r = relay_with(|c| c.shutdown_grace = Duration::from_millis(500)).await;
+    let mut consumer = r.get(t, "/seg-stalled").await;
+    let mut p0 = r
+        .call(t, Method::POST, "/seg-stalled?part=0", &[], full("zero"))
+        .await;
+    let p0 = within(5.0, "part 0", p0.response()).await;
+    let id = header(p0.headers(), "x-httpipe-upload")
+        .expect("upload id")
+        .to_string();
+    let head = within(5.0, "consumer head", consumer.response()).await;
+    // Parts of 4 MiB until one waits behind the consumer, which reads nothing.
+    let big = bytes::Bytes::from(vec![7u8; 4 << 20]);
+    let mut waiting = None;
+    for k in 1..64 {
+        let q = format!("/seg-stalled?part={k}&upload={id}");
+        let mut c = r.call(t, Method::POST, &q, &[], full(big.clone())).await;
+        if c.still_waiting(Duration::from_millis(1500)).await {
+            waiting = Some(c);
+            break;
         }
-        let mut waiting = waiting.expect("a part waits behind the stalled consumer");
-        let stopped = r.begin_shutdown();
-        let resp = within(5.0, "the waiting part's answer", waiting.response()).await;
-        let status = resp.status();
-        let error = header(resp.headers(), "x-httpipe-error").map(str::to_string);
-        let log = text(resp).await;
-        assert!(
-            log.ends_with(&format!("{}\n", failure_line::SHUTTING_DOWN)),
-            "{t:?}: {status} {error:?} {log:?}"
+        assert_eq!(
+            c.response().await.status(),
+            StatusCode::OK,
+            "{t:?} part {k}"
         );
-        within(5.0, "shutdown", stopped).await.unwrap();
-        drop(head);
     }
+    let mut waiting = waiting.expect("a part waits behind the stalled consumer");
+    let stopped = r.begin_shutdown();
+    let resp = within(5.0, "the waiting part's answer", waiting.response()).await;
+    let status = resp.status();
+    let error = header(resp.headers(), "x-httpipe-error").map(str::to_string);
+    let log = text(resp).await;
+    assert!(
+        log.ends_with(&format!("{}\n", failure_line::SHUTTING_DOWN)),
+        "{t:?}: {status} {error:?} {log:?}"
+    );
+    within(5.0, "shutdown", stopped).await.unwrap();
+    drop(head);
 }
 
 /// A waiting producer whose chunked upload is malformed is told why (and the path is free).

@@ -30,7 +30,7 @@ use httpipe::protocol::control::{Rejection, UPLOAD_ABANDONED};
 use httpipe::protocol::upload;
 
 use super::body::{Log, LogBody};
-use super::transfer::{Kind, Transfer};
+use super::transfer::Transfer;
 use super::{headers, Meet, Phase, Plane};
 use crate::hangup::Hangup;
 use crate::metrics::FailReason;
@@ -242,8 +242,7 @@ async fn start(
     drop(wait);
     let mut fwd = headers::forwarded(&req_headers, false);
     headers::add_consumer_defaults(&mut fwd);
-    let (transfer, _) =
-        Transfer::start(&plane, matched, fwd, log, Kind::Segmented, &meet.path, None);
+    let transfer = Transfer::start(&plane, matched, fwd, log, &meet.path);
     let id = new_id();
     let up = Arc::new(Upload {
         id: id.clone(),

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use super::body::Log;
 use super::direct::DirectEnd;
 use super::source::{first_part, Source, Upload};
-use super::transfer::{Feeding, Kind, Transfer};
+use super::transfer::{Feeding, Transfer};
 use super::{headers, Meet, Phase, Plane};
 use crate::hangup::Hangup;
 use crate::metrics::FailReason;
@@ -170,19 +170,11 @@ async fn run(
     };
     let mut forwarded = forwarded;
     headers::add_consumer_defaults(&mut forwarded);
-    let (transfer, feeding) = Transfer::start(
-        &plane,
-        matched,
-        forwarded,
-        log,
-        Kind::Stream,
-        &path,
-        Some(source),
-    );
+    let (transfer, feeding) =
+        Transfer::start_streaming(&plane, matched, forwarded, log, &path, source);
     let (outcome, source) = match feeding {
         Feeding::Direct(told) => fed_directly(&plane, transfer, told).await,
-        Feeding::Pumped(Some(source)) => pump(&plane, transfer, source).await,
-        Feeding::Pumped(None) => return, // not reached: the source was given
+        Feeding::Pumped(source) => pump(&plane, transfer, source).await,
     };
     if outcome == Err(FailReason::ReceiverDisconnected) {
         if let Some(source) = source {

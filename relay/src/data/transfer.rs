@@ -19,7 +19,7 @@ use httpipe::protocol::control::{self, failure_line};
 use tokio::sync::{mpsc, oneshot};
 
 use super::body::{ConsumerBody, Feed, Log, Msg};
-use super::direct::{direct, DirectBytes, DirectCut, DirectEnd};
+use super::direct::{direct, DirectBytes, DirectCut, DirectEnd, DirectFeed};
 use super::source::Source;
 use super::{Handoff, Plane, Start};
 use crate::metrics::FailReason;
@@ -27,7 +27,7 @@ use crate::pairing::{self, Match};
 
 /// Which producer kind feeds the transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+enum Kind {
     /// One streaming request body (§3).
     Stream,
     /// Numbered parts (§4).
@@ -43,10 +43,10 @@ impl Kind {
     }
 }
 
-/// How the upload reaches the consumers, as [`Transfer::start`] set it up.
+/// How a streaming upload reaches the consumers, as [`Transfer::start_streaming`] set it up.
 pub(crate) enum Feeding {
-    /// The caller hands each chunk to [`Transfer::send`] (the source, if it gave one).
-    Pumped(Option<Source>),
+    /// The caller reads the source and hands each chunk to [`Transfer::send`].
+    Pumped(Source),
     /// The one consumer's response reads the source itself ([`super::direct`]) and says here
     /// how that ended.
     Direct(oneshot::Receiver<DirectEnd>),
@@ -92,18 +92,48 @@ pub(crate) struct Transfer {
 }
 
 impl Transfer {
-    /// Starts every consumer's response (forwarded headers now, bytes as they come) and logs
-    /// the start (§3.2). With a `source` and one consumer, that consumer's response reads it
-    /// directly; else the caller feeds the transfer.
+    /// Starts a segmented upload's transfer: the caller feeds it part by part.
     pub(crate) fn start(
+        plane: &Arc<Plane>,
+        matched: Match<Handoff>,
+        forwarded: HeaderMap,
+        log: Log,
+        path: &str,
+    ) -> Transfer {
+        Transfer::begin(plane, matched, forwarded, log, Kind::Segmented, path, None)
+    }
+
+    /// Starts a streaming upload's transfer from `source`: a lone consumer's response reads
+    /// it directly ([`super::direct`]); for several, the caller pumps it.
+    pub(crate) fn start_streaming(
+        plane: &Arc<Plane>,
+        matched: Match<Handoff>,
+        forwarded: HeaderMap,
+        log: Log,
+        path: &str,
+        source: Source,
+    ) -> (Transfer, Feeding) {
+        if matched.consumers.len() != 1 {
+            let t = Transfer::begin(plane, matched, forwarded, log, Kind::Stream, path, None);
+            return (t, Feeding::Pumped(source));
+        }
+        let (feed, hold) = direct(source, plane.metrics.clone());
+        let lone = Some((feed, hold.cut, hold.bytes));
+        let t = Transfer::begin(plane, matched, forwarded, log, Kind::Stream, path, lone);
+        (t, Feeding::Direct(hold.told))
+    }
+
+    /// Starts every consumer's response (forwarded headers now, bytes as they come) and logs
+    /// the start (§3.2); the first consumer's response reads `direct` when given.
+    fn begin(
         plane: &Arc<Plane>,
         matched: Match<Handoff>,
         forwarded: HeaderMap,
         log: Log,
         kind: Kind,
         path: &str,
-        source: Option<Source>,
-    ) -> (Transfer, Feeding) {
+        mut direct: Option<(DirectFeed, DirectCut, DirectBytes)>,
+    ) -> Transfer {
         let Match {
             consumers,
             transfer,
@@ -115,17 +145,14 @@ impl Transfer {
             .and_then(|v| v.parse::<u64>().ok());
         let n = consumers.len();
         let mut sinks = Vec::with_capacity(n);
-        let mut feeding = Feeding::Pumped(source);
         let mut direct_bytes = None;
         for (i, handoff) in consumers.into_iter().enumerate() {
-            let (feed, sink_feed) = match feeding {
-                Feeding::Pumped(Some(source)) if n == 1 => {
-                    let (feed, hold) = direct(source, plane.metrics.clone());
-                    feeding = Feeding::Direct(hold.told);
-                    direct_bytes = Some(hold.bytes);
-                    (Feed::Direct(feed), SinkFeed::Direct { cut: hold.cut })
+            let (feed, sink_feed) = match direct.take() {
+                Some((feed, cut, bytes)) => {
+                    direct_bytes = Some(bytes);
+                    (Feed::Direct(feed), SinkFeed::Direct { cut })
                 }
-                _ => {
+                None => {
                     let (tx, rx) = mpsc::channel(1);
                     (Feed::Channel(rx), SinkFeed::Channel(tx))
                 }
@@ -153,7 +180,7 @@ impl Transfer {
         }
         let log_path = plane.log_path(path);
         tracing::info!(path = %log_path, receivers = n, kind = kind.as_str(), "transfer start");
-        let transfer = Transfer {
+        Transfer {
             plane: plane.clone(),
             kind,
             log,
@@ -166,8 +193,7 @@ impl Transfer {
             bytes: 0,
             direct: direct_bytes,
             ended: false,
-        };
-        (transfer, feeding)
+        }
     }
 
     /// Bytes relayed: handed to [`Transfer::send`], and by a direct feed.
