@@ -310,6 +310,12 @@ impl Relay {
         if let Some(r) = self.running.take() {
             r.shutdown().await;
         }
+    }
+}
+
+/// The relay's files (TLS key, www) go with it, however the test ended.
+impl Drop for Relay {
+    fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.cert_dir);
     }
 }
