@@ -271,15 +271,11 @@ struct Driver {
     presence: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// Makes the producer's last words (failure notice, withdrawal) together; whether one told
-/// the consumer ([`LastWords::told`]) once all are answered.
-async fn say_all(http: reqwest::Client, calls: Vec<Request>) -> bool {
-    let stop = Stop::new();
-    let each = calls
-        .iter()
-        .map(|req| text_request(&http, req, None, &stop, TimeoutAs::Network));
-    let answers = futures_util::future::join_all(each).await;
-    (answers.into_iter()).any(|a| LastWords::told(a.ok().map(|a| a.status)))
+/// Makes one of the producer's last words (failure notice, withdrawal); whether it told the
+/// consumer ([`LastWords::told`]).
+async fn say(http: reqwest::Client, req: Request) -> bool {
+    let answer = text_request(&http, &req, None, &Stop::new(), TimeoutAs::Network).await;
+    LastWords::told(answer.ok().map(|a| a.status))
 }
 
 impl Drop for Driver {
@@ -298,9 +294,10 @@ impl Drop for Driver {
             "the sender stopped midway (its task was dropped)",
         );
         let calls = self.producer.last_words(&e).calls;
-        if let (false, Ok(rt)) = (calls.is_empty(), tokio::runtime::Handle::try_current()) {
-            let http = self.http.clone();
-            rt.spawn(say_all(http, calls));
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            for req in calls {
+                rt.spawn(say(self.http.clone(), req));
+            }
         }
     }
 }
@@ -409,7 +406,7 @@ impl Driver {
     async fn last_words(&self, e: &Error) {
         let words: LastWords = self.producer.last_words(e);
         let mut left: Vec<_> = (words.calls.into_iter())
-            .map(|req| tokio::spawn(say_all(self.http.clone(), vec![req])))
+            .map(|req| tokio::spawn(say(self.http.clone(), req)))
             .collect();
         let told = async move {
             while !left.is_empty() {
