@@ -30,6 +30,7 @@ pub fn metrics(state: &Shared) -> Resp {
         StatusCode::OK,
         state.metrics.render(state.data.hub.counts())
             + &state.data.crowd.metrics()
+            + &state.data.read_ahead.metrics()
             + &state
                 .cluster
                 .as_ref()

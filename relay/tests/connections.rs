@@ -98,14 +98,14 @@ async fn pipelined_consumer_hangs_up_h1_tls() {
     pipelined_consumer_hangs_up(true).await
 }
 
-/// Item 11: a waiting producer that pushed more than the read-ahead and the socket buffers
-/// hold, then hung up (its unread response makes the close a reset): the path is free within
+/// Item 11: a waiting producer that pushed more than the read-ahead (16 MiB) and the socket
+/// buffers hold, then hung up (its unread response makes the close a reset): the path is free within
 /// a second, and the next consumer gets the next producer's bytes, not a truncated stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_waiting_upload_hangs_up() {
     let r = relay().await;
     let mut s = r.raw(false).await;
-    let head = b"POST /big HTTP/1.1\r\nHost: a\r\nContent-Length: 20000000\r\n\r\n";
+    let head = b"POST /big HTTP/1.1\r\nHost: a\r\nContent-Length: 90000000\r\n\r\n";
     within(5.0, "head", s.write_all(head)).await.unwrap();
     within(
         5.0,
@@ -115,7 +115,8 @@ async fn big_waiting_upload_hangs_up() {
     .await;
     let chunk = vec![7u8; 64 * 1024];
     let mut sent = 0usize;
-    while sent < 16_000_000 {
+    // past the read-ahead (16 MiB) and the socket buffers
+    while sent < 80_000_000 {
         match tokio::time::timeout(Duration::from_millis(300), s.write_all(&chunk)).await {
             Ok(Ok(())) => sent += chunk.len(),
             _ => break, // the socket blocks: the relay stopped reading
@@ -133,6 +134,124 @@ async fn big_waiting_upload_hangs_up() {
     .await;
     assert!(closed.elapsed() < Duration::from_millis(1500));
     transfer_works(&r, "/big", "the next producer's data").await;
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+/// Issue 28 item 4: a waiting producer that read everything it was sent (its status log) and
+/// closed with upload bytes unsent: its FIN could reach the relay only behind those bytes,
+/// which nobody read (the read-ahead was 64 KiB), so the path stayed busy until a consumer
+/// came, and that consumer got a truncated stream. The read-ahead (up to 16 MiB, lent by the
+/// relay's pool) reads them now: the FIN shows and the path is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_waiting_sender_that_read_its_log_frees_the_path() {
+    let r = relay().await;
+    let mut s = r.raw(false).await;
+    let head = b"POST /killed HTTP/1.1\r\nHost: a\r\nContent-Length: 30000000\r\n\r\n";
+    within(5.0, "head", s.write_all(head)).await.unwrap();
+    within(
+        5.0,
+        "registered",
+        r.until_gauge("httpipe_waiting_producers", 1),
+    )
+    .await;
+    // Everything the relay sent is read, so the close is a FIN (a reset would be noticed).
+    let mut log = Vec::new();
+    within(5.0, "the status log's first line", async {
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&log).contains("receiver(s)...\n") {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(&log));
+            log.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await;
+    let chunk = vec![7u8; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 12_000_000 {
+        match tokio::time::timeout(Duration::from_millis(300), s.write_all(&chunk)).await {
+            Ok(Ok(())) => sent += chunk.len(),
+            _ => break, // the socket blocks: the relay stopped reading
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(s); // 12 of the 30 MB announced: a cut upload
+    within(
+        3.0,
+        "path freed",
+        r.until_gauge("httpipe_waiting_producers", 0),
+    )
+    .await;
+    r.until_gauge("httpipe_read_ahead_bytes", 0).await;
+    transfer_works(&r, "/killed", "the next producer's data").await;
+    within(5.0, "shutdown", r.shutdown()).await;
+}
+
+/// The pool's gauge now (`/metrics`).
+async fn read_ahead_bytes(r: &Relay) -> u64 {
+    let mut c = r.get(T::H1, "/metrics").await;
+    let m = text(c.response().await).await;
+    let line = m
+        .lines()
+        .find(|l| l.starts_with("httpipe_read_ahead_bytes "));
+    line.and_then(|l| l.split(' ').nth(1)?.parse().ok())
+        .expect("httpipe_read_ahead_bytes")
+}
+
+/// The byte at `i` of producer `p`'s upload.
+fn pattern(p: usize, i: usize) -> u8 {
+    ((i / 4096 + p * 31) % 251) as u8
+}
+
+/// Issue 28 item 4: what waiting producers read ahead is bounded relay-wide (64 MiB beyond
+/// their own 64 KiB each; a read may pass a loan by one chunk), and a producer's queued bytes
+/// reach its consumer first, in order, with the rest behind them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_ahead_is_bounded_and_delivered_in_order() {
+    const LEN: usize = 20_000_000;
+    let r = relay().await;
+    let mut producers = Vec::new();
+    for p in 0..5 {
+        let mut s = r.raw(false).await;
+        let head = format!("POST /ra{p} HTTP/1.1\r\nHost: a\r\nContent-Length: {LEN}\r\n\r\n");
+        within(5.0, "head", s.write_all(head.as_bytes()))
+            .await
+            .unwrap();
+        let mut sent = 0usize;
+        while sent < LEN {
+            let chunk: Vec<u8> = (sent..(sent + 65536).min(LEN))
+                .map(|i| pattern(p, i))
+                .collect();
+            match tokio::time::timeout(Duration::from_millis(300), s.write_all(&chunk)).await {
+                Ok(Ok(())) => sent += chunk.len(),
+                _ => break,
+            }
+        }
+        producers.push((s, sent));
+    }
+    let lent = read_ahead_bytes(&r).await;
+    assert!(lent <= (64 << 20) + 5 * (512 << 10), "lent {lent}");
+    assert!(lent >= 32 << 20, "lent only {lent}");
+    // Producer 0 finishes as its consumer reads.
+    let (mut s, sent) = producers.remove(0);
+    let rest = tokio::spawn(async move {
+        let tail: Vec<u8> = (sent..LEN).map(|i| pattern(0, i)).collect();
+        s.write_all(&tail).await.unwrap();
+        s
+    });
+    let mut c = r.get(T::H1, "/ra0").await;
+    let resp = within(10.0, "consumer head", c.response()).await;
+    let got = within(20.0, "consumer body", read_all(resp)).await.unwrap();
+    assert_eq!(got.len(), LEN);
+    let wrong = (0..LEN).find(|&i| got[i] != pattern(0, i));
+    assert_eq!(wrong, None, "first wrong byte");
+    let _s = within(5.0, "producer 0 wrote all", rest).await.unwrap();
+    drop(producers);
+    within(
+        5.0,
+        "pool repaid",
+        r.until_gauge("httpipe_read_ahead_bytes", 0),
+    )
+    .await;
     within(5.0, "shutdown", r.shutdown()).await;
 }
 

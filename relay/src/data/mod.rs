@@ -8,8 +8,8 @@
 //! - [`consumer`]: registers and waits; its response starts when the transfer starts.
 //! - [`body`]: the two streaming response bodies (status log, relayed bytes).
 //! - [`direct`]: a lone consumer's response reading the streaming upload itself.
-//! - [`source`]: the streaming producer's upload: the raw body (read ahead a little while
-//!   waiting) or a multipart first part.
+//! - [`source`]: the streaming producer's upload: the raw body (read ahead while waiting,
+//!   beyond 64 KiB on a loan from the relay-wide pool, §3.6) or a multipart first part.
 //! - [`headers`]: which request headers the consumers get (§3.3).
 //!
 //! Handlers take the [`Plane`]: what the Data API uses of the relay, nothing else.
@@ -200,6 +200,8 @@ pub struct Plane {
     /// What each client address holds (§9 "Per-address limits", §14.5).
     pub crowd: Arc<crate::crowd::Crowd>,
     pub(crate) uploads: segmented::Uploads,
+    /// Memory lent to waiting producers' read-ahead (§3.6).
+    pub(crate) read_ahead: source::ReadAheadPool,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
     /// Paths may be secrets (auth mode): logs show a hash (§9).
@@ -213,6 +215,7 @@ impl Plane {
             hub: Hub::new(),
             crowd: crate::crowd::Crowd::new(limits.crowd),
             uploads: segmented::Uploads::default(),
+            read_ahead: source::ReadAheadPool::default(),
             metrics,
             limits,
             hashed_paths,

@@ -3,19 +3,54 @@
 use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use crate::request_body::RequestBody;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http_body::Body;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// How much of the upload is read ahead while the producer waits. Reading is how hyper notices
-/// a closed HTTP/1.1 connection, so a waiting producer that hangs up frees its path at once
-/// (§3.6) as long as it had sent less than this.
+/// How much of every waiting producer's upload is read ahead on its own. Reading is how
+/// hyper notices a closed HTTP/1.1 connection, so a waiting producer that hangs up frees its
+/// path at once (§3.6) as long as it had sent less than this.
 pub const READ_AHEAD_BYTES: usize = 64 * 1024;
+/// How much of one waiting producer's upload is read ahead at most, the rest of it lent by the
+/// relay-wide [`ReadAheadPool`] (§3.6): a sender that closes with unsent bytes can be seen to
+/// be gone only once its FIN reaches the relay, behind every byte it wrote. Reading ahead this
+/// much (and the relay's socket buffer beyond it) lets a killed `curl -T file` of up to about
+/// this size free its path.
+pub const READ_AHEAD_MAX: usize = 16 * 1024 * 1024;
+/// What every waiting producer together may hold beyond their own [`READ_AHEAD_BYTES`]: the
+/// relay's memory bound for uploads nobody receives yet.
+pub const READ_AHEAD_POOL: usize = 64 * 1024 * 1024;
+/// The pool lends in steps of this many bytes (a read may pass its loan by one chunk).
+const READ_AHEAD_STEP: u32 = 1024 * 1024;
 
-/// The raw request body with a small read-ahead queue.
+/// The relay's pool of read-ahead memory for waiting producers ([`READ_AHEAD_POOL`] bytes,
+/// one permit per byte).
+#[derive(Clone)]
+pub struct ReadAheadPool(Arc<Semaphore>);
+
+impl Default for ReadAheadPool {
+    fn default() -> Self {
+        ReadAheadPool(Arc::new(Semaphore::new(READ_AHEAD_POOL)))
+    }
+}
+
+impl ReadAheadPool {
+    /// The pool's gauge in the Prometheus text format (`/metrics`).
+    pub fn metrics(&self) -> String {
+        let lent = READ_AHEAD_POOL - self.0.available_permits();
+        format!(
+            "# HELP httpipe_read_ahead_bytes Read-ahead memory lent to waiting uploads, bytes (the pool holds {READ_AHEAD_POOL}).\n\
+             # TYPE httpipe_read_ahead_bytes gauge\nhttpipe_read_ahead_bytes {lent}\n"
+        )
+    }
+}
+
+/// The raw request body with a read-ahead queue.
 pub struct Upload {
     body: RequestBody,
     queue: VecDeque<Bytes>,
@@ -23,16 +58,39 @@ pub struct Upload {
     ended: bool,
     /// An error seen by [`Upload::prime`], reported by the next read.
     error: Option<hyper::Error>,
+    pool: ReadAheadPool,
+    /// What the pool lent for the queue beyond [`READ_AHEAD_BYTES`]; repaid as it drains.
+    loan: Option<OwnedSemaphorePermit>,
 }
 
 impl Upload {
-    pub fn new(body: RequestBody) -> Self {
+    pub fn new(body: RequestBody, pool: ReadAheadPool) -> Self {
         Upload {
             body,
             queue: VecDeque::new(),
             queued: 0,
             ended: false,
             error: None,
+            pool,
+            loan: None,
+        }
+    }
+
+    fn loaned(&self) -> usize {
+        self.loan
+            .as_ref()
+            .map_or(0, OwnedSemaphorePermit::num_permits)
+    }
+
+    /// Gives back to the pool what the queue no longer needs.
+    fn repay(&mut self) {
+        let owed = self.queued.saturating_sub(READ_AHEAD_BYTES);
+        let Some(loan) = &mut self.loan else { return };
+        let spare = loan.num_permits().saturating_sub(owed);
+        if spare == loan.num_permits() {
+            self.loan = None;
+        } else if spare > 0 {
+            drop(loan.split(spare));
         }
     }
 
@@ -86,12 +144,24 @@ impl Upload {
         std::future::poll_fn(|cx| self.poll_read(cx)).await
     }
 
-    /// Reads ahead up to [`READ_AHEAD_BYTES`]; returns only if the upload fails (the producer
+    /// Reads ahead [`READ_AHEAD_BYTES`], then up to [`READ_AHEAD_MAX`] as the pool lends
+    /// (waiting for a loan while it is spent); returns only if the upload fails (the producer
     /// is gone). Cancel-safe.
     pub async fn read_ahead(&mut self) -> hyper::Error {
         loop {
-            if self.ended || self.queued >= READ_AHEAD_BYTES {
+            if self.ended || self.queued >= READ_AHEAD_MAX {
                 return std::future::pending().await;
+            }
+            if self.queued >= READ_AHEAD_BYTES + self.loaned() {
+                let pool = self.pool.0.clone();
+                let Ok(more) = pool.acquire_many_owned(READ_AHEAD_STEP).await else {
+                    return std::future::pending().await; // never closed
+                };
+                match &mut self.loan {
+                    Some(loan) => loan.merge(more),
+                    None => self.loan = Some(more),
+                }
+                continue;
             }
             match self.read().await {
                 Ok(Some(b)) => {
@@ -108,6 +178,7 @@ impl Upload {
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, hyper::Error>> {
         if let Some(b) = self.queue.pop_front() {
             self.queued -= b.len();
+            self.repay();
             return Poll::Ready(Ok(Some(b)));
         }
         if self.ended {

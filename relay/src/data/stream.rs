@@ -34,7 +34,7 @@ pub async fn handle(
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
-    let mut upload = Upload::new(body);
+    let mut upload = Upload::new(body, plane.read_ahead.clone());
     let expects_continue = headers
         .get(header::EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
