@@ -16,7 +16,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::ReadableStream;
 
-use super::bindings::now_ms;
+use super::bindings::{now_ms, JsStreamReader};
 use super::error::{coded, from_js, has_code, js_error, message_of, to_js as error_to_js};
 use super::options::Parsed;
 use crate::client::error::{source_changed, source_failed};
@@ -29,11 +29,13 @@ use crate::client::resume::ReplayWindow;
 /// A stream of byte chunks.
 pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, Error>>;
 
-/// A JavaScript `ReadableStream` as raw values (errors are JavaScript exceptions).
+/// A JavaScript `ReadableStream` as raw values (errors are JavaScript exceptions; a stream
+/// already locked to a reader fails at its first read).
 pub fn raw(stream: ReadableStream) -> LocalBoxStream<'static, Result<JsValue, JsValue>> {
-    wasm_streams::ReadableStream::from_raw(stream)
-        .into_stream()
-        .boxed_local()
+    match JsStreamReader::new(&stream) {
+        Ok(reader) => reader.boxed_local(),
+        Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed_local(),
+    }
 }
 
 /// Reads the caller's source, a `ReadableStream` of `Uint8Array` (or `ArrayBuffer`) chunks.

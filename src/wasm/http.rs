@@ -102,7 +102,7 @@ pub async fn text(resp: &Response, limit: usize) -> Result<String, JsValue> {
 pub async fn body_bytes(resp: &Response, limit: usize) -> Result<Vec<u8>, JsValue> {
     let mut out = Vec::new();
     if let Some(body) = resp.body() {
-        let mut s = wasm_streams::ReadableStream::from_raw(body).into_stream();
+        let mut s = super::chunks::raw(body);
         while let Some(chunk) = s.next().await {
             let chunk: Uint8Array = chunk?.dyn_into()?;
             if out.len() < limit {
