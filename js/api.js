@@ -368,7 +368,11 @@ const bytesSource = (b) => ({ stream: fromBytes(b), size: b.byteLength,
  *   reopen?: (start: number, end: number) => ReadableStream<Uint8Array> }}
  */
 function normaliseSource(source) {
-  if (source instanceof ReadableStream) return { stream: source };
+  if (source instanceof ReadableStream) {
+    // read by someone else: reading it would fail midway, after the peer was met
+    if (source.locked) throw new HttpipeError('the source stream is locked: another reader has it (pass a stream nobody reads, or one branch of its tee())', 'UNSUPPORTED');
+    return { stream: source };
+  }
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
     return { stream: source.stream(), size: source.size, type: source.type || undefined,
       name: typeof source.name === 'string' && source.name ? source.name : undefined,

@@ -230,7 +230,8 @@ export interface Received {
   confirm?: () => Promise<void>;
 }
 
-/** What `send` takes: bytes, text, a Blob/File, a byte stream or an (async) iterable of chunks. */
+/** What `send` takes: bytes, text, a Blob/File, a byte stream (not locked to another reader:
+ * that is UNSUPPORTED at once) or an (async) iterable of chunks. */
 export type Source = Blob | ReadableStream<Uint8Array> | Uint8Array | ArrayBuffer | string
   | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
 

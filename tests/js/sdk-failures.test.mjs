@@ -215,6 +215,20 @@ test('bad options → UNSUPPORTED with a message', async () => {
   assert.throws(() => sdk.identityToRecipient('nope'), isCode('UNSUPPORTED'));
 });
 
+test('a locked ReadableStream source → UNSUPPORTED before anything is sent (it crashed Node)', async () => {
+  const locked = () => {
+    const s = new ReadableStream({ start(c) { c.enqueue(new Uint8Array(3)); c.close(); } });
+    s.getReader();
+    return s;
+  };
+  const says = (e) => isCode('UNSUPPORTED')(e) && /source stream is locked/.test(e.message);
+  await assert.rejects(sdk.send(locked(), { relay: relay.http, path: '/locked' }), says);
+  await assert.rejects(sdk.sendWithCode(locked(), { relay: relay.http }), says);
+  // nothing registered on the path: a consumer there waits for a producer
+  const waiting = sdk.receive({ relay: relay.http, path: '/locked', timeout: 1 });
+  await assert.rejects(waiting, isCode('CONNECT_TIMEOUT'));
+});
+
 test('an option of the wrong type → UNSUPPORTED naming it', async () => {
   const says = (re) => (e) => isCode('UNSUPPORTED')(e) && re.test(e.message);
   const base = { relay: relay.http, path: '/p' };
