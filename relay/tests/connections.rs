@@ -98,30 +98,46 @@ async fn pipelined_consumer_hangs_up_h1_tls() {
     pipelined_consumer_hangs_up(true).await
 }
 
-/// Item 11: a waiting producer that pushed more than the read-ahead (16 MiB) and the socket
-/// buffers hold, then hung up (its unread response makes the close a reset): the path is free within
-/// a second, and the next consumer gets the next producer's bytes, not a truncated stream.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn big_waiting_upload_hangs_up() {
-    let r = relay().await;
+/// A raw HTTP/1.1 producer on `path` announcing `len` bytes, once the relay has it waiting.
+async fn waiting_producer(r: &Relay, path: &str, len: usize) -> Raw {
     let mut s = r.raw(false).await;
-    let head = b"POST /big HTTP/1.1\r\nHost: a\r\nContent-Length: 90000000\r\n\r\n";
-    within(5.0, "head", s.write_all(head)).await.unwrap();
+    let head = format!("POST {path} HTTP/1.1\r\nHost: a\r\nContent-Length: {len}\r\n\r\n");
+    within(5.0, "head", s.write_all(head.as_bytes()))
+        .await
+        .unwrap();
     within(
         5.0,
         "registered",
         r.until_gauge("httpipe_waiting_producers", 1),
     )
     .await;
+    s
+}
+
+/// Writes 64 KiB chunks of 7s until `limit` bytes went out or a write blocks for 300 ms (the
+/// relay stopped reading); the bytes written.
+async fn write_until_blocked(s: &mut Raw, limit: usize) -> usize {
     let chunk = vec![7u8; 64 * 1024];
     let mut sent = 0usize;
-    // past the read-ahead (16 MiB) and the socket buffers
-    while sent < 80_000_000 {
+    while sent < limit {
         match tokio::time::timeout(Duration::from_millis(300), s.write_all(&chunk)).await {
             Ok(Ok(())) => sent += chunk.len(),
-            _ => break, // the socket blocks: the relay stopped reading
+            _ => break,
         }
     }
+    sent
+}
+
+/// Item 11: a waiting producer that pushed more than the read-ahead (16 MiB) and the socket
+/// buffers hold, then hung up (its unread response makes the close a reset): the path is free
+/// within a second, and the next consumer gets the next producer's bytes, not a truncated
+/// stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_waiting_upload_hangs_up() {
+    let r = relay().await;
+    let mut s = waiting_producer(&r, "/big", 90_000_000).await;
+    // past the read-ahead (16 MiB) and the socket buffers
+    let sent = write_until_blocked(&mut s, 80_000_000).await;
     assert!(sent > 1_000_000, "only {sent} bytes went out");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let closed = Instant::now();
@@ -145,15 +161,7 @@ async fn big_waiting_upload_hangs_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_waiting_sender_that_read_its_log_frees_the_path() {
     let r = relay().await;
-    let mut s = r.raw(false).await;
-    let head = b"POST /killed HTTP/1.1\r\nHost: a\r\nContent-Length: 30000000\r\n\r\n";
-    within(5.0, "head", s.write_all(head)).await.unwrap();
-    within(
-        5.0,
-        "registered",
-        r.until_gauge("httpipe_waiting_producers", 1),
-    )
-    .await;
+    let mut s = waiting_producer(&r, "/killed", 30_000_000).await;
     // Everything the relay sent is read, so the close is a FIN (a reset would be noticed).
     let mut log = Vec::new();
     within(5.0, "the status log's first line", async {
@@ -165,14 +173,7 @@ async fn killed_waiting_sender_that_read_its_log_frees_the_path() {
         }
     })
     .await;
-    let chunk = vec![7u8; 64 * 1024];
-    let mut sent = 0usize;
-    while sent < 12_000_000 {
-        match tokio::time::timeout(Duration::from_millis(300), s.write_all(&chunk)).await {
-            Ok(Ok(())) => sent += chunk.len(),
-            _ => break, // the socket blocks: the relay stopped reading
-        }
-    }
+    write_until_blocked(&mut s, 12_000_000).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     drop(s); // 12 of the 30 MB announced: a cut upload
     within(
