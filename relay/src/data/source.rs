@@ -15,16 +15,16 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// How much of every waiting producer's upload is read ahead on its own. Reading is how
 /// hyper notices a closed HTTP/1.1 connection, so a waiting producer that hangs up frees its
 /// path at once (§3.6) as long as it had sent less than this.
-pub const READ_AHEAD_BYTES: usize = 64 * 1024;
+const READ_AHEAD_BYTES: usize = 64 * 1024;
 /// How much of one waiting producer's upload is read ahead at most, the rest of it lent by the
 /// relay-wide [`ReadAheadPool`] (§3.6): a sender that closes with unsent bytes can be seen to
 /// be gone only once its FIN reaches the relay, behind every byte it wrote. Reading ahead this
 /// much (and the relay's socket buffer beyond it) lets a killed `curl -T file` of up to about
 /// this size free its path.
-pub const READ_AHEAD_MAX: usize = 16 * 1024 * 1024;
+const READ_AHEAD_MAX: usize = 16 * 1024 * 1024;
 /// What every waiting producer together may hold beyond their own [`READ_AHEAD_BYTES`]: the
 /// relay's memory bound for uploads nobody receives yet.
-pub const READ_AHEAD_POOL: usize = 64 * 1024 * 1024;
+const READ_AHEAD_POOL: usize = 64 * 1024 * 1024;
 /// The pool lends in steps of this many bytes (a read may pass its loan by one chunk).
 const READ_AHEAD_STEP: u32 = 1024 * 1024;
 
