@@ -5,12 +5,16 @@
 
 use httpipe::client::ErrorCode;
 use httpipe::client::PartCutter;
-use httpipe::wasm::chunks::{concat, View};
+use std::cell::Cell;
+use std::rc::Rc;
+
+use futures::StreamExt;
+use httpipe::wasm::chunks::{concat, to_js, View};
 use httpipe::wasm::crypto::{JsDecryptor, JsEncryptor};
 use httpipe::wasm::error::{code_of, has_code, js_error, message_of};
 use httpipe::wasm::http::streaming_uploads_supported;
 use js_sys::{Object, Reflect, Uint8Array};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 #[wasm_bindgen_test]
@@ -133,4 +137,98 @@ fn hybrid_post_quantum_keys_round_trip_in_both_formats() {
     .unwrap();
     let err = JsEncryptor::new(o.into()).err().unwrap();
     assert_eq!(code_of(&err).as_deref(), Some("UNSUPPORTED"));
+}
+
+/// `reader.method()` on a JavaScript object, awaited when it returns a promise.
+async fn call(reader: &JsValue, method: &str) -> Result<JsValue, JsValue> {
+    let f: js_sys::Function = Reflect::get(reader, &method.into()).unwrap().into();
+    let out = f.call0(reader)?;
+    match out.dyn_into::<js_sys::Promise>() {
+        Ok(p) => wasm_bindgen_futures::JsFuture::from(p).await,
+        Err(v) => Ok(v),
+    }
+}
+
+/// A few turns of the microtask queue (the pump runs in them).
+async fn settle() {
+    for _ in 0..5 {
+        let _ =
+            wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
+    }
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Rc<Cell<bool>>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.set(true);
+    }
+}
+
+/// The released stream (`chunks::to_js`, issue #27's pump): nothing is taken from the Rust
+/// stream before a reader asks, chunks come in order, then the end.
+#[wasm_bindgen_test]
+async fn released_stream_takes_chunks_only_as_read() {
+    let taken = Rc::new(Cell::new(0));
+    let t = taken.clone();
+    let chunks = futures::stream::iter([b"ab".as_slice(), b"cde".as_slice()])
+        .map(move |c| {
+            t.set(t.get() + 1);
+            Ok(Uint8Array::from(c))
+        })
+        .boxed_local();
+    let stream = to_js(chunks).unwrap();
+    let reader = call(&stream, "getReader").await.unwrap();
+    settle().await;
+    assert_eq!(taken.get(), 0, "nothing taken before a read");
+    let (mut got, mut reads) = (Vec::new(), 0);
+    loop {
+        let r = call(&reader, "read").await.unwrap();
+        if Reflect::get(&r, &"done".into()).unwrap().is_truthy() {
+            break;
+        }
+        reads += 1;
+        got.extend(Uint8Array::from(Reflect::get(&r, &"value".into()).unwrap()).to_vec());
+        settle().await;
+        assert_eq!(taken.get(), reads, "one chunk taken per read");
+    }
+    assert_eq!(got, b"abcde");
+}
+
+/// A failed Rust stream errors the JavaScript stream with the error's code; a cancel drops a
+/// Rust stream that is still waiting for its next chunk at once (the consumer's `cancelled`
+/// receipt goes out with that drop, not with a next chunk that may never come).
+#[wasm_bindgen_test]
+async fn released_stream_fails_with_codes_and_cancel_drops_a_waiting_stream() {
+    let failing = futures::stream::iter([
+        Ok(Uint8Array::from(b"x".as_slice())),
+        Err(httpipe::client::Error::new(ErrorCode::Truncated, "cut")),
+    ])
+    .boxed_local();
+    let reader = call(&to_js(failing).unwrap(), "getReader").await.unwrap();
+    assert!(call(&reader, "read").await.is_ok());
+    let e = call(&reader, "read").await.unwrap_err();
+    assert_eq!(code_of(&e).as_deref(), Some("TRUNCATED"));
+
+    let dropped = Rc::new(Cell::new(false));
+    let guard = DropFlag(dropped.clone());
+    let waiting = futures::stream::pending::<Result<Uint8Array, httpipe::client::Error>>()
+        .map(move |c| {
+            let _ = &guard;
+            c
+        })
+        .boxed_local();
+    let reader = call(&to_js(waiting).unwrap(), "getReader").await.unwrap();
+    let read: js_sys::Function = Reflect::get(&reader, &"read".into()).unwrap().into();
+    let pending = read.call0(&reader).unwrap(); // a read the stream can't answer
+    settle().await;
+    assert!(!dropped.get());
+    let cancel: js_sys::Function = Reflect::get(&reader, &"cancel".into()).unwrap().into();
+    cancel.call0(&reader).unwrap();
+    assert!(dropped.get(), "the cancel dropped the waiting Rust stream");
+    let done = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(pending)).await;
+    assert!(Reflect::get(&done.unwrap(), &"done".into())
+        .unwrap()
+        .is_truthy());
 }

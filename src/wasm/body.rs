@@ -4,35 +4,19 @@
 //! for this runtime ([`StopOrder`]: Chromium resets an HTTP/2 upload whose body errored but
 //! ends an aborted one cleanly; workerd the other way round).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::StreamExt;
-use js_sys::{Array, Function, Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::{future_to_promise, spawn_local};
+use wasm_bindgen_futures::spawn_local;
 use web_sys::ReadableStream;
 
 use super::chunks::ByteStream;
 use super::error::to_js as error_to_js;
+use super::js_streams::{pumped_stream, PumpSink, StreamController};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::transport::StopOrder;
-
-#[wasm_bindgen]
-extern "C" {
-    /// A `ReadableStreamDefaultController` (the three methods used here).
-    type StreamController;
-
-    #[wasm_bindgen(method, catch)]
-    fn enqueue(this: &StreamController, chunk: &JsValue) -> Result<(), JsValue>;
-
-    #[wasm_bindgen(method, catch)]
-    fn close(this: &StreamController) -> Result<(), JsValue>;
-
-    #[wasm_bindgen(method, catch)]
-    fn error(this: &StreamController, e: &JsValue) -> Result<(), JsValue>;
-}
 
 /// Stops one upload: its body's controller (until the body ended) and the request's abort.
 pub struct BodyStop {
@@ -57,24 +41,6 @@ impl BodyStop {
                 (self.abort)();
                 let (me, reason) = (self.clone(), reason.clone());
                 spawn_local(async move { me.error(&reason) });
-            }
-        }
-    }
-
-    /// A chunk of the body failed with `reason` (the source failed, or the operation
-    /// stopped): [`BodyStop::stop`], where after an abort the `pull` rejects — the stream's
-    /// own way to error, a microtask after the abort.
-    fn failed(&self, reason: JsValue) -> Result<JsValue, JsValue> {
-        match self.order {
-            StopOrder::BodyFirst => {
-                self.error(&reason);
-                (self.abort)();
-                Ok(JsValue::UNDEFINED)
-            }
-            StopOrder::AbortFirst => {
-                (self.abort)();
-                self.release();
-                Err(reason)
             }
         }
     }
@@ -120,58 +86,39 @@ pub fn upload_body(
         order,
         abort,
     });
-    let source = Rc::new(RefCell::new(Some(stream)));
-    let cancelled = Rc::new(Cell::new(false));
-    let underlying = Object::new();
+    let values = stream.map(|r| r.map(JsValue::from).map_err(|e| error_to_js(&e)));
+    let body = pumped_stream(values.boxed_local(), Rc::new(Upload(stop.clone())))?;
+    Ok((body, stop))
+}
 
-    let s = stop.clone();
-    let start = Closure::once_into_js(move |c: JsValue| {
-        *s.controller.borrow_mut() = Some(c.unchecked_into());
-    });
-    Reflect::set(&underlying, &"start".into(), &start)?;
+/// Where an upload body's chunks go: its controller, kept by its [`BodyStop`].
+struct Upload(Rc<BodyStop>);
 
-    let (s, src, gone) = (stop.clone(), source.clone(), cancelled.clone());
-    let pull = Closure::<dyn FnMut(JsValue) -> Promise>::new(move |_| {
-        let (stop, source, cancelled) = (s.clone(), src.clone(), gone.clone());
-        future_to_promise(async move {
-            let Some(mut stream) = source.borrow_mut().take() else {
-                return Ok(JsValue::UNDEFINED);
-            };
-            let next = stream.next().await;
-            if cancelled.get() {
-                return Ok(JsValue::UNDEFINED);
-            }
-            match next {
-                Some(Ok(chunk)) => {
-                    *source.borrow_mut() = Some(stream);
-                    if let Some(c) = stop.controller.borrow().as_ref() {
-                        let _ = c.enqueue(&chunk);
-                    }
-                }
-                Some(Err(e)) => return stop.failed(error_to_js(&e)),
-                None => {
-                    if let Some(c) = stop.controller.borrow_mut().take() {
-                        let _ = c.close();
-                    }
+impl PumpSink for Upload {
+    fn started(&self, controller: StreamController) {
+        *self.0.controller.borrow_mut() = Some(controller);
+    }
+
+    /// A chunk error (the source failed, or the operation stopped) stops the upload
+    /// ([`BodyStop::stop`]: after an abort the body errors a microtask later, as a rejected
+    /// `pull` would).
+    fn deliver(&self, item: Option<Result<JsValue, JsValue>>) {
+        match item {
+            Some(Ok(chunk)) => {
+                if let Some(c) = self.0.controller.borrow().as_ref() {
+                    let _ = c.enqueue(&chunk);
                 }
             }
-            Ok(JsValue::UNDEFINED)
-        })
-    });
-    Reflect::set(&underlying, &"pull".into(), &pull.into_js_value())?;
+            Some(Err(e)) => self.0.stop(&e),
+            None => {
+                if let Some(c) = self.0.controller.borrow_mut().take() {
+                    let _ = c.close();
+                }
+            }
+        }
+    }
 
-    let (s, src, gone) = (stop.clone(), source, cancelled);
-    let cancel = Closure::<dyn FnMut(JsValue)>::new(move |_| {
-        gone.set(true);
-        src.borrow_mut().take();
-        s.release();
-    });
-    Reflect::set(&underlying, &"cancel".into(), &cancel.into_js_value())?;
-
-    let strategy = Object::new();
-    Reflect::set(&strategy, &"highWaterMark".into(), &0.into())?;
-    let ctor: Function =
-        Reflect::get(&js_sys::global(), &"ReadableStream".into())?.unchecked_into();
-    let body = Reflect::construct(&ctor, &Array::of2(&underlying, &strategy))?;
-    Ok((body.unchecked_into(), stop))
+    fn cancelled(&self) {
+        self.0.release();
+    }
 }

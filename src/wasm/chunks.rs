@@ -16,8 +16,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::ReadableStream;
 
-use super::bindings::{now_ms, JsStreamReader};
+use super::bindings::now_ms;
 use super::error::{coded, from_js, has_code, js_error, message_of, to_js as error_to_js};
+use super::js_streams::JsStreamReader;
 use super::options::Parsed;
 use crate::client::error::{source_changed, source_failed};
 use crate::client::error::{Error, ErrorCode, StopReason};
@@ -123,11 +124,9 @@ fn as_bytes(v: JsValue) -> Result<Uint8Array, Error> {
 
 /// Exposes a byte stream as a JavaScript `ReadableStream` (pull-based: backpressure holds);
 /// errors become `HttpipeError`s here.
-pub fn to_js(stream: ByteStream) -> ReadableStream {
-    wasm_streams::ReadableStream::from_stream(
-        stream.map(|r| r.map(JsValue::from).map_err(|e| error_to_js(&e))),
-    )
-    .into_raw()
+pub fn to_js(stream: ByteStream) -> Result<ReadableStream, JsValue> {
+    let values = stream.map(|r| r.map(JsValue::from).map_err(|e| error_to_js(&e)));
+    super::js_streams::readable_from(values.boxed_local())
 }
 
 /// A `Uint8Array` as a splittable chunk (views, no copy).

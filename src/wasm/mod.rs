@@ -11,6 +11,9 @@
 //! - [`stall`]: the stall watch's timer and call (§12.4, decided by the core).
 //! - [`options`]: the options object.
 //! - [`http`]: requests (streaming bodies with `duplex: 'half'`), feature detection (§10).
+//! - [`js_streams`]: JavaScript `ReadableStream`s read from Rust, Rust streams exposed as
+//!   them (the released stream, an upload's body), with no promise per chunk.
+//! - [`body`]: a streaming upload's body and how it is stopped (cut, never ended).
 //! - [`chunks`]: byte streams of `Uint8Array`s: validation, progress, replay for fallback.
 //! - [`connect`], [`send`], [`receive`]: the operations, each a loop driving the core.
 //! - [`code`]: `sendWithCode` / `receiveWithCode` (short codes, §14): the exchange's pipes,
@@ -31,6 +34,7 @@ pub mod crypto;
 pub mod csv;
 pub mod error;
 pub mod http;
+pub mod js_streams;
 pub mod options;
 pub mod pagehide;
 pub mod presence;

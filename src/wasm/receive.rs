@@ -120,7 +120,7 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                         "building the result",
                     )
                 };
-                set("stream", chunks::to_js(stream).into()).map_err(js)?;
+                set("stream", chunks::to_js(stream).map_err(js)?.into()).map_err(js)?;
                 if manual {
                     set("confirm", receipt.confirm_fn().into()).map_err(js)?;
                 }
