@@ -61,6 +61,14 @@ enum SinkFeed {
     },
 }
 
+/// A lone consumer's direct feed of the upload ([`super::direct`]) and the transfer's ends of
+/// it: what [`Transfer::begin`] hands that consumer's response.
+struct LoneFeed {
+    feed: DirectFeed,
+    cut: DirectCut,
+    bytes: DirectBytes,
+}
+
 /// One consumer's response as seen by the transfer.
 struct Sink {
     feed: SinkFeed,
@@ -118,7 +126,11 @@ impl Transfer {
             return (t, Feeding::Pumped(source));
         }
         let (feed, hold) = direct(source, plane.metrics.clone());
-        let lone = Some((feed, hold.cut, hold.bytes));
+        let lone = Some(LoneFeed {
+            feed,
+            cut: hold.cut,
+            bytes: hold.bytes,
+        });
         let t = Transfer::begin(plane, matched, forwarded, log, Kind::Stream, path, lone);
         (t, Feeding::Direct(hold.told))
     }
@@ -132,7 +144,7 @@ impl Transfer {
         log: Log,
         kind: Kind,
         path: &str,
-        mut direct: Option<(DirectFeed, DirectCut, DirectBytes)>,
+        mut direct: Option<LoneFeed>,
     ) -> Transfer {
         let Match {
             consumers,
@@ -148,7 +160,7 @@ impl Transfer {
         let mut direct_bytes = None;
         for (i, handoff) in consumers.into_iter().enumerate() {
             let (feed, sink_feed) = match direct.take() {
-                Some((feed, cut, bytes)) => {
+                Some(LoneFeed { feed, cut, bytes }) => {
                     direct_bytes = Some(bytes);
                     (Feed::Direct(feed), SinkFeed::Direct { cut })
                 }
