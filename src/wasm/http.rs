@@ -5,6 +5,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use futures::stream::LocalBoxStream;
 use futures::StreamExt;
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -87,6 +88,19 @@ pub async fn fetch(
     }
     let resp = JsFuture::from(global_fetch(&req.url, &init)).await?;
     resp.dyn_into::<Response>()
+}
+
+/// `resp`'s body read chunk by chunk (errors are JavaScript exceptions), holding `resp` for as
+/// long as the stream: Deno (2.9) stops the body on the request's `AbortSignal` only while the
+/// `Response` object lives, so a `receive()` whose response was let go ran on to a clean end
+/// after its caller aborted. `None` without a body.
+pub fn body_stream(resp: Response) -> Option<LocalBoxStream<'static, Result<JsValue, JsValue>>> {
+    let body = resp.body()?;
+    let held = super::chunks::raw(body).map(move |piece| {
+        let _ = &resp;
+        piece
+    });
+    Some(held.boxed_local())
 }
 
 /// Largest error or status-log body read into memory, in bytes.

@@ -15,7 +15,7 @@ use super::bindings::{now_ms, sleep};
 use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
-use super::http::{exchange, fetch, text, JsHeaders, TEXT_LIMIT};
+use super::http::{body_stream, exchange, fetch, text, JsHeaders, TEXT_LIMIT};
 use super::options::Parsed;
 use super::presence;
 use super::receipt::{with_receipt, Receipt};
@@ -85,7 +85,7 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
             }
             Step::Failed(e) => return Err(e),
             Step::Stream(incoming, check) => {
-                let body = response.as_ref().and_then(Response::body).ok_or_else(|| {
+                let body = response.take().and_then(body_stream).ok_or_else(|| {
                     Error::new(ErrorCode::RelayError, "the relay's response has no body")
                 })?;
                 let meter = Rc::new(RefCell::new(RateMeter::new(
@@ -172,14 +172,9 @@ struct Body {
 /// The response body through the core's [`BodyCheck`]; keeps `abort` (and so the signal
 /// link) alive as long as the stream. With `resume`, a break meets the producer again and
 /// the stream goes on with the rest (§12.3).
-fn checked(
-    body: web_sys::ReadableStream,
-    abort: Rc<Abort>,
-    check: BodyCheck,
-    resume: Option<Resume>,
-) -> ByteStream {
+fn checked(body: Input, abort: Rc<Abort>, check: BodyCheck, resume: Option<Resume>) -> ByteStream {
     let state = Body {
-        input: chunks::raw(body),
+        input: body,
         abort,
         core: ConsumerBody::new(check),
         resume,
@@ -372,14 +367,14 @@ async fn resume_after_break(
                             .on_head(resp.status(), &JsHeaders(resp.headers()), now_ms())
                         {
                             ResumeStep::Resumed(check, at) => {
-                                let body = resp.body().ok_or_else(|| {
+                                let body = body_stream(resp).ok_or_else(|| {
                                     Error::new(
                                         ErrorCode::RelayError,
                                         "the relay's resumed response has no body",
                                     )
                                 })?;
                                 // The abort link lives as long as the stream reads.
-                                let input = chunks::raw(body)
+                                let input = body
                                     .map(move |x| {
                                         let _ = &abort;
                                         x

@@ -127,3 +127,44 @@ test('Deno: a post-quantum key made in Deno; what Deno encrypts to it (age-rt) N
   const opened = new Blob([Buffer.from(ct, 'base64')]).stream().pipeThrough(sdk.decryptStream({ identities: [id] }));
   assert.equal(await new Response(opened).text(), 'hello post-quantum');
 });
+
+// A fast stream whose consumer aborts mid-stream: Deno stops a response body on its request's
+// AbortSignal only while the `Response` object lives, and the SDK let it go once the stream
+// started, so Deno's `receive()` ran on to a clean end after the abort (and the producer got
+// a full receipt). Now the stream errors ABORTED at once and the producer is told.
+test('Deno: a consumer that aborts a fast stream midway gets ABORTED, never a clean end', { timeout: 60_000 }, async () => {
+  const p = uniquePath('deno-abort');
+  const total = 64 << 20;
+  let produced = 0;
+  const source = new ReadableStream({
+    pull(c) {
+      if (produced >= total) return c.close();
+      c.enqueue(new Uint8Array(65536));
+      produced += 65536;
+    },
+  });
+  const sent = sdk.send(source, { relay: relay.http, path: p }).then(() => 'resolved', (e) => e.code);
+  const script = path.join(dir, 'abort.mjs');
+  fs.writeFileSync(script, `
+    import * as sdk from ${JSON.stringify(new URL(`file://${PKG}`).href)};
+    await sdk.init();
+    const ac = new AbortController();
+    const { stream } = await sdk.receive({ relay: ${JSON.stringify(relay.http)}, path: ${JSON.stringify(p)}, signal: ac.signal });
+    gc(); // what collected the response before, whenever it came
+    let n = 0, after = 0, outcome = 'clean end';
+    try {
+      for await (const c of stream) {
+        n += c.length;
+        if (ac.signal.aborted) after += c.length;
+        if (n >= 4 << 20 && !ac.signal.aborted) ac.abort();
+      }
+    } catch (e) { outcome = e.code; }
+    console.log(JSON.stringify({ outcome, n, after }));
+  `);
+  const res = await deno(['--v8-flags=--expose-gc', script]).done;
+  assert.equal(res.code, 0, res.err);
+  const got = JSON.parse(res.out.trim().split('\n').at(-1));
+  assert.equal(got.outcome, 'ABORTED', `the consumer got ${got.outcome} after ${got.n} bytes`);
+  assert.ok(got.after <= 1 << 20, `${got.after} bytes released after the abort`);
+  assert.equal(await sent, 'PEER_DISCONNECTED');
+});
