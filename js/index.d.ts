@@ -231,7 +231,8 @@ export interface Received {
 }
 
 /** What `send` takes: bytes, text, a Blob/File, a byte stream (not locked to another reader:
- * that is UNSUPPORTED at once) or an (async) iterable of chunks. */
+ * that is UNSUPPORTED at once; cancelled when `send` settles before its end) or an (async)
+ * iterable of chunks. */
 export type Source = Blob | ReadableStream<Uint8Array> | Uint8Array | ArrayBuffer | string
   | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
 

@@ -14,13 +14,15 @@ use web_sys::ReadableStream;
 
 use super::chunks::ByteStream;
 use super::error::to_js as error_to_js;
-use super::js_streams::{pumped_stream, PumpSink, StreamController};
+use super::js_streams::{pumped_stream, Detach, PumpSink, StreamController};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::transport::StopOrder;
 
 /// Stops one upload: its body's controller (until the body ended) and the request's abort.
 pub struct BodyStop {
     controller: RefCell<Option<StreamController>>,
+    /// Lets the body's Rust stream (and the source it reads) go when the upload is over.
+    detach: RefCell<Option<Detach>>,
     order: StopOrder,
     abort: Rc<dyn Fn()>,
 }
@@ -67,9 +69,15 @@ impl BodyStop {
         }))
     }
 
-    /// The upload is over: the controller is let go (it would keep the body alive).
+    /// The upload is over: the controller and the body's Rust stream are let go (the body
+    /// would keep them, and so the source, while the runtime keeps it: Node's `fetch` never
+    /// cancels an aborted request's body, and a caller's source stayed locked, never
+    /// cancelled, after `send()` was aborted).
     pub fn release(&self) {
         self.controller.borrow_mut().take();
+        if let Some(d) = self.detach.borrow_mut().take() {
+            d.detach();
+        }
     }
 }
 
@@ -83,11 +91,13 @@ pub fn upload_body(
 ) -> Result<(ReadableStream, Rc<BodyStop>), JsValue> {
     let stop = Rc::new(BodyStop {
         controller: RefCell::new(None),
+        detach: RefCell::new(None),
         order,
         abort,
     });
     let values = stream.map(|r| r.map(JsValue::from).map_err(|e| error_to_js(&e)));
-    let body = pumped_stream(values.boxed_local(), Rc::new(Upload(stop.clone())))?;
+    let (body, detach) = pumped_stream(values.boxed_local(), Rc::new(Upload(stop.clone())))?;
+    *stop.detach.borrow_mut() = Some(detach);
     Ok((body, stop))
 }
 

@@ -213,7 +213,7 @@ impl Pumped {
 pub(crate) fn pumped_stream(
     stream: JsValueStream,
     sink: Rc<dyn PumpSink>,
-) -> Result<web_sys::ReadableStream, JsValue> {
+) -> Result<(web_sys::ReadableStream, Detach), JsValue> {
     let shared = Rc::new(RefCell::new(Pumped {
         stream: Some(stream),
         wanted: false,
@@ -231,15 +231,9 @@ pub(crate) fn pumped_stream(
         st.wake();
     });
     Reflect::set(&underlying, &"pull".into(), &pull.into_js_value())?;
-    let (s, to) = (shared.clone(), sink.clone());
+    let (s, to) = (Detach(Rc::downgrade(&shared)), sink.clone());
     let cancel = Closure::<dyn FnMut(JsValue)>::new(move |_| {
-        let stream = {
-            let mut st = s.borrow_mut();
-            st.cancelled = true;
-            st.wake();
-            st.stream.take()
-        };
-        drop(stream); // outside the borrow: its drop may call into JavaScript
+        s.detach();
         to.cancelled();
     });
     Reflect::set(&underlying, &"cancel".into(), &cancel.into_js_value())?;
@@ -247,7 +241,27 @@ pub(crate) fn pumped_stream(
     // The pump holds the state weakly: a stream the garbage collector takes before its end
     // (its source's closures freed) takes the pump's waker, and so the pump, with it.
     wasm_bindgen_futures::spawn_local(pump(Rc::downgrade(&shared), sink));
-    Ok(readable)
+    Ok((readable, Detach(Rc::downgrade(&shared))))
+}
+
+/// Lets a [`pumped_stream`]'s Rust stream go (the reader's cancel does, and the owner when it
+/// is done with the stream: a runtime that never cancels an aborted request's body, as Node's
+/// `fetch`, would otherwise keep it, and what it reads from, for as long as it keeps the body).
+pub(crate) struct Detach(Weak<RefCell<Pumped>>);
+
+impl Detach {
+    pub(crate) fn detach(&self) {
+        let Some(shared) = self.0.upgrade() else {
+            return;
+        };
+        let stream = {
+            let mut st = shared.borrow_mut();
+            st.cancelled = true;
+            st.wake();
+            st.stream.take()
+        };
+        drop(stream); // outside the borrow: its drop may call into JavaScript
+    }
 }
 
 /// Delivers the stream's items as `pull` asks for them, until the stream ends, fails or is
@@ -334,5 +348,5 @@ impl PumpSink for ToController {
 /// `stream` as a JavaScript `ReadableStream` ([`pumped_stream`]): its chunks enqueued, its
 /// error the stream's error, its end the stream's end.
 pub(crate) fn readable_from(stream: JsValueStream) -> Result<web_sys::ReadableStream, JsValue> {
-    pumped_stream(stream, Rc::new(ToController::default()))
+    Ok(pumped_stream(stream, Rc::new(ToController::default()))?.0)
 }

@@ -104,6 +104,26 @@ for (const upload of ['stream', 'segmented']) {
     await assert.rejects(sendP, isCode('ABORTED'));
     await assert.rejects((async () => { for (;;) { const { done } = await reader.read(); if (done) return; } })(), isCode('TRUNCATED'));
   });
+
+  // Node's fetch never cancels an aborted request's body, and the SDK's body kept the source
+  // it reads: the caller's source stayed locked and was never cancelled after the abort.
+  test(`producer AbortSignal → the caller's source is cancelled (${upload})`, async () => {
+    const p = uniquePath('abortsrc');
+    const ac = new AbortController();
+    let cancel;
+    const cancelled = new Promise((resolve) => { cancel = resolve; });
+    const source = new ReadableStream({
+      pull(c) { c.enqueue(new Uint8Array(65536)); },
+      cancel() { cancel(); },
+    }, { highWaterMark: 0 });
+    const sendP = sdk.send(source, { relay: relay.http, path: p, upload, signal: ac.signal });
+    const r = await sdk.receive({ relay: relay.http, path: p });
+    const reader = await readAtLeast(r.stream, 1 << 20);
+    ac.abort();
+    await assert.rejects(sendP, isCode('ABORTED'));
+    reader.cancel().catch(() => {});
+    await within(cancelled, 2_000, 'the source cancelled');
+  });
 }
 
 // §3.10: Node's fetch sends no request head before the first body byte, so a producer whose
