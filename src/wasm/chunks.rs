@@ -18,7 +18,7 @@ use web_sys::ReadableStream;
 
 use super::bindings::now_ms;
 use super::error::{coded, from_js, has_code, js_error, message_of, to_js as error_to_js};
-use super::js_streams::JsStreamReader;
+use super::js_streams::{JsStreamReader, JsValueStream};
 use super::options::Parsed;
 use crate::client::error::{source_changed, source_failed};
 use crate::client::error::{Error, ErrorCode, StopReason};
@@ -32,7 +32,7 @@ pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, Error>>;
 
 /// A JavaScript `ReadableStream` as raw values (errors are JavaScript exceptions; a stream
 /// already locked to a reader fails at its first read).
-pub fn raw(stream: ReadableStream) -> LocalBoxStream<'static, Result<JsValue, JsValue>> {
+pub fn raw(stream: ReadableStream) -> JsValueStream {
     match JsStreamReader::new(&stream) {
         Ok(reader) => reader.boxed_local(),
         Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed_local(),

@@ -5,7 +5,6 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use futures::stream::LocalBoxStream;
 use futures::StreamExt;
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -15,6 +14,7 @@ use web_sys::{AbortSignal, Headers, ReadableStream, Response};
 
 use super::bindings::global_fetch;
 use super::error::failure;
+use super::js_streams::JsValueStream;
 use super::stop::Abort;
 use crate::client::error::{Failure, StopReason};
 use crate::client::request::{Headers as ClientHeaders, Request};
@@ -94,7 +94,7 @@ pub async fn fetch(
 /// long as the stream: Deno (2.9) stops the body on the request's `AbortSignal` only while the
 /// `Response` object lives, so a `receive()` whose response was let go ran on to a clean end
 /// after its caller aborted. `None` without a body.
-pub fn body_stream(resp: Response) -> Option<LocalBoxStream<'static, Result<JsValue, JsValue>>> {
+pub fn body_stream(resp: Response) -> Option<JsValueStream> {
     let body = resp.body()?;
     let held = super::chunks::raw(body).map(move |piece| {
         let _ = &resp;

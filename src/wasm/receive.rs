@@ -16,6 +16,7 @@ use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
 use super::http::{body_stream, exchange, fetch, text, JsHeaders, TEXT_LIMIT};
+use super::js_streams::JsValueStream;
 use super::options::Parsed;
 use super::presence;
 use super::receipt::{with_receipt, Receipt};
@@ -27,7 +28,6 @@ use crate::client::rate::RateMeter;
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
 use crate::crypto::Decryptor;
-use futures::stream::LocalBoxStream;
 
 /// `receive(options) → Promise<{ stream, contentType?, filename?, size? }>`: resolves when the
 /// producer's stream starts. The stream errors with `TRUNCATED` if the producer's stream was
@@ -160,7 +160,7 @@ impl Resume {
 }
 
 struct Body {
-    input: LocalBoxStream<'static, Result<JsValue, JsValue>>,
+    input: Input,
     abort: Rc<Abort>,
     /// The body's check, wire bytes held and stall clock (the core's).
     core: ConsumerBody,
@@ -267,7 +267,7 @@ fn checked(body: Input, abort: Rc<Abort>, check: BodyCheck, resume: Option<Resum
     .boxed_local()
 }
 
-type Input = LocalBoxStream<'static, Result<JsValue, JsValue>>;
+type Input = JsValueStream;
 
 /// The next piece of `input`, or (with `stall`) the stall call the core's watch asks for
 /// once the read waited long enough (§12.4); the read is then left pending in `input` and
@@ -330,14 +330,7 @@ async fn on_stall(b: &mut Body, call: Request) -> Option<Result<(Input, BodyChec
 async fn resume_after_break(
     r: &mut Resume,
     mut step: ResumeStep,
-) -> Result<
-    (
-        LocalBoxStream<'static, Result<JsValue, JsValue>>,
-        BodyCheck,
-        u64,
-    ),
-    Error,
-> {
+) -> Result<(Input, BodyCheck, u64), Error> {
     loop {
         step = match step {
             ResumeStep::Call(req) => {
