@@ -3,6 +3,9 @@
 //   Node, Deno  producer and consumer each in their own process of that runtime:
 //               raw   fetch POST (streaming body, `duplex: 'half'`) → relay → fetch GET
 //               SDK   send() → relay → receive()                      (bench/lib/plain-peer.mjs)
+//               bare  the same with `receipt: false, resume: false` on both sides: what the
+//                     delivery receipt (§12.2, hashing every byte on both sides) and the replay
+//                     window (§12.3, a copy of every byte the producer sends) cost
 //   Chromium    the page (headless, h2 to the relay's TLS port) sends, a Node process reads
 //               with fetch GET in both cases:
 //               raw   fetch POST with a ReadableStream body (`duplex: 'half'`)
@@ -31,11 +34,12 @@ const runtimes = {
     ? { deno: (args) => [DENO, ['run', '--no-prompt', '--allow-net', '--allow-read', '--allow-env', PEER, ...args]] } : {}),
 };
 
-/** Runs a peer; resolves its JSON line. */
-function peer(runtime, args) {
-  const [cmd, argv] = runtimes[runtime](args);
+/** Runs a peer (`bare`: the SDK without receipt and resume); resolves its JSON line. */
+function peer(runtime, [mode, ...rest]) {
+  const [cmd, argv] = runtimes[runtime]([mode === 'bare' ? 'sdk' : mode, ...rest]);
+  const opts = mode === 'bare' ? { PEER_OPTS: JSON.stringify({ receipt: false, resume: false }) } : {};
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, argv, { env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
+    const p = spawn(cmd, argv, { env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', ...opts } });
     let out = '';
     let err = '';
     p.stdout.on('data', (d) => { out += d; });
@@ -55,7 +59,7 @@ let n = 0;
 try {
   for (let run = 0; run < RUNS; run++) {
     for (const rt of Object.keys(runtimes)) {
-      for (const mode of ['raw', 'sdk']) {
+      for (const mode of ['raw', 'sdk', 'bare']) {
         const p = `/bench/plain/${process.pid}/${++n}`;
         const recv = peer(rt, [mode, 'recv', relay.http, p]);
         await new Promise((r) => setTimeout(r, 500)); // the consumer is waiting
@@ -117,9 +121,11 @@ try {
 }
 
 console.log(`\nplain transfers, ${SIZE / MiB} MiB (Chromium ${CHROMIUM_SIZE / MiB} MiB) per transfer, medians of ${RUNS}; ${os.cpus()[0].model}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}\n`);
-console.log('| runtime | raw fetch MB/s | SDK MB/s | SDK / raw |\n|---|---:|---:|---:|');
+console.log('| runtime | raw fetch MB/s | SDK MB/s | SDK / raw | SDK, no receipt or resume, MB/s | that / raw |\n|---|---:|---:|---:|---:|---:|');
 for (const rt of [...Object.keys(runtimes), ...(rates['chromium raw'] ? ['chromium'] : [])]) {
   const raw = median(rates[`${rt} raw`]);
   const s = median(rates[`${rt} sdk`]);
-  console.log(`| ${rt} | ${raw.toFixed(0)} | ${s.toFixed(0)} | ${(s / raw).toFixed(2)} |`);
+  const bare = rates[`${rt} bare`] ? median(rates[`${rt} bare`]) : null;
+  const b = bare === null ? '— | —' : `${bare.toFixed(0)} | ${(bare / raw).toFixed(2)}`;
+  console.log(`| ${rt} | ${raw.toFixed(0)} | ${s.toFixed(0)} | ${(s / raw).toFixed(2)} | ${b} |`);
 }
