@@ -97,6 +97,7 @@ mod receive;
 mod send;
 mod stall;
 mod stop;
+mod writer;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -114,7 +115,7 @@ pub(crate) use error::io_error;
 pub(crate) use options::resume_option;
 pub use options::{ReceiptMode, ReceiveOptions, SendOptions, Target};
 pub use receive::Reader;
-pub use send::Writer;
+pub use writer::Writer;
 
 /// Locks `m`, even after a thread panicked while holding it (the state is plain data).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -300,6 +301,6 @@ impl Client {
     /// `CONNECT_TIMEOUT`, `UNAUTHORIZED`, `FORBIDDEN`, `RELAY_ERROR`, `NETWORK`, `UNSUPPORTED`
     /// (bad options or keys); later failures come from the writer's calls.
     pub async fn open_writer(&self, opts: SendOptions) -> Result<Writer, Error> {
-        send::open_writer(&self.http, opts).await
+        writer::open_writer(&self.http, opts).await
     }
 }

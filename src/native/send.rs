@@ -1,28 +1,22 @@
-//! The producer: drives [`Producer`] (every protocol decision) with reqwest, and the
-//! [`Writer`] of [`super::Client::open_writer`].
+//! The producer: drives [`Producer`] (every protocol decision) with reqwest, for
+//! [`super::Client::send`] and (through [`super::writer`]) [`super::Client::open_writer`].
 
 use std::future::Future;
-use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use futures_util::future::poll_fn;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
-use tokio_util::sync::PollSender;
+use tokio::io::AsyncRead;
+use tokio::sync::mpsc;
 
 use super::body::{self, Source};
-use super::chunks::{self, Cmd, Meter, WIRE_CHANNEL};
+use super::chunks::{self, Meter, WIRE_CHANNEL};
 use super::crypto::{Encoder, Sealed};
 use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
 use super::presence;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
-use super::{io_error, resume_option, SendOptions, SendReport};
+use super::{lock, resume_option, SendOptions, SendReport};
 use crate::client::error::{Error, ErrorCode, Failure, StopReason};
 use crate::client::keys;
 use crate::client::ledger;
@@ -40,15 +34,6 @@ use crate::client::transport::OriginMemory;
 use crate::client::transport::{RuntimeStreams, UploadCut};
 use zeroize::Zeroizing;
 
-/// Writer commands buffered before `write_all` waits.
-const CMD_CHANNEL: usize = 4;
-/// A write is handed to the encoder in pieces of at most this many bytes.
-const PIECE: usize = 256 * 1024;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// What is known per relay origin about streaming uploads, for the whole process (§10).
 fn memory() -> std::sync::MutexGuard<'static, OriginMemory> {
     static MEMORY: OnceLock<Mutex<OriginMemory>> = OnceLock::new();
@@ -58,16 +43,16 @@ fn memory() -> std::sync::MutexGuard<'static, OriginMemory> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-struct Prepared {
-    driver: Driver,
-    encoder: Encoder,
-    meter: std::sync::Arc<Meter>,
-    tx: mpsc::Sender<body::Item>,
-    stop: Stop,
+pub(super) struct Prepared {
+    pub(super) driver: Driver,
+    pub(super) encoder: Encoder,
+    pub(super) meter: std::sync::Arc<Meter>,
+    pub(super) tx: mpsc::Sender<body::Item>,
+    pub(super) stop: Stop,
 }
 
 /// Validates the options and builds everything before anything waits on the relay.
-async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Error> {
+pub(super) async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Error> {
     let relay = o.target.relay_base()?;
     let part_size = parts::part_size(o.part_size.map(|n| n as f64))?;
     if o.auto_flush.is_some_and(|d| d.is_zero()) {
@@ -139,7 +124,7 @@ async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<Prepared, Er
 
 /// Stops the operation when dropped (a send future dropped midway: the upload is cut, never
 /// ended cleanly).
-struct StopOnDrop(Stop);
+pub(super) struct StopOnDrop(pub(super) Stop);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
@@ -149,7 +134,10 @@ impl Drop for StopOnDrop {
 
 /// Runs the pump and the driver together; the driver's outcome decides (the pump is dropped
 /// with it).
-async fn with_pump<T>(pump: impl Future<Output = ()>, drive: impl Future<Output = T>) -> T {
+pub(super) async fn with_pump<T>(
+    pump: impl Future<Output = ()>,
+    drive: impl Future<Output = T>,
+) -> T {
     tokio::pin!(pump);
     tokio::pin!(drive);
     let mut pumping = true;
@@ -161,7 +149,7 @@ async fn with_pump<T>(pump: impl Future<Output = ()>, drive: impl Future<Output 
     }
 }
 
-fn report(
+pub(super) fn report(
     r: Result<producer::SendReport, Error>,
     started: Instant,
     meter: &Meter,
@@ -199,62 +187,11 @@ pub(crate) async fn send<R: AsyncRead + Send + Unpin + 'static>(
     report(r, started, &meter)
 }
 
-/// `Client::open_writer`.
-pub(crate) async fn open_writer(
-    http: &reqwest::Client,
-    opts: SendOptions,
-) -> Result<Writer, Error> {
-    let started = Instant::now();
-    let Prepared {
-        mut driver,
-        encoder,
-        meter,
-        tx,
-        stop,
-    } = prepare(http, &opts).await?;
-    // The rendezvous happens here, so the writer exists once the consumer does.
-    let first = match driver.poll() {
-        Step::Rendezvous(req) => {
-            driver.rendezvous(&req).await;
-            match driver.poll() {
-                Step::Failed(e) => return Err(e),
-                s => s,
-            }
-        }
-        Step::Failed(e) => return Err(e),
-        s => s,
-    };
-    let (cmd_tx, cmd_rx) = mpsc::channel(CMD_CHANNEL);
-    let task_stop = stop.clone();
-    let task = tokio::spawn(async move {
-        let _guard = StopOnDrop(task_stop.clone());
-        let pump = chunks::pump_commands(
-            cmd_rx,
-            encoder,
-            tx,
-            meter.clone(),
-            opts.auto_flush,
-            task_stop,
-        );
-        let r = with_pump(pump, driver.run(Some(first))).await;
-        driver.source.close();
-        report(r, started, &meter)
-    });
-    Ok(Writer {
-        tx: PollSender::new(cmd_tx),
-        task: Some(task),
-        outcome: None,
-        flush_wait: None,
-        finishing: false,
-        stop,
-    })
-}
-
 /// Runs the producer's steps.
-struct Driver {
+pub(super) struct Driver {
     http: reqwest::Client,
     producer: Producer<Bytes>,
-    source: Source,
+    pub(super) source: Source,
     stop: Stop,
     /// The replay window's size, once both sides resume (§12.3).
     window: usize,
@@ -323,7 +260,7 @@ impl Driver {
         }
     }
 
-    fn poll(&mut self) -> Step {
+    pub(super) fn poll(&mut self) -> Step {
         self.observe();
         let step = {
             let mut mem = memory();
@@ -338,7 +275,7 @@ impl Driver {
         step
     }
 
-    async fn rendezvous(&mut self, req: &Request) {
+    pub(super) async fn rendezvous(&mut self, req: &Request) {
         match text_request(&self.http, req, None, &self.stop, TimeoutAs::Stop).await {
             Ok(a) => self
                 .producer
@@ -420,7 +357,10 @@ impl Driver {
         let _ = tokio::time::timeout(http::duration_of_ms(words.wait_ms), told).await;
     }
 
-    async fn run(&mut self, mut first: Option<Step>) -> Result<producer::SendReport, Error> {
+    pub(super) async fn run(
+        &mut self,
+        mut first: Option<Step>,
+    ) -> Result<producer::SendReport, Error> {
         loop {
             let step = match first.take() {
                 Some(s) => s,
@@ -627,224 +567,5 @@ fn concat(chunks: &[Bytes]) -> Bytes {
             }
             b.freeze()
         }
-    }
-}
-
-/// How long [`Writer::abort`] waits for the upload to be cut before it stops it outright.
-pub const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// A log-style producer from [`super::Client::open_writer`]: write, flush, finish.
-///
-/// - [`write_all`](Writer::write_all) waits while the relay or the consumer is slower
-///   (backpressure: a few chunks are buffered, whatever the size).
-/// - [`flush`](Writer::flush): what was written goes on the wire now (age-rt: as one record;
-///   age v1 can only send whole 64 KiB chunks). With `auto_flush`, written bytes are flushed
-///   at most that long after they were written.
-/// - [`finish`](Writer::finish) ends the stream and resolves once the relay confirmed
-///   `[STATE:TRANSFER_SUCCESSFUL]` and, when the consumer sends receipts, its receipt came
-///   (`PROTOCOL.md` §12). A break is resumed meanwhile when both sides resume (§12.3).
-/// - [`abort`](Writer::abort), or dropping the writer without `finish`: the consumer sees a
-///   truncated stream (`TRUNCATED`), never a clean end.
-///
-/// Also a [`tokio::io::AsyncWrite`] (`poll_shutdown` = `finish`); its errors carry the
-/// [`Error`] (see [`super::error_of`]).
-///
-/// # Errors
-///
-/// After the transfer failed, every call returns its error: `PEER_DISCONNECTED` (the consumer
-/// left: seen soon after, on the next write or flush), `NETWORK`, `RELAY_ERROR`, `ABORTED`,
-/// `UNSUPPORTED` (encryption failed, or a call after `finish`).
-pub struct Writer {
-    tx: PollSender<Cmd>,
-    task: Option<JoinHandle<Result<SendReport, Error>>>,
-    outcome: Option<Result<SendReport, Error>>,
-    flush_wait: Option<oneshot::Receiver<()>>,
-    finishing: bool,
-    stop: Stop,
-}
-
-impl std::fmt::Debug for Writer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Writer")
-            .field("finishing", &self.finishing)
-            .field("outcome", &self.outcome)
-            .finish_non_exhaustive()
-    }
-}
-
-fn finished_error() -> Error {
-    Error::usage("the writer was already finished")
-}
-
-impl Writer {
-    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<SendReport, Error>> {
-        if let Some(o) = &self.outcome {
-            return Poll::Ready(o.clone());
-        }
-        let Some(task) = self.task.as_mut() else {
-            return Poll::Ready(Err(finished_error()));
-        };
-        let r = match ready!(Pin::new(task).poll(cx)) {
-            Ok(r) => r,
-            Err(e) => Err(Error::new(
-                ErrorCode::Unsupported,
-                format!("the send task failed: {e}"),
-            )),
-        };
-        self.task = None;
-        self.outcome = Some(r.clone());
-        Poll::Ready(r)
-    }
-
-    /// Room for one more command, or the transfer's error.
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
-        match &self.outcome {
-            Some(Err(e)) => return Poll::Ready(Err(e.clone())),
-            Some(Ok(_)) => return Poll::Ready(Err(finished_error())),
-            None if self.finishing => return Poll::Ready(Err(finished_error())),
-            None => {}
-        }
-        match ready!(self.tx.poll_reserve(cx)) {
-            Ok(()) => Poll::Ready(Ok(())),
-            Err(_) => {
-                let r = ready!(self.poll_outcome(cx));
-                Poll::Ready(Err(r.err().unwrap_or_else(finished_error)))
-            }
-        }
-    }
-
-    fn send_cmd(&mut self, cmd: Cmd) -> Result<(), Error> {
-        self.tx.send_item(cmd).map_err(|_| finished_error())
-    }
-
-    fn poll_write_piece(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<Result<usize, Error>> {
-        if buf.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        ready!(self.poll_ready(cx))?;
-        let n = buf.len().min(PIECE);
-        self.send_cmd(Cmd::Data(Bytes::copy_from_slice(&buf[..n])))?;
-        Poll::Ready(Ok(n))
-    }
-
-    fn poll_flush_inner(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
-        if self.finishing {
-            return self.poll_outcome(cx).map(|r| r.map(|_| ()));
-        }
-        if self.flush_wait.is_none() {
-            ready!(self.poll_ready(cx))?;
-            let (tx, rx) = oneshot::channel();
-            self.send_cmd(Cmd::Flush(tx))?;
-            self.flush_wait = Some(rx);
-        }
-        let Some(rx) = self.flush_wait.as_mut() else {
-            return Poll::Ready(Ok(()));
-        };
-        let acked = ready!(Pin::new(rx).poll(cx));
-        self.flush_wait = None;
-        match acked {
-            Ok(()) => Poll::Ready(Ok(())),
-            Err(_) => {
-                let r = ready!(self.poll_outcome(cx));
-                Poll::Ready(Err(r.err().unwrap_or_else(finished_error)))
-            }
-        }
-    }
-
-    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<SendReport, Error>> {
-        if !self.finishing && self.outcome.is_none() {
-            ready!(self.poll_ready(cx))?;
-            self.send_cmd(Cmd::Finish)?;
-            self.finishing = true;
-            self.tx.close();
-        }
-        self.poll_outcome(cx)
-    }
-
-    /// Writes all of `buf` (any size: it is encrypted and sent in pieces).
-    ///
-    /// # Errors
-    ///
-    /// The transfer's error once it failed (`PEER_DISCONNECTED`, `NETWORK`, ...); `UNSUPPORTED`
-    /// after `finish`.
-    pub async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), Error> {
-        while !buf.is_empty() {
-            let n = poll_fn(|cx| self.poll_write_piece(cx, buf)).await?;
-            buf = &buf[n..];
-        }
-        Ok(())
-    }
-
-    /// [`write_all`](Writer::write_all) for bytes the caller owns: passed on in pieces without
-    /// a copy.
-    ///
-    /// # Errors
-    ///
-    /// As [`write_all`](Writer::write_all).
-    pub async fn write_bytes(&mut self, mut data: Bytes) -> Result<(), Error> {
-        while !data.is_empty() {
-            poll_fn(|cx| self.poll_ready(cx)).await?;
-            let piece = data.split_to(data.len().min(PIECE));
-            self.send_cmd(Cmd::Data(piece))?;
-        }
-        Ok(())
-    }
-
-    /// Sends what was written so far now: plain bytes at once; age-rt as one record; age v1
-    /// only whole chunks (a partial chunk can't be sent before the end).
-    ///
-    /// # Errors
-    ///
-    /// As [`write_all`](Writer::write_all).
-    pub async fn flush(&mut self) -> Result<(), Error> {
-        poll_fn(|cx| self.poll_flush_inner(cx)).await
-    }
-
-    /// Ends the stream; `Ok` only after the relay confirmed `[STATE:TRANSFER_SUCCESSFUL]`
-    /// (every byte handed to the consumer) and, when the consumer sends receipts, its valid
-    /// receipt came ([`SendReport::receipt`], §12.2).
-    ///
-    /// # Errors
-    ///
-    /// The transfer's error: `PEER_DISCONNECTED`, `UNCONFIRMED`, `NETWORK`, `RELAY_ERROR`, ...
-    pub async fn finish(mut self) -> Result<SendReport, Error> {
-        poll_fn(|cx| self.poll_finish(cx)).await
-    }
-
-    /// Aborts the transfer and waits (at most `ABORT_WAIT`) until the upload is cut, so the
-    /// consumer gets `TRUNCATED`, never a clean end — and never waits forever for an upload
-    /// that was aborted before it reached the relay: the request is still made, and its body
-    /// fails (at once for a streaming upload; a segmented one is cut by the relay's gap
-    /// timeout, `PROTOCOL.md` §4, as the protocol has no abort for it). `reason` is for
-    /// messages only.
-    pub async fn abort(mut self, reason: &str) {
-        let queued = self.outcome.is_none()
-            && !self.finishing
-            && poll_fn(|cx| self.tx.poll_reserve(cx)).await.is_ok()
-            && self.send_cmd(Cmd::Abort(reason.to_string())).is_ok();
-        if queued {
-            let _ = tokio::time::timeout(ABORT_WAIT, poll_fn(|cx| self.poll_outcome(cx))).await;
-        }
-        self.stop.stop(StopReason::User, Some(reason.to_string()));
-    }
-}
-
-impl AsyncWrite for Writer {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.get_mut().poll_write_piece(cx, buf).map_err(io_error)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_flush_inner(cx).map_err(io_error)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut()
-            .poll_finish(cx)
-            .map(|r| r.map(|_| ()).map_err(io_error))
     }
 }
