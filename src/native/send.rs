@@ -173,18 +173,12 @@ pub(crate) async fn send<R: AsyncRead + Send + Unpin + 'static>(
     opts: SendOptions,
 ) -> Result<SendReport, Error> {
     let started = Instant::now();
-    let Prepared {
-        mut driver,
-        encoder,
-        meter,
-        tx,
-        stop,
-    } = prepare(http, &opts).await?;
-    let _guard = StopOnDrop(stop);
-    let pump = chunks::pump_reader(source, encoder, tx, meter.clone());
-    let r = with_pump(pump, driver.run(None)).await;
-    driver.source.close();
-    report(r, started, &meter)
+    let mut p = prepare(http, &opts).await?;
+    let _guard = StopOnDrop(p.stop);
+    let pump = chunks::pump_reader(source, p.encoder, p.tx, p.meter.clone());
+    let r = with_pump(pump, p.driver.run(None)).await;
+    p.driver.source.close();
+    report(r, started, &p.meter)
 }
 
 /// Runs the producer's steps.
