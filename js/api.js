@@ -648,5 +648,9 @@ export function generateHybridIdentity() {
 /** The "age1..." / "age1pq1..." recipient of an identity (needs init). */
 export function identityToRecipient(identity) {
   requireInit('identityToRecipient');
+  // a non-string reached the module's string argument as garbage ("memory access out of bounds")
+  if (typeof identity !== 'string') {
+    throw new HttpipeError(`identityToRecipient() takes an identity string ("AGE-SECRET-KEY-1..."), got ${identity === null ? 'null' : typeof identity}`, 'UNSUPPORTED');
+  }
   try { return wasm.identityToRecipient(identity); } catch (e) { throw wrapError(e); }
 }

@@ -78,7 +78,7 @@ export interface Progress {
 export interface CommonOptions {
   /** Relay base URL, e.g. "https://relay.example" or "http://127.0.0.1:8080". */
   relay: string;
-  /** Stream path, e.g. "/team/reports/2026-11". */
+  /** Stream path, e.g. "/team/reports/2026-11"; `.`/`..` segments, `\`, `?`, `#` and control characters are refused (UNSUPPORTED). */
   path: string;
   /** Access token (PROTOCOL.md §6), sent as `Authorization: Bearer`. */
   token?: string;

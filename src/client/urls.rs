@@ -119,7 +119,9 @@ impl RelayBase {
     }
 }
 
-/// A stream path as sent: must not be empty, must not carry a query or fragment.
+/// A stream path as sent (PROTOCOL.md §11.6): must not be empty, must not carry a query or
+/// fragment, nor anything a URL parser would resolve to another path (dot segments, `\\`,
+/// the tabs and line breaks it drops).
 pub fn stream_path(path: &str) -> Result<String, Error> {
     if path.is_empty() || path == "/" {
         return Err(Error::new(
@@ -133,6 +135,21 @@ pub fn stream_path(path: &str) -> Result<String, Error> {
             format!("`path` must not contain '?' or '#': {path:?}"),
         ));
     }
+    if path.contains('\\') || path.chars().any(char::is_control) {
+        return Err(Error::new(
+            ErrorCode::Unsupported,
+            format!("`path` must not contain '\\' or control characters: {path:?}"),
+        ));
+    }
+    if path.split('/').any(is_dot_segment) {
+        return Err(Error::new(
+            ErrorCode::Unsupported,
+            format!(
+                "`path` must not contain '.' or '..' segments (a URL would resolve them to \
+                 another path, PROTOCOL.md §11.6): {path:?}"
+            ),
+        ));
+    }
     if path.len() > MAX_PATH_BYTES {
         return Err(Error::new(
             ErrorCode::Unsupported,
@@ -144,6 +161,12 @@ pub fn stream_path(path: &str) -> Result<String, Error> {
     } else {
         format!("/{path}")
     })
+}
+
+/// `.` or `..`, also percent-encoded (`%2e`), as WHATWG URL recognises them.
+fn is_dot_segment(segment: &str) -> bool {
+    let s = segment.to_ascii_lowercase().replace("%2e", ".");
+    s == "." || s == ".."
 }
 
 /// The rendezvous mode (§5).
@@ -246,6 +269,42 @@ mod tests {
         assert!(b.data_url("").is_err());
         assert!(b.data_url("/a?n=2").is_err());
         assert!(b.data_url(&"/a".repeat(600)).is_err());
+    }
+
+    /// A URL parser resolves these to another path: `/../../t/evil` under `/connect/v0` was
+    /// the Data API's `/t/evil`, whose producer's body the SDK took for the Connect answer
+    /// and sent the stream (and the token) to the URL in it (PROTOCOL.md §11.6).
+    #[test]
+    fn paths_a_url_would_resolve_elsewhere_are_refused() {
+        let b = RelayBase::parse("http://127.0.0.1:8080").unwrap();
+        for bad in [
+            "/../../t/evil",
+            "/%2e%2e/%2e%2e/t/enc",
+            "/a/.%2E/b",
+            "/a/%2E/b",
+            "/a/.",
+            "..",
+            "/a\\..\\..\\t\\bs",
+            "/a/.\t./b",
+            "/a\nb",
+        ] {
+            let e = b.data_url(bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::Unsupported, "{bad:?}");
+            let e = b
+                .connect_url(bad, ConnectMode::AwaitReader, None)
+                .unwrap_err();
+            assert_eq!(e.code, ErrorCode::Unsupported, "{bad:?}");
+        }
+        for good in [
+            "/a/..b/c",
+            "/a/b.c",
+            "/.well/x",
+            "/a/%2e%2ex/b",
+            "/a/.../b",
+            "/ü/日本",
+        ] {
+            assert!(b.data_url(good).is_ok(), "{good:?}");
+        }
     }
 
     #[test]

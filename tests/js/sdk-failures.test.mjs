@@ -235,6 +235,25 @@ test('bad options → UNSUPPORTED with a message', async () => {
   assert.throws(() => sdk.identityToRecipient('nope'), isCode('UNSUPPORTED'));
 });
 
+test('a path a URL would resolve elsewhere → UNSUPPORTED before any request (PROTOCOL.md §11.6)', async () => {
+  // `/../../t/evil` under /connect/v0 was the Data API's /t/evil: a third party's POST there
+  // became the Connect answer, and send() sent the stream and its token to the URL in it
+  const says = (e) => isCode('UNSUPPORTED')(e) && /path/.test(e.message);
+  for (const path of ['/../../t/evil', '/%2e%2e/%2e%2e/t/enc', '/a\\..\\..\\..\\t\\bs', '/a/.\t./b']) {
+    await assert.rejects(sdk.send('secret', { relay: relay.http, path, token: 'T' }), says, path);
+    await assert.rejects(sdk.send('secret', { relay: relay.http, path, rendezvous: false }), says, path);
+    await assert.rejects(sdk.receive({ relay: relay.http, path }), says, path);
+    await assert.rejects(sdk.connect({ relay: relay.http, path, mode: 'await-reader' }), says, path);
+  }
+});
+
+test('identityToRecipient() of a non-string → UNSUPPORTED, not a wasm RuntimeError', () => {
+  for (const x of [5, 0, {}, true, 5n, null, undefined, [], new Uint8Array(5)]) {
+    assert.throws(() => sdk.identityToRecipient(x), (e) => isCode('UNSUPPORTED')(e) && /identity string/.test(e.message), String(x));
+  }
+  assert.match(sdk.identityToRecipient(sdk.generateIdentity()), /^age1/);
+});
+
 test('a locked ReadableStream source → UNSUPPORTED before anything is sent (it crashed Node)', async () => {
   const locked = () => {
     const s = new ReadableStream({ start(c) { c.enqueue(new Uint8Array(3)); c.close(); } });
