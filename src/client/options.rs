@@ -51,6 +51,9 @@ pub fn resume_seconds(given: Option<ResumeOption>) -> Result<Option<f64>, Error>
     match given {
         None | Some(ResumeOption::Flag(true)) => Ok(Some(RESUME_TIME_S)),
         Some(ResumeOption::Flag(false)) => Ok(None),
+        Some(ResumeOption::Seconds(s)) if s > MAX_WAIT_S && s.is_finite() => {
+            Err(too_long("resume"))
+        }
         Some(ResumeOption::Seconds(s)) if s.is_finite() && s > 0.0 => Ok(Some(s)),
         Some(ResumeOption::Seconds(_)) => Err(Error::usage(
             "`resume` must be false, true or a positive number of seconds",
@@ -58,12 +61,25 @@ pub fn resume_seconds(given: Option<ResumeOption>) -> Result<Option<f64>, Error>
     }
 }
 
-/// A number of seconds given as `name`: finite and greater than zero.
+/// The longest wait an option may ask for, in seconds (~23 days): a JavaScript timer holds at
+/// most 2^31 − 1 ms (24.8 days) and fires at once past it, which made a `receiptTimeout` of 30
+/// days an immediate, false `UNCONFIRMED`.
+pub const MAX_WAIT_S: f64 = 2_000_000.0;
+
+fn too_long(name: &str) -> Error {
+    Error::usage(format!(
+        "`{name}` must be at most {} seconds (23 days)",
+        MAX_WAIT_S as u64
+    ))
+}
+
+/// A number of seconds given as `name`: finite, greater than zero, at most [`MAX_WAIT_S`].
 pub fn positive_seconds(name: &str, seconds: Option<f64>) -> Result<Option<f64>, Error> {
     match seconds {
         Some(s) if !(s.is_finite() && s > 0.0) => Err(Error::usage(format!(
             "`{name}` must be a positive number of seconds"
         ))),
+        Some(s) if s > MAX_WAIT_S => Err(too_long(name)),
         s => Ok(s),
     }
 }
@@ -125,6 +141,37 @@ pub fn receipt_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 30 days (2 592 000 s) went to a JavaScript timer as more than 2^31 − 1 ms, which fired
+    /// at once: CONNECT_TIMEOUT in 31 ms, and UNCONFIRMED after a complete delivery.
+    #[test]
+    fn waits_past_what_a_javascript_timer_holds_are_refused() {
+        for name in ["timeout", "receiptTimeout"] {
+            assert_eq!(
+                positive_seconds(name, Some(MAX_WAIT_S)).ok(),
+                Some(Some(MAX_WAIT_S))
+            );
+            for bad in [2_592_000.0, 1e300] {
+                let e = positive_seconds(name, Some(bad)).unwrap_err();
+                assert_eq!(e.code, crate::client::error::ErrorCode::Unsupported);
+                assert!(
+                    e.message.contains("at most 2000000 seconds"),
+                    "{}",
+                    e.message
+                );
+            }
+        }
+        let e = resume_seconds(Some(ResumeOption::Seconds(2_592_000.0))).unwrap_err();
+        assert!(
+            e.message.starts_with("`resume` must be at most"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            resume_seconds(Some(ResumeOption::Seconds(MAX_WAIT_S))).ok(),
+            Some(Some(MAX_WAIT_S))
+        );
+    }
 
     #[test]
     fn seconds_must_be_positive_and_finite() {

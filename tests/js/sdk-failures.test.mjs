@@ -247,6 +247,17 @@ test('a path a URL would resolve elsewhere → UNSUPPORTED before any request (P
   }
 });
 
+test('a wait longer than a JavaScript timer holds → UNSUPPORTED, not an immediate timeout', async () => {
+  // 30 days went to setTimeout as more than 2^31 - 1 ms, which fires at once: CONNECT_TIMEOUT
+  // in 31 ms, and UNCONFIRMED after a complete delivery
+  const says = (name) => (e) => isCode('UNSUPPORTED')(e) && e.message.includes(`\`${name}\` must be at most 2000000 seconds`);
+  const path = '/too-long';
+  await assert.rejects(sdk.receive({ relay: relay.http, path, timeout: 2592000 }), says('timeout'));
+  await assert.rejects(sdk.send('x', { relay: relay.http, path, receiptTimeout: 2592000 }), says('receiptTimeout'));
+  await assert.rejects(sdk.send('x', { relay: relay.http, path, resume: 2592000 }), says('resume'));
+  await assert.rejects(sdk.connect({ relay: relay.http, path, mode: 'await-reader', timeout: 1e300 }), says('timeout'));
+});
+
 test('identityToRecipient() of a non-string → UNSUPPORTED, not a wasm RuntimeError', () => {
   for (const x of [5, 0, {}, true, 5n, null, undefined, [], new Uint8Array(5)]) {
     assert.throws(() => sdk.identityToRecipient(x), (e) => isCode('UNSUPPORTED')(e) && /identity string/.test(e.message), String(x));
