@@ -387,6 +387,17 @@ function normaliseSource(source) {
 
 // Batches small writes for log-style producers: hands the batch on at most `ms` later (or at
 // 64 KiB, or on flush()).
+/** The `autoFlush` option in milliseconds (`undefined`: off); UNSUPPORTED unless a positive
+ * number a timer can wait (setTimeout fires at once past 2^31 - 1 ms). */
+function autoFlushMs(options) {
+  const ms = options ? options.autoFlush : undefined;
+  if (ms === undefined) return undefined;
+  if (typeof ms !== 'number' || !(ms > 0) || ms > 2e9) {
+    throw new HttpipeError(`\`autoFlush\` must be a positive number of milliseconds, at most 2000000000; got ${typeof ms === 'number' ? ms : typeof ms}`, 'UNSUPPORTED');
+  }
+  return ms;
+}
+
 function batcher(ms) {
   let parts = [];
   let size = 0;
@@ -428,9 +439,10 @@ function sendOptions(options, meta) {
 /** Sends `source` to `options.path` on `options.relay`; resolves with a SendReport. */
 export async function send(source, options) {
   try {
+    const ms = autoFlushMs(options);
     const meta = normaliseSource(source);
     let stream = meta.stream;
-    if (options && options.autoFlush !== undefined) stream = stream.pipeThrough(batcher(options.autoFlush).stream);
+    if (ms !== undefined) stream = stream.pipeThrough(batcher(ms).stream);
     await init();
     return await wasm.sendStream(stream, sendOptions(options, meta), meta.reopen);
   } catch (e) { throw wrapError(e); }
@@ -443,9 +455,10 @@ export async function send(source, options) {
  */
 export async function sendWithCode(source, options) {
   try {
+    const ms = autoFlushMs(options);
     const meta = normaliseSource(source);
     let stream = meta.stream;
-    if (options && options.autoFlush !== undefined) stream = stream.pipeThrough(batcher(options.autoFlush).stream);
+    if (ms !== undefined) stream = stream.pipeThrough(batcher(ms).stream);
     await init();
     let gotCode;
     const code = new Promise((resolve) => { gotCode = resolve; });
@@ -501,7 +514,9 @@ export async function connect(options) {
  * with it, never with `undefined`, and never wait forever for a transfer that is over.
  */
 export function openWriter(options) {
-  const ms = options && options.autoFlush;
+  let bad = null;
+  let ms;
+  try { ms = autoFlushMs(options); } catch (e) { bad = e; }
   const b = ms !== undefined ? batcher(ms) : null;
   const pipe = b ? b.stream : new TransformStream();
   // The transfer reads through this reader, so that its end can error the writable with
@@ -518,7 +533,7 @@ export function openWriter(options) {
     // if it ended well).
     cancel(reason) { done.then(() => fail(reason), fail); },
   }, { highWaterMark: 0 });
-  done = send(source, { ...options, autoFlush: undefined });
+  done = bad ? Promise.reject(bad) : send(source, { ...options, autoFlush: undefined });
   // A failure before the transfer read anything (init, options): nobody cancels `source`.
   done.catch(fail);
   return {

@@ -258,6 +258,16 @@ test('a wait longer than a JavaScript timer holds → UNSUPPORTED, not an immedi
   await assert.rejects(sdk.connect({ relay: relay.http, path, mode: 'await-reader', timeout: 1e300 }), says('timeout'));
 });
 
+test('autoFlush that is not a positive number of milliseconds → UNSUPPORTED (send, openWriter)', async () => {
+  const says = (e) => isCode('UNSUPPORTED')(e) && /`autoFlush` must be a positive number of milliseconds/.test(e.message);
+  for (const autoFlush of ['5', true, -1, 0, NaN, Infinity, 1e300, null]) {
+    await assert.rejects(sdk.send('x', { relay: relay.http, path: '/af', autoFlush }), says, String(autoFlush));
+    const w = sdk.openWriter({ relay: relay.http, path: '/af', autoFlush });
+    await assert.rejects(w.done, says, String(autoFlush));
+    await assert.rejects(w.writable.getWriter().write(new Uint8Array(1)), says, String(autoFlush));
+  }
+});
+
 test('identityToRecipient() of a non-string → UNSUPPORTED, not a wasm RuntimeError', () => {
   for (const x of [5, 0, {}, true, 5n, null, undefined, [], new Uint8Array(5)]) {
     assert.throws(() => sdk.identityToRecipient(x), (e) => isCode('UNSUPPORTED')(e) && /identity string/.test(e.message), String(x));
