@@ -61,6 +61,41 @@ pub fn resume_seconds(given: Option<ResumeOption>) -> Result<Option<f64>, Error>
     }
 }
 
+/// Whether a consumer sends receipts, for the caller's `receipt` (§12.1).
+///
+/// # Errors
+///
+/// `UNSUPPORTED` for `'ciphertext'`, which is a sender's option (§12.2).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+pub fn consumer_receipt(receipt: ReceiptOption) -> Result<bool, Error> {
+    if receipt == ReceiptOption::Ciphertext {
+        return Err(Error::usage(
+            "`receipt: 'ciphertext'` is a sender's; a receiver takes true, false or 'manual'",
+        ));
+    }
+    Ok(receipt.on())
+}
+
+/// The producer's declared `size` (§11.1, `httpipe-size=N`): a whole number of bytes that a
+/// JavaScript number holds exactly (at most 2^53).
+///
+/// # Errors
+///
+/// `UNSUPPORTED` for anything else (negative, fractional, not finite, larger).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+pub fn declared_size(size: Option<f64>) -> Result<Option<u64>, Error> {
+    match size {
+        None => Ok(None),
+        Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_992.0 => {
+            Ok(Some(n as u64))
+        }
+        Some(n) => Err(Error::usage(format!(
+            "`size` must be a whole number of bytes from 0 to 2^53, got {}",
+            number_text(n)
+        ))),
+    }
+}
+
 /// The longest wait an option may ask for, in seconds (~23 days): a JavaScript timer holds at
 /// most 2^31 − 1 ms (24.8 days) and fires at once past it, which made a `receiptTimeout` of 30
 /// days an immediate, false `UNCONFIRMED`.
@@ -126,6 +161,11 @@ pub fn receipt_config(
     (name, timeout_s): (&str, Option<f64>),
     resume_s: Option<f64>,
 ) -> Result<Option<ReceiptConfig>, Error> {
+    if receipt == ReceiptOption::Manual {
+        return Err(Error::usage(
+            "`receipt: 'manual'` is a receiver's (it calls confirm()); a sender takes true, false or 'ciphertext'",
+        ));
+    }
     let timeout_s = positive_seconds(name, timeout_s)?;
     if !receipt.on() && resume_s.is_none() {
         return Ok(None);
@@ -171,6 +211,23 @@ mod tests {
             resume_seconds(Some(ResumeOption::Seconds(MAX_WAIT_S))).ok(),
             Some(Some(MAX_WAIT_S))
         );
+    }
+
+    /// From the helper's run: these were taken silently (`size: 1e300` reached the receiver
+    /// as 18446744073709552000, `-1` and `NaN` as no size at all).
+    #[test]
+    fn sizes_and_receipt_roles_are_checked() {
+        assert_eq!(declared_size(None).ok(), Some(None));
+        assert_eq!(declared_size(Some(0.0)).ok(), Some(Some(0)));
+        assert_eq!(declared_size(Some(12345.0)).ok(), Some(Some(12345)));
+        for bad in [-1.0, 1.5, f64::NAN, f64::INFINITY, -f64::INFINITY, 1e300] {
+            assert!(declared_size(Some(bad)).is_err(), "{bad}");
+        }
+        let e = receipt_config(ReceiptOption::Manual, ("receiptTimeout", None), None);
+        assert!(e.is_err_and(|e| e.message.contains("is a receiver's")));
+        assert!(consumer_receipt(ReceiptOption::Ciphertext).is_err());
+        assert_eq!(consumer_receipt(ReceiptOption::Manual).ok(), Some(true));
+        assert_eq!(consumer_receipt(ReceiptOption::Off).ok(), Some(false));
     }
 
     #[test]

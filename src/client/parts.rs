@@ -32,11 +32,11 @@ impl ByteChunk for Vec<u8> {
 pub fn part_size(requested: Option<f64>) -> Result<usize, Error> {
     match requested {
         None => Ok(DEFAULT_PART_SIZE),
-        Some(n) if n.is_finite() && n >= 1.0 && n <= MAX_PART_SIZE as f64 => Ok(n as usize),
+        Some(n) if n.fract() == 0.0 && n >= 1.0 && n <= MAX_PART_SIZE as f64 => Ok(n as usize),
         Some(n) => Err(Error::new(
             ErrorCode::Unsupported,
             format!(
-                "`partSize` must be between 1 and {MAX_PART_SIZE} bytes, got {}",
+                "`partSize` must be a whole number of bytes between 1 and {MAX_PART_SIZE}, got {}",
                 number_text(n)
             ),
         )),

@@ -25,9 +25,9 @@ pub const MAX_WINDOW: usize = 1024 * 1024 * 1024;
 pub fn window_size(requested: Option<f64>) -> Result<usize, Error> {
     match requested {
         None => Ok(DEFAULT_WINDOW),
-        Some(n) if n.is_finite() && n >= 0.0 && n <= MAX_WINDOW as f64 => Ok(n as usize),
+        Some(n) if n.fract() == 0.0 && n >= 0.0 && n <= MAX_WINDOW as f64 => Ok(n as usize),
         Some(n) => Err(Error::usage(format!(
-            "resumeWindow must be a number of bytes from 0 to {MAX_WINDOW} (1 GiB), got {}",
+            "resumeWindow must be a whole number of bytes from 0 to {MAX_WINDOW} (1 GiB), got {}",
             number_text(n)
         ))),
     }

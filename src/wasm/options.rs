@@ -10,7 +10,8 @@ use web_sys::AbortSignal;
 use crate::client::consumer::ReceiveConfig;
 use crate::client::error::Error;
 use crate::client::options::{
-    positive_seconds, receipt_config, resume_seconds, ReceiptOption, ResumeOption,
+    consumer_receipt, declared_size, positive_seconds, receipt_config, resume_seconds,
+    ReceiptOption, ResumeOption,
 };
 use crate::client::parts::part_size;
 use crate::client::producer::{Metadata, SendConfig};
@@ -80,6 +81,7 @@ impl Parsed {
             .transpose()?;
         positive_seconds("timeout", o.timeout)?;
         positive_seconds("receiptTimeout", o.receipt_timeout)?;
+        declared_size(o.size)?;
         let receipt = match member(options, "receipt") {
             None => ReceiptOption::Auto,
             Some(v) if v.as_bool() == Some(true) => ReceiptOption::Auto,
@@ -158,18 +160,15 @@ impl Parsed {
             timeout_s: self.o.timeout,
             encrypted: self.encrypted(),
             size: self.size(),
-            receipt: self.receipt.on(),
+            receipt: consumer_receipt(self.receipt)?,
             resume_s: self.resume_s,
             ciphertext: self.o.ciphertext.unwrap_or(false),
         })
     }
 
-    /// The `size` option as whole bytes (ignored unless finite and not negative).
+    /// The `size` option as whole bytes (checked by `from_js`: `declared_size`).
     pub fn size(&self) -> Option<u64> {
-        self.o
-            .size
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(|s| s.trunc() as u64)
+        declared_size(self.o.size).ok().flatten()
     }
 
     pub fn path(&self) -> Result<&str, Error> {

@@ -268,6 +268,19 @@ test('autoFlush that is not a positive number of milliseconds → UNSUPPORTED (s
   }
 });
 
+test('size, partSize, resumeWindow and receipt values the option does not take → UNSUPPORTED', async () => {
+  // taken silently before: size 1e300 reached the receiver as 18446744073709552000
+  const send = (o) => sdk.send('x', { relay: relay.http, path: '/opts', ...o });
+  for (const size of [-1, 1.5, NaN, Infinity, -Infinity, 1e300]) {
+    await assert.rejects(send({ size }), (e) => isCode('UNSUPPORTED')(e) && /`size` must be a whole number/.test(e.message), String(size));
+  }
+  await assert.rejects(send({ partSize: 1.5 }), (e) => isCode('UNSUPPORTED')(e) && /partSize/.test(e.message));
+  await assert.rejects(send({ resumeWindow: 1.5 }), (e) => isCode('UNSUPPORTED')(e) && /resumeWindow/.test(e.message));
+  await assert.rejects(send({ receipt: 'manual' }), (e) => isCode('UNSUPPORTED')(e) && /is a receiver's/.test(e.message));
+  await assert.rejects(sdk.receive({ relay: relay.http, path: '/opts', receipt: 'ciphertext' }),
+    (e) => isCode('UNSUPPORTED')(e) && /is a sender's/.test(e.message));
+});
+
 test('identityToRecipient() of a non-string → UNSUPPORTED, not a wasm RuntimeError', () => {
   for (const x of [5, 0, {}, true, 5n, null, undefined, [], new Uint8Array(5)]) {
     assert.throws(() => sdk.identityToRecipient(x), (e) => isCode('UNSUPPORTED')(e) && /identity string/.test(e.message), String(x));
