@@ -385,8 +385,6 @@ function normaliseSource(source) {
   throw new HttpipeError('source must be a Blob, ReadableStream, Uint8Array, string or (async) iterable of bytes', 'UNSUPPORTED');
 }
 
-// Batches small writes for log-style producers: hands the batch on at most `ms` later (or at
-// 64 KiB, or on flush()).
 /** The `autoFlush` option in milliseconds (`undefined`: off); UNSUPPORTED unless a positive
  * number a timer can wait (setTimeout fires at once past 2^31 - 1 ms). */
 function autoFlushMs(options) {
@@ -398,6 +396,8 @@ function autoFlushMs(options) {
   return ms;
 }
 
+// Batches small writes for log-style producers: hands the batch on at most `ms` later (or at
+// 64 KiB, or on flush()).
 function batcher(ms) {
   let parts = [];
   let size = 0;

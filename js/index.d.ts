@@ -84,7 +84,7 @@ export interface CommonOptions {
   token?: string;
   /** Meet the peer on the Connect API first (PROTOCOL.md §5). Default true. */
   rendezvous?: boolean;
-  /** Seconds to wait for the peer (with rendezvous; without it, the consumer's wait), then CONNECT_TIMEOUT. Default: no limit. */
+  /** Seconds to wait for the peer (with rendezvous; without it, the consumer's wait), then CONNECT_TIMEOUT. Default: no limit; at most 2 000 000 (23 days). */
   timeout?: number;
   /** Aborting it aborts the transfer (ABORTED; the peer sees the abort). */
   signal?: AbortSignal;
@@ -120,7 +120,7 @@ export interface SendOptions extends CommonOptions {
   filename?: string;
   /** Plaintext size in bytes, for progress totals and the consumer's `size` (plain streams only). Default: a Blob's, bytes' or string's size. */
   size?: number;
-  /** Milliseconds: batch small writes and hand them on at most this late (or at 64 KiB, or on `flush()`). */
+  /** Milliseconds (> 0, at most 2 000 000 000): batch small writes and hand them on at most this late (or at 64 KiB, or on `flush()`). */
   autoFlush?: number;
   /** Upload transport: 'auto' (default) streams where possible and falls back to segmented. */
   upload?: 'auto' | 'stream' | 'segmented';
@@ -137,7 +137,7 @@ export interface SendOptions extends CommonOptions {
    * ciphertext's). false: no receipt asked for.
    */
   receipt?: boolean | 'ciphertext';
-  /** Seconds to wait for the receipt after the relay delivered every byte, then UNCONFIRMED. Default 120. */
+  /** Seconds to wait for the receipt after the relay delivered every byte, then UNCONFIRMED. Default 120; at most 2 000 000. */
   receiptTimeout?: number;
   /**
    * Bytes of the replay window (PROTOCOL.md §12.3): the last bytes sent are kept (copied into the
