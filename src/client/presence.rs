@@ -3,16 +3,19 @@
 //! had no response head for a while checks that call is there ([`PresenceCheck`]), and after
 //! [`PRESENCE_MISSES`] checks in a row that find nobody it knows the producer vanished before
 //! its first byte. Both are machines with their own clock: drivers make the calls they name,
-//! beside the upload or the `GET`, and sleep until the time they name.
+//! beside the upload or the `GET`, and sleep until the time they name. A consumer that gives
+//! up before its stream started says so on the same channel ([`PresenceChannel::left_notice`]),
+//! and the keeper's call that meets it ends the producer's transfer ([`PresenceStep::PeerLeft`]).
 
 use super::error::{Error, ErrorCode, Failure};
-use super::receipt::channel_request;
-use super::request::Request;
+use super::receipt::{channel_request, negative_verdict, receipt_text, Committer, Outcome};
+use super::request::{Headers, Request};
 use super::urls::{ConnectMode, RelayBase};
 use crate::client::options::number_text;
+use crate::protocol::headers::PEER_HELLO;
 use crate::protocol::hello::{
-    presence_key, PRESENCE_CALL_S, PRESENCE_HELLO, PRESENCE_MISSES, RESUME_RETRY_MS, STALL_AFTER_S,
-    STALL_CALL_S,
+    presence_key, NEGATIVE_RECEIPT_TIMEOUT_S, PRESENCE_CALL_S, PRESENCE_HELLO, PRESENCE_MISSES,
+    RESUME_RETRY_MS, STALL_AFTER_S, STALL_CALL_S,
 };
 
 /// What a presence loop does next.
@@ -24,6 +27,12 @@ pub enum PresenceStep {
     WakeAt(f64),
     /// (consumer) The producer vanished: stop the `GET` and fail with this error.
     Vanished(Error),
+    /// (producer) The consumer gave up before its stream started (its negative receipt met
+    /// the call): hand this to [`Producer::on_peer_left`], stop the transfer's requests and
+    /// make no more calls.
+    ///
+    /// [`Producer::on_peer_left`]: super::producer::Producer::on_peer_left
+    PeerLeft(Error),
 }
 
 /// Where the transfer's presence channel is: the stream path on a relay, its token, and the
@@ -37,7 +46,7 @@ pub struct PresenceChannel {
 }
 
 impl PresenceChannel {
-    fn call(&self, mode: ConnectMode, timeout_s: f64) -> Result<Request, Error> {
+    fn call(&self, mode: ConnectMode, timeout_s: f64, hello: String) -> Result<Request, Error> {
         channel_request(
             &self.relay,
             &self.path,
@@ -45,8 +54,22 @@ impl PresenceChannel {
             mode,
             timeout_s,
             self.token.as_deref(),
-            Some(PRESENCE_HELLO.to_string()),
+            Some(hello),
         )
+    }
+
+    /// The consumer gave up (`outcome`: `cancelled`, or `failed` with its code) after its
+    /// rendezvous and before its stream started: its negative receipt, nothing released, as
+    /// the one call that tells the producer waiting on this channel (§12.5), a last word.
+    ///
+    /// # Errors
+    ///
+    /// What building the call meets (a bad path).
+    pub fn left_notice(&self, outcome: Outcome) -> Result<Request, Error> {
+        let nothing = Committer::default().commitment();
+        let hello = receipt_text(&self.transfer, outcome, &nothing, None);
+        let req = self.call(ConnectMode::AwaitWriter, NEGATIVE_RECEIPT_TIMEOUT_S, hello)?;
+        Ok(req.into_last_word())
     }
 }
 
@@ -59,6 +82,13 @@ pub struct PresenceKeeper {
     req: Request,
     /// `None`: call now; `Some(t)`: after a failure, call again at `t`.
     again_at: Option<f64>,
+    /// The consumer said it gave up (its negative receipt met a call).
+    left: Option<Error>,
+}
+
+/// The hello of a presence call (§12.5).
+fn hello() -> String {
+    PRESENCE_HELLO.to_string()
 }
 
 impl PresenceKeeper {
@@ -69,13 +99,18 @@ impl PresenceKeeper {
     /// What building the call meets (a bad path).
     pub fn new(channel: &PresenceChannel) -> Result<Self, Error> {
         Ok(PresenceKeeper {
-            req: channel.call(ConnectMode::AwaitReader, PRESENCE_CALL_S)?,
+            req: channel.call(ConnectMode::AwaitReader, PRESENCE_CALL_S, hello())?,
             again_at: None,
+            left: None,
         })
     }
 
     /// The call to make now, or when to ask again.
     pub fn poll(&mut self, now_ms: f64) -> PresenceStep {
+        if let Some(e) = self.left.take() {
+            // the end of the keeper's calls: a poll after this one calls again
+            return PresenceStep::PeerLeft(e);
+        }
         match self.again_at {
             Some(t) if now_ms < t => PresenceStep::WakeAt(t),
             _ => {
@@ -85,10 +120,16 @@ impl PresenceKeeper {
         }
     }
 
-    /// The call was answered: after a `200` (a check met it) or a `408` (its time ran out) the
-    /// next one at once; after a refusal (a relay that is busy, restarting or refuses the
-    /// token) again in [`REFUSED_PAUSE_MS`], never in a loop.
-    pub fn on_answer(&mut self, status: u16, now_ms: f64) {
+    /// The call was answered (`headers`: the answer's, whose peer hello says who met it): a
+    /// `200` that met the consumer's negative receipt is the end ([`PresenceStep::PeerLeft`]);
+    /// after another `200` (a check met it) or a `408` (its time ran out) the next call at
+    /// once; after a refusal (a relay that is busy, restarting or refuses the token) again in
+    /// [`REFUSED_PAUSE_MS`], never in a loop.
+    pub fn on_answer(&mut self, status: u16, headers: &dyn Headers, now_ms: f64) {
+        if status == 200 {
+            let peer = headers.get(PEER_HELLO).unwrap_or_default();
+            self.left = negative_verdict(&peer, "before the stream started (PROTOCOL.md §12.5)");
+        }
         self.again_at = match status {
             200 | 408 => None,
             _ => Some(now_ms + REFUSED_PAUSE_MS),
@@ -124,7 +165,7 @@ impl PresenceCheck {
     /// What building the call meets (a bad path).
     pub fn new(channel: &PresenceChannel, since_ms: f64) -> Result<Self, Error> {
         Ok(PresenceCheck {
-            req: channel.call(ConnectMode::AwaitWriter, STALL_CALL_S)?,
+            req: channel.call(ConnectMode::AwaitWriter, STALL_CALL_S, hello())?,
             next_ms: since_ms + CHECK_EVERY_MS,
             misses: 0,
             path: channel.path.clone(),
@@ -173,6 +214,7 @@ impl PresenceCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::request::NoHeaders;
     use crate::protocol::headers::HELLO;
 
     fn channel() -> PresenceChannel {
@@ -200,12 +242,12 @@ mod tests {
             format!("http://h:1/connect/v0/p?mode=await-reader&channel={id}&timeout=25")
         );
         assert!(req.headers.contains(&(HELLO, PRESENCE_HELLO.into())));
-        k.on_answer(408, 5.0);
+        k.on_answer(408, &NoHeaders, 5.0);
         assert!(matches!(k.poll(10.0), PresenceStep::Call(_)));
-        k.on_answer(200, 15.0);
+        k.on_answer(200, &NoHeaders, 15.0);
         assert!(matches!(k.poll(16.0), PresenceStep::Call(_)));
         // a busy relay is never called in a loop
-        k.on_answer(503, 16.0);
+        k.on_answer(503, &NoHeaders, 16.0);
         assert!(matches!(k.poll(20.0), PresenceStep::WakeAt(t) if t == 10_016.0));
         assert!(matches!(k.poll(10_016.0), PresenceStep::Call(_)));
         k.on_failure(down(), 20.0);
@@ -241,5 +283,61 @@ mod tests {
         };
         assert_eq!(e.code, ErrorCode::Truncated);
         assert!(e.message.contains("went away before sending anything"));
+    }
+
+    /// §12.5, a consumer that gives up first: its word goes once to the presence channel as a
+    /// negative receipt, and the keeper's call that meets it ends the producer's transfer.
+    #[test]
+    fn a_consumer_that_left_before_its_stream_tells_the_keeper() {
+        let notice = channel().left_notice(Outcome::Cancelled).unwrap();
+        let id = crate::protocol::channel::channel_id("TID-presence");
+        assert_eq!(
+            notice.url,
+            format!("http://h:1/connect/v0/p?mode=await-writer&channel={id}&timeout=15")
+        );
+        assert!(notice.last_word);
+        let hello = notice.headers.iter().find(|(k, _)| *k == HELLO).unwrap();
+        assert!(hello
+            .1
+            .starts_with("httpipe-receipt=1; status=cancelled; bytes=0"));
+
+        let mut k = PresenceKeeper::new(&channel()).unwrap();
+        assert!(matches!(k.poll(0.0), PresenceStep::Call(_)));
+        // a consumer's check meets the call: nothing changes
+        let check: &[(&str, &str)] = &[(PEER_HELLO, PRESENCE_HELLO)];
+        k.on_answer(200, &check, 1.0);
+        assert!(matches!(k.poll(1.0), PresenceStep::Call(_)));
+        // a refusal carrying a receipt is no meeting
+        let cancelled: &[(&str, &str)] = &[(PEER_HELLO, hello.1.as_str())];
+        k.on_answer(403, &cancelled, 2.0);
+        assert!(matches!(k.poll(3.0), PresenceStep::WakeAt(_)));
+        k.on_answer(200, &cancelled, 4.0);
+        let PresenceStep::PeerLeft(e) = k.poll(4.0) else {
+            panic!("the consumer's word ends the transfer")
+        };
+        assert_eq!(e.code, ErrorCode::PeerDisconnected);
+        assert!(
+            e.message.contains("cancelled before the stream started"),
+            "{}",
+            e.message
+        );
+
+        // a `failed` one carries the receiver's code as the peer code
+        let failed = channel()
+            .left_notice(Outcome::Failed(ErrorCode::Forbidden))
+            .unwrap();
+        let hello = failed.headers.iter().find(|(k, _)| *k == HELLO).unwrap();
+        let answer: &[(&str, &str)] = &[(PEER_HELLO, hello.1.as_str())];
+        k.on_answer(200, &answer, 5.0);
+        let PresenceStep::PeerLeft(e) = k.poll(5.0) else {
+            panic!("a failed consumer ends it too")
+        };
+        assert_eq!(e.peer(), Some(ErrorCode::Forbidden));
+        assert!(
+            e.message
+                .contains("failed with FORBIDDEN before the stream"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -182,6 +182,34 @@ fn unconfirmed(why: impl std::fmt::Display) -> Error {
     )
 }
 
+/// The producer's error for a negative receipt `text` (§12.2): `cancelled`, or `failed` with
+/// the receiver's code (also the error's peer code, for a producer that acts on it: a wrong
+/// passphrase); `how_far` says where the receiver stopped ("after 3 of 5 bytes"). `None` when
+/// `text` is no negative receipt.
+pub fn negative_verdict(text: &str, how_far: &str) -> Option<Error> {
+    if item(text, RECEIPT_VERSION) != Some(VERSION_1) {
+        return None;
+    }
+    match item(text, STATUS)? {
+        "cancelled" => Some(Error::new(
+            ErrorCode::PeerDisconnected,
+            format!("the receiver cancelled {how_far}"),
+        )),
+        "failed" => {
+            let code = item(text, CODE).unwrap_or("an error");
+            let e = Error::new(
+                ErrorCode::PeerDisconnected,
+                format!("the receiver failed with {code} {how_far}"),
+            );
+            Some(match ErrorCode::parse(code) {
+                Some(peer) => e.with_peer(peer),
+                None => e,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The producer's verdict on receipt `text` for transfer `transfer`: `ours` is what the
 /// producer sent; `key` the receipt key of an encrypted transfer (then the MAC is required).
 pub fn verify(
@@ -200,33 +228,12 @@ pub fn verify(
     };
     // A negative receipt needs no MAC: it can only make the send fail, which anyone on the
     // path could do anyway by cutting it; and a consumer that failed on a wrong key has none.
-    match item(text, STATUS) {
-        Some("ok") => {}
-        Some("cancelled") => {
-            return Err(Error::new(
-                ErrorCode::PeerDisconnected,
-                format!(
-                    "the receiver cancelled after {bytes} of {} bytes",
-                    ours.bytes
-                ),
-            ))
-        }
-        Some("failed") => {
-            let code = item(text, CODE).unwrap_or("an error");
-            let e = Error::new(
-                ErrorCode::PeerDisconnected,
-                format!(
-                    "the receiver failed with {code} after {bytes} of {} bytes",
-                    ours.bytes
-                ),
-            );
-            // the receiver's code, for a producer that acts on it (§12.2: a wrong passphrase)
-            return Err(match ErrorCode::parse(code) {
-                Some(peer) => e.with_peer(peer),
-                None => e,
-            });
-        }
-        _ => return Err(unconfirmed("has no known status")),
+    let how_far = format!("after {bytes} of {} bytes", ours.bytes);
+    if let Some(e) = negative_verdict(text, &how_far) {
+        return Err(e);
+    }
+    if item(text, STATUS) != Some("ok") {
+        return Err(unconfirmed("has no known status"));
     }
     let authenticated = match key {
         Some(k) => {

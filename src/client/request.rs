@@ -100,3 +100,29 @@ impl Headers for NoHeaders {
         None
     }
 }
+
+/// The calls a side makes when it fails, to tell its peer (the producer's last words, the
+/// consumer's word that it left before its stream started: `PROTOCOL.md` §3.10, §12.3, §12.5).
+#[derive(Debug)]
+pub struct LastWords {
+    /// The calls, made together; each goes on in the background after the wait.
+    pub calls: Vec<Request>,
+    /// Milliseconds to wait, at most, for a call that told the peer ([`LastWords::told`])
+    /// before the failure is reported; a page going away waits for none.
+    pub wait_ms: f64,
+}
+
+impl LastWords {
+    /// Whether a call answered with `status` (`None`: it failed below HTTP) told the peer, so
+    /// the wait is over: a success — the notice met a resuming consumer (§12.3), the
+    /// withdrawal's log ended with the waiting consumers refused (§3.10), the consumer's word
+    /// met the producer's presence call (§12.5). A refusal told
+    /// nobody: a withdrawal refused because the path is still busy with the broken transfer
+    /// (the relay hasn't seen the upload's end yet) leaves a consumer that got the cut and is
+    /// resuming, and only the notice reaches it. Found in CI with a Worker's `send()`, whose
+    /// calls die with its response: it answered on that refusal, and the consumer, never
+    /// told, waited out its resume time.
+    pub fn told(status: Option<u16>) -> bool {
+        matches!(status, Some(200..=299))
+    }
+}

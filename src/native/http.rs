@@ -10,7 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::stop::Stop;
 use crate::client::error::{Error, Failure, StopReason};
-use crate::client::request::{Headers, Method, Request};
+use crate::client::request::{Headers, LastWords, Method, Request};
 
 /// Error bodies and status-log slices are read up to this many bytes.
 pub(crate) const TEXT_LIMIT: usize = 64 * 1024;
@@ -185,4 +185,32 @@ pub(crate) async fn text_request(
         r = timed => r,
         _ = stop.stopped() => Err(Failure::stopped(stop.reason(), None)),
     }
+}
+
+/// Makes one last word; whether it told the peer ([`LastWords::told`]).
+pub(crate) async fn say(http: reqwest::Client, req: Request) -> bool {
+    let answer = text_request(&http, &req, None, &Stop::new(), TimeoutAs::Network).await;
+    LastWords::told(answer.ok().map(|a| a.status))
+}
+
+/// Makes the core's last words together and waits until one told the peer, all are answered,
+/// or the core's wait is over; they go on in the background after that (the mirror of the
+/// wasm driver's `say_last_words`).
+pub(crate) async fn say_last_words(http: &reqwest::Client, words: LastWords) {
+    let mut left: Vec<_> = (words.calls.into_iter())
+        .map(|req| tokio::spawn(say(http.clone(), req)))
+        .collect();
+    if left.is_empty() {
+        return;
+    }
+    let told = async move {
+        while !left.is_empty() {
+            let (answer, _, rest) = futures_util::future::select_all(left).await;
+            if answer.unwrap_or(false) {
+                return;
+            }
+            left = rest;
+        }
+    };
+    let _ = tokio::time::timeout(duration_of_ms(words.wait_ms), told).await;
 }

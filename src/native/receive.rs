@@ -26,7 +26,7 @@ use crate::client::consumer::ConsumerReceipt;
 use crate::client::consumer::{
     BodyCheck, Consumer, ConsumerBody, ReceiveConfig, ResumeStep, Resumer, Step,
 };
-use crate::client::error::{Error, ErrorCode};
+use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::keys;
 use crate::client::options::{resume_seconds, ReceiptOption};
 use crate::client::request::{Headers, Request};
@@ -74,12 +74,13 @@ pub(crate) async fn receive(
                 // the producer's presence is checked while the head waits (§12.5)
                 let check = c.presence_check(0.0);
                 let head = get_head(http_client, &req, &stop);
-                match presence::checked(http_client, check, Instant::now(), head).await? {
-                    Ok(r) => {
+                match presence::checked(http_client, check, Instant::now(), head).await {
+                    Ok(Ok(r)) => {
                         c.on_head(r.status().as_u16(), &HeaderView(r.headers()));
                         resp = Some(r);
                     }
-                    Err(f) => c.on_failure(f),
+                    Ok(Err(f)) => c.on_failure(f),
+                    Err(e) => c.on_failure(Failure::coded(e)),
                 }
             }
             Step::ReadErrorBody => {
@@ -129,7 +130,11 @@ pub(crate) async fn receive(
                     size: incoming.size,
                 });
             }
-            Step::Failed(e) => return Err(e),
+            Step::Failed(e) => {
+                // a producer that may be waiting for this consumer is told it left (§12.5)
+                http::say_last_words(http_client, c.left_notice(&e)).await;
+                return Err(e);
+            }
         }
     }
 }

@@ -22,9 +22,7 @@ use crate::client::keys;
 use crate::client::ledger;
 use crate::client::options::{receipt_config, resume_seconds, ReceiptOption};
 use crate::client::parts;
-use crate::client::producer::{
-    self, LastWords, Metadata, Producer, SendConfig, Step, StreamFailure,
-};
+use crate::client::producer::{self, Metadata, Producer, SendConfig, Step, StreamFailure};
 use crate::client::receipt;
 use crate::client::request::{Headers, Request};
 use crate::client::resume::MAX_WINDOW;
@@ -114,6 +112,7 @@ pub(super) async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<P
             reconnecting: false,
             ended: false,
             presence: None,
+            peer_left: presence::PeerLeft::default(),
         },
         encoder: Encoder::new(enc, sealed),
         meter,
@@ -200,13 +199,8 @@ pub(super) struct Driver {
     ended: bool,
     /// The producer's presence calls (§12.5), from the rendezvous until the verdict.
     presence: Option<tokio::task::JoinHandle<()>>,
-}
-
-/// Makes one of the producer's last words (failure notice, withdrawal); whether it told the
-/// consumer ([`LastWords::told`]).
-async fn say(http: reqwest::Client, req: Request) -> bool {
-    let answer = text_request(&http, &req, None, &Stop::new(), TimeoutAs::Network).await;
-    LastWords::told(answer.ok().map(|a| a.status))
+    /// What the presence calls learned: the consumer gave up before its stream started.
+    peer_left: presence::PeerLeft,
 }
 
 impl Drop for Driver {
@@ -227,7 +221,7 @@ impl Drop for Driver {
         let calls = self.producer.last_words(&e).calls;
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             for req in calls {
-                rt.spawn(say(self.http.clone(), req));
+                rt.spawn(http::say(self.http.clone(), req));
             }
         }
     }
@@ -278,7 +272,13 @@ impl Driver {
         }
         if self.presence.is_none() {
             if let Some(keeper) = self.producer.presence() {
-                self.presence = Some(tokio::spawn(presence::keep(self.http.clone(), keeper)));
+                let (http, stop, left) = (self.http.clone(), self.stop.clone(), &self.peer_left);
+                self.presence = Some(tokio::spawn(presence::keep(
+                    http,
+                    keeper,
+                    stop,
+                    left.clone(),
+                )));
             }
         }
         // What the consumer's hello said (§12.1, §12.3).
@@ -331,24 +331,9 @@ impl Driver {
     }
 
     /// The transfer failed with `e`: if the consumer may be resuming, tell it (§12.3); if it
-    /// may be waiting for an upload that never reached the relay, withdraw (§3.10). Waits a
-    /// moment until one told the consumer ([`LastWords::told`]) or all are answered; they go
-    /// on in the background after that.
+    /// may be waiting for an upload that never reached the relay, withdraw (§3.10).
     async fn last_words(&self, e: &Error) {
-        let words: LastWords = self.producer.last_words(e);
-        let mut left: Vec<_> = (words.calls.into_iter())
-            .map(|req| tokio::spawn(say(self.http.clone(), req)))
-            .collect();
-        let told = async move {
-            while !left.is_empty() {
-                let (answer, _, rest) = futures_util::future::select_all(left).await;
-                if answer.unwrap_or(false) {
-                    return;
-                }
-                left = rest;
-            }
-        };
-        let _ = tokio::time::timeout(http::duration_of_ms(words.wait_ms), told).await;
+        http::say_last_words(&self.http, self.producer.last_words(e)).await;
     }
 
     pub(super) async fn run(
@@ -356,6 +341,11 @@ impl Driver {
         mut first: Option<Step>,
     ) -> Result<producer::SendReport, Error> {
         loop {
+            // the consumer gave up before its stream started: the stop that followed is not
+            // what the core reports (§12.5)
+            if let Some(e) = self.peer_left.take() {
+                self.producer.on_peer_left(e);
+            }
             let step = match first.take() {
                 Some(s) => s,
                 None => self.poll(),
@@ -383,7 +373,12 @@ impl Driver {
                 Step::Sleep(ms) => {
                     tokio::select! {
                         _ = tokio::time::sleep(http::duration_of_ms(ms)) => self.producer.on_slept(),
-                        _ = self.stop.stopped() => return Err(self.stop.error("segmented upload")),
+                        _ = self.stop.stopped() => {
+                            if self.peer_left.is_set() {
+                                continue;
+                            }
+                            return Err(self.stop.error("segmented upload"));
+                        }
                     }
                 }
                 Step::Receipt(req) => self.receipt(&req).await,

@@ -12,12 +12,12 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortSignal, Headers, ReadableStream, Response};
 
-use super::bindings::global_fetch;
+use super::bindings::{global_fetch, sleep};
 use super::error::failure;
 use super::js_streams::JsValueStream;
 use super::stop::Abort;
 use crate::client::error::{Failure, StopReason};
-use crate::client::request::{Headers as ClientHeaders, Request};
+use crate::client::request::{Headers as ClientHeaders, LastWords, Request};
 use crate::client::transport::{RuntimeStreams, UploadCut};
 
 /// Response headers for the core (`Headers.get` joins repeated names with ", ").
@@ -273,4 +273,41 @@ fn is_cloudflare_workers() -> bool {
         .ok()
         .and_then(|ua| ua.as_string())
         .is_some_and(|ua| ua == "Cloudflare-Workers")
+}
+
+/// Makes the core's last words together (the producer's: a failure notice for a consumer that
+/// may be resuming, §12.3, a withdrawal for one that may wait for an upload that never reached
+/// the relay, §3.10; the consumer's word that it left, §12.5) and waits until one told the
+/// peer ([`LastWords::told`]), all are answered, or the core's wait is over; the calls go on
+/// without the operation after that (work left in the background dies with a Worker's request
+/// or a script that exits; the peer is there within moments). The mirror of the native
+/// driver's `say_last_words`.
+pub async fn say_last_words(words: LastWords) {
+    let calls: Vec<_> = (words.calls.into_iter())
+        .map(|req| {
+            let answered = wasm_bindgen_futures::future_to_promise(async move {
+                let mut status = None;
+                if let Ok(mut a) = Abort::new(None) {
+                    status = exchange(&req, &mut a, None).await.ok().map(|(s, ..)| s);
+                }
+                Ok(JsValue::from_bool(LastWords::told(status)))
+            });
+            wasm_bindgen_futures::JsFuture::from(answered)
+        })
+        .collect();
+    if calls.is_empty() {
+        return;
+    }
+    let told = async move {
+        let mut left = calls;
+        while !left.is_empty() {
+            let (answer, _, rest) = futures::future::select_all(left).await;
+            if answer.ok().and_then(|v| v.as_bool()) == Some(true) {
+                return;
+            }
+            left = rest;
+        }
+    };
+    let wait = Box::pin(sleep(words.wait_ms));
+    let _ = futures::future::select(Box::pin(told), wait).await;
 }

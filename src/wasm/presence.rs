@@ -34,8 +34,24 @@ impl Drop for PresenceTask {
     }
 }
 
-/// Starts making the calls `keeper` names.
-pub fn keep(mut keeper: PresenceKeeper) -> PresenceTask {
+/// The consumer's word that it gave up before its stream started (§12.5), from the presence
+/// calls to the driver, which hands it to the core (`Producer::on_peer_left`).
+#[derive(Clone, Default)]
+pub struct PeerLeft(Rc<RefCell<Option<Error>>>);
+
+impl PeerLeft {
+    pub fn take(&self) -> Option<Error> {
+        self.0.borrow_mut().take()
+    }
+}
+
+/// Starts making the calls `keeper` names. When the consumer's word that it left comes, it
+/// goes to `left` and the transfer's requests are stopped (`stop_transfer`).
+pub fn keep(
+    mut keeper: PresenceKeeper,
+    stop_transfer: Rc<dyn Fn()>,
+    left: PeerLeft,
+) -> PresenceTask {
     let stopped = Rc::new(Cell::new(false));
     let cut: CallCut = Rc::new(RefCell::new(None));
     let (done, current) = (stopped.clone(), cut.clone());
@@ -51,11 +67,16 @@ pub fn keep(mut keeper: PresenceKeeper) -> PresenceTask {
                     let answer = exchange(&req, &mut abort, None).await;
                     current.borrow_mut().take();
                     match answer {
-                        Ok((status, _, _)) => keeper.on_answer(status, now_ms()),
+                        Ok((status, headers, _)) => keeper.on_answer(status, &headers, now_ms()),
                         Err(f) => keeper.on_failure(f, now_ms()),
                     }
                 }
                 PresenceStep::WakeAt(t) => sleep((t - now_ms()).max(0.0)).await,
+                PresenceStep::PeerLeft(e) => {
+                    *left.0.borrow_mut() = Some(e);
+                    stop_transfer();
+                    return;
+                }
                 PresenceStep::Vanished(_) => return,
             }
         }
@@ -77,7 +98,8 @@ pub async fn checked<T>(
     futures::pin_mut!(head);
     loop {
         match check.poll(now_ms()) {
-            PresenceStep::Vanished(e) => return Err(e),
+            // (a check never says its consumer left)
+            PresenceStep::Vanished(e) | PresenceStep::PeerLeft(e) => return Err(e),
             PresenceStep::WakeAt(t) => {
                 let timer = Delay::new((t - now_ms()).max(0.0));
                 if let Either::Left((r, _)) = futures::future::select(&mut head, timer).await {

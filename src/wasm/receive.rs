@@ -15,7 +15,7 @@ use super::bindings::{now_ms, sleep};
 use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
-use super::http::{body_stream, exchange, fetch, text, JsHeaders, TEXT_LIMIT};
+use super::http::{body_stream, exchange, fetch, say_last_words, text, JsHeaders, TEXT_LIMIT};
 use super::js_streams::JsValueStream;
 use super::options::Parsed;
 use super::presence;
@@ -23,7 +23,7 @@ use super::receipt::{with_receipt, Receipt};
 use super::stall::{self, StallTimer};
 use super::stop::Abort;
 use crate::client::consumer::{BodyCheck, Consumer, ConsumerBody, ResumeStep, Resumer, Step};
-use crate::client::error::{Error, ErrorCode};
+use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::rate::RateMeter;
 use crate::client::request::{Headers, Request};
 use crate::client::stall::StallStep;
@@ -67,13 +67,16 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                 let head = fetch(&req, &signal, None, false);
                 let r = presence::checked(check, p.signal.clone(), head).await;
                 abort.disarm_timeout();
-                let r = r.inspect_err(|_| abort.abort_internal())?;
                 match r {
-                    Ok(resp) => {
+                    Ok(Ok(resp)) => {
                         consumer.on_head(resp.status(), &JsHeaders(resp.headers()));
                         response = Some(resp);
                     }
-                    Err(e) => consumer.on_failure(abort.failure(&e)),
+                    Ok(Err(e)) => consumer.on_failure(abort.failure(&e)),
+                    Err(e) => {
+                        abort.abort_internal();
+                        consumer.on_failure(Failure::coded(e));
+                    }
                 }
             }
             Step::ReadErrorBody => {
@@ -83,7 +86,11 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                 };
                 consumer.on_error_body(&body);
             }
-            Step::Failed(e) => return Err(e),
+            Step::Failed(e) => {
+                // a producer that may be waiting for this consumer is told it left (§12.5)
+                say_last_words(consumer.left_notice(&e)).await;
+                return Err(e);
+            }
             Step::Stream(incoming, check) => {
                 let body = response.take().and_then(body_stream).ok_or_else(|| {
                     Error::new(ErrorCode::RelayError, "the relay's response has no body")

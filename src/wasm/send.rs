@@ -17,13 +17,15 @@ use super::body;
 use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, SourceFailure, View};
 use super::crypto::{encrypt_stream, encryptor_for, reseal_stream};
 use super::error::{from_js, into_js, to_js};
-use super::http::{exchange, fetch, probe, runtime_streams, text, upload_cut, TEXT_LIMIT};
+use super::http::{
+    exchange, fetch, probe, runtime_streams, say_last_words, text, upload_cut, TEXT_LIMIT,
+};
 use super::options::Parsed;
 use super::pagehide::ProducerPageNotice;
 use super::receipt::{self, Ledger};
 use super::stop::Abort;
 use crate::client::error::{Error, ErrorCode, Failure};
-use crate::client::producer::{LastWords, Producer, SendReport, Step, StreamFailure};
+use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
 use crate::client::receipt::Commitment;
 use crate::client::request::{Headers, NoHeaders, Request};
@@ -105,11 +107,17 @@ async fn send_inner(
     let mut stream: ByteStream = source.reader().boxed_local();
 
     let mut reconnecting = false;
-    // The producer's presence calls (§12.5), until this returns (the verdict).
+    // The producer's presence calls (§12.5), until this returns (the verdict), and what they
+    // learn: the consumer gave up before its stream started.
     let mut presence = None;
+    let peer_left = super::presence::PeerLeft::default();
     // In a page: if it goes away mid-transfer, tell a consumer that may be resuming (§12.3).
     let mut page_left = ProducerPageNotice::watch();
     loop {
+        // the stop that followed the consumer's word is not what the core reports (§12.5)
+        if let Some(e) = peer_left.take() {
+            producer.on_peer_left(e);
+        }
         {
             let w = window.borrow();
             producer.observe(now_ms(), w.low(), w.high());
@@ -129,7 +137,8 @@ async fn send_inner(
                     Err(f) => producer.on_failure(f),
                 }
                 if presence.is_none() {
-                    presence = producer.presence().map(super::presence::keep);
+                    let keep = |k| super::presence::keep(k, abort.cutter(), peer_left.clone());
+                    presence = producer.presence().map(keep);
                 }
                 met(
                     &producer,
@@ -177,7 +186,7 @@ async fn send_inner(
             Step::Failed(e) => {
                 // its own notice (a last word that outlives the page) replaces the page's
                 page_left.withdraw();
-                last_words(producer.last_words(&e)).await;
+                say_last_words(producer.last_words(&e)).await;
                 return Err(e);
             }
         }
@@ -254,42 +263,6 @@ fn pipeline(
         source,
         ended,
     })
-}
-
-/// Makes the producer's last words (the core's [`Producer::last_words`]: a failure notice for
-/// a consumer that may be resuming, §12.3; a withdrawal for one that may wait for an upload
-/// that never reached the relay, §3.10) and waits until one told the consumer
-/// ([`LastWords::told`]), all are answered, or the core's wait is over; the calls go on
-/// without `send()` after that (work left in the background dies with a Worker's request or a
-/// script that exits; the consumer is there within moments).
-async fn last_words(words: LastWords) {
-    let calls: Vec<_> = (words.calls.into_iter())
-        .map(|req| {
-            let answered = wasm_bindgen_futures::future_to_promise(async move {
-                let mut status = None;
-                if let Ok(mut a) = Abort::new(None) {
-                    status = exchange(&req, &mut a, None).await.ok().map(|(s, ..)| s);
-                }
-                Ok(JsValue::from_bool(LastWords::told(status)))
-            });
-            wasm_bindgen_futures::JsFuture::from(answered)
-        })
-        .collect();
-    if calls.is_empty() {
-        return;
-    }
-    let told = async move {
-        let mut left = calls;
-        while !left.is_empty() {
-            let (answer, _, rest) = futures::future::select_all(left).await;
-            if answer.ok().and_then(|v| v.as_bool()) == Some(true) {
-                return;
-            }
-            left = rest;
-        }
-    };
-    let wait = Box::pin(sleep(words.wait_ms));
-    let _ = futures::future::select(Box::pin(told), wait).await;
 }
 
 /// What reading the source again needs: the operation's stop, and where its failure goes.

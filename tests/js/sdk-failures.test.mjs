@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { startRelay, runCli, RELAY_BIN, ROOT } from './lib/relay.mjs';
-import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within } from './lib/sdk.mjs';
+import { PKG, uniquePath, randomSource, hashStream, rejection, sleep, within, channelOf } from './lib/sdk.mjs';
 import { runChild } from './lib/child.mjs';
 
 const sdk = await import(PKG);
@@ -405,4 +405,54 @@ nodeTest('a producer whose source is quiet for 25 s after the meeting is waited 
     assert.equal(got.bytes, 1 << 20);
     assert.equal(got.sha256, done.sha256);
   } finally { child.kill(); }
+});
+
+// PROTOCOL.md §12.5, a consumer that gives up first: aborted after the meeting and before its
+// stream started (the producer's source had given nothing yet), it tells the producer on the
+// presence channel, which fails PEER_DISCONNECTED at once. Before, nothing reached a producer
+// whose upload was not at the relay yet: the sender waited forever, with `timeout: 10` too
+// (found by an adversarial run).
+nodeTest('a consumer aborted before its stream started → its producer PEER_DISCONNECTED at once (§12.5)', { timeout: 90_000 }, async () => {
+  const slowSource = () => new ReadableStream({
+    async pull(c) { await sleep(4000); c.enqueue(new Uint8Array(1000)); c.close(); },
+  });
+  const abandon = async (sendOpts, abortMs, tag) => {
+    const p = uniquePath(`gave-up-${tag}`);
+    const sent = rejection(sdk.send(slowSource(), { relay: relay.http, path: p, ...sendOpts }));
+    const ac = new AbortController();
+    const received = rejection(sdk.receive({ relay: relay.http, path: p, signal: ac.signal, timeout: 10 }));
+    setTimeout(() => ac.abort(), abortMs);
+    const r = await received;
+    const t0 = Date.now();
+    const s = await within(sent, 20_000, `the producer of ${tag}`);
+    return { r, s, after: Date.now() - t0 };
+  };
+  const results = await Promise.all([
+    abandon({}, 500, 'stream'),
+    abandon({ upload: 'segmented' }, 500, 'segmented'),
+    abandon({ timeout: 10 }, 300, 'timeout'),
+  ]);
+  for (const { r, s, after } of results) {
+    assert.equal(r.code, 'ABORTED', r.message);
+    assert.equal(s.code, 'PEER_DISCONNECTED', s.message);
+    assert.match(s.message, /cancelled before the stream started/);
+    assert.ok(after < 6_000, `told after ${after} ms`);
+  }
+  // the native producer (the CLI's `write`) too, told on the wire as §12.5 writes it: a
+  // consumer that met it at the rendezvous and never asks for the data says it left
+  const p = uniquePath('gave-up-cli');
+  const cli = runCli(['write', '--relay', relay.http, '-s', p, '--', 'echo', 'hi']);
+  const met = await fetch(`${relay.http}/connect/v0${p}?mode=await-writer`, { headers: { 'X-Httpipe-Hello': 'httpipe=1; receipt; resume' } });
+  assert.equal(met.status, 200);
+  const transfer = /transfer=([A-Za-z0-9_-]+)/.exec(met.headers.get('x-httpipe-peer-hello'))[1];
+  const presence = channelOf(`${transfer}-presence`);
+  const word = await fetch(`${relay.http}/connect/v0${p}?mode=await-writer&${presence.query}&timeout=15`, {
+    headers: { ...presence.headers, 'X-Httpipe-Hello': 'httpipe-receipt=1; status=failed; bytes=0; digest=AAAA; code=FORBIDDEN' },
+  });
+  assert.equal(word.status, 200, 'the producer\'s presence call met the word');
+  const t0 = Date.now();
+  const { code, stderr } = await within(cli, 20_000, 'the CLI producer');
+  assert.notEqual(code, 0, stderr);
+  assert.match(stderr, /failed with FORBIDDEN before the stream started/);
+  assert.ok(Date.now() - t0 < 6_000, `the CLI was told after ${Date.now() - t0} ms`);
 });

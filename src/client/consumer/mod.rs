@@ -9,15 +9,15 @@
 use super::disposition;
 use super::error::{classify_response, withdrawn, Error, ErrorCode, Failure};
 use super::presence::{PresenceChannel, PresenceCheck};
-use super::receipt::ReceiptPlan;
+use super::receipt::{Outcome, ReceiptPlan};
 use super::rendezvous::{auth_headers, peer_hello, Begin, Rendezvous};
-use super::request::{Headers, Request};
+use super::request::{Headers, LastWords, Request};
 use super::resume::ResumePlan;
 use super::urls::{ConnectMode, RelayBase};
 use crate::protocol::headers::{
     declared_size, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE, X_PIPING,
 };
-use crate::protocol::hello::consumer_hello;
+use crate::protocol::hello::{consumer_hello, FAILURE_NOTICE_WAIT_MS};
 
 /// Everything a receive needs to know up front.
 #[derive(Debug, Clone)]
@@ -204,13 +204,36 @@ impl Consumer {
     /// The checks of the producer's presence while the [`Step::Get`] waits for its head
     /// (§12.5), from `since_ms` (driver's clock), when the producer keeps presence.
     pub fn presence_check(&self, since_ms: f64) -> Option<PresenceCheck> {
-        let channel = PresenceChannel {
+        PresenceCheck::new(&self.presence_channel()?, since_ms).ok()
+    }
+
+    /// The consumer failed with `e` (its [`Step::Failed`]) after its rendezvous met a producer
+    /// that keeps presence and before its stream started: the word that tells that producer,
+    /// which may wait for it on the stream path (§12.5) — its negative receipt on the presence
+    /// channel — for the adapter to make before it reports `e`. None after `TRUNCATED` (the
+    /// producer vanished or withdrew: nobody waits).
+    pub fn left_notice(&self, e: &Error) -> LastWords {
+        let started = matches!(self.state, State::Streaming(_));
+        let call = match self.presence_channel() {
+            Some(channel) if !started && e.code != ErrorCode::Truncated => {
+                channel.left_notice(Outcome::of_error(e.code)).ok()
+            }
+            _ => None,
+        };
+        LastWords {
+            calls: call.into_iter().collect(),
+            wait_ms: FAILURE_NOTICE_WAIT_MS,
+        }
+    }
+
+    /// The producer's presence channel, when it keeps presence (§12.5).
+    fn presence_channel(&self) -> Option<PresenceChannel> {
+        Some(PresenceChannel {
             relay: self.cfg.relay.clone(),
             path: self.cfg.path.clone(),
             token: self.cfg.token.clone(),
             transfer: self.presence_transfer.clone()?,
-        };
-        PresenceCheck::new(&channel, since_ms).ok()
+        })
     }
 
     /// The transfer id, when the producer waits for this consumer's receipt (§12.1).

@@ -551,3 +551,65 @@ fn the_consumer_body_fails_a_cut_a_short_end_and_unasked_ciphertext() {
     let e = b.on_chunk(b"v1\n-> X25519 abc\n").unwrap_err();
     assert_eq!(e.code, ErrorCode::WrongKey);
 }
+
+/// §12.5: a consumer that fails after its rendezvous and before its stream started tells a
+/// producer that keeps presence (its abort is `cancelled`, a refusal `failed` with its code);
+/// not after `TRUNCATED`, not without presence, not once the stream started.
+#[test]
+fn a_consumer_that_gives_up_before_its_stream_tells_a_present_producer() {
+    let met = |hello: &str| {
+        let mut c = Consumer::new(cfg(true, false)).unwrap();
+        let Step::Rendezvous(_) = c.poll() else {
+            panic!()
+        };
+        let h: &[(&str, &str)] = &[(PEER_HELLO, hello)];
+        c.on_response(200, &h, "http://h:1/p\n");
+        let Step::Get(_) = c.poll() else { panic!() };
+        c
+    };
+    let present = "httpipe=1; transfer=TID; presence; receipt";
+    let mut c = met(present);
+    c.on_failure(Failure::stopped(StopReason::User, None));
+    let Step::Failed(e) = c.poll() else { panic!() };
+    assert_eq!(e.code, ErrorCode::Aborted);
+    let words = c.left_notice(&e);
+    assert_eq!(words.calls.len(), 1);
+    let call = &words.calls[0];
+    let presence = crate::protocol::channel::channel_id("TID-presence");
+    assert!(call
+        .url
+        .contains(&format!("mode=await-writer&channel={presence}&timeout=15")));
+    assert!(call
+        .headers
+        .iter()
+        .any(|(_, v)| v.contains("status=cancelled; bytes=0")));
+    assert_eq!(words.wait_ms, 2000.0);
+
+    // refused: `failed` with the code
+    let mut c = met(present);
+    c.on_head(403, &NoHeaders);
+    let Step::ReadErrorBody = c.poll() else {
+        panic!()
+    };
+    c.on_error_body("[ERROR] forbidden\n");
+    let Step::Failed(e) = c.poll() else { panic!() };
+    let words = c.left_notice(&e);
+    let hello = &words.calls[0].headers;
+    let code = e.code.as_str();
+    assert!(hello
+        .iter()
+        .any(|(_, v)| v.contains("status=failed") && v.contains(code)));
+
+    // the producer vanished or withdrew: nobody to tell
+    let truncated = Error::new(ErrorCode::Truncated, "gone");
+    assert!(met(present).left_notice(&truncated).calls.is_empty());
+    // a producer without presence (curl, an older version) waits on nothing of ours
+    let aborted = Error::new(ErrorCode::Aborted, "stop");
+    let old = met("httpipe=1; transfer=TID; receipt");
+    assert!(old.left_notice(&aborted).calls.is_empty());
+    // once the stream started, the transfer's own receipts say it (§12.2)
+    let mut c = met(present);
+    c.on_head(200, &NoHeaders);
+    let Step::Stream(..) = c.poll() else { panic!() };
+    assert!(c.left_notice(&aborted).calls.is_empty());
+}

@@ -3,31 +3,8 @@
 //! URL, or the `DELETE` that abandons a segmented upload.
 
 use super::*;
+use crate::client::request::LastWords;
 use crate::protocol::hello::FAILURE_NOTICE_WAIT_MS;
-
-/// The producer's last words after a failure ([`Producer::last_words`]).
-#[derive(Debug)]
-pub struct LastWords {
-    /// The calls, made together; each goes on in the background after the wait.
-    pub calls: Vec<Request>,
-    /// Milliseconds to wait, at most, for a call that told the consumer ([`LastWords::told`])
-    /// before the failure is reported; a page going away waits for none.
-    pub wait_ms: f64,
-}
-
-impl LastWords {
-    /// Whether a call answered with `status` (`None`: it failed below HTTP) told the consumer,
-    /// so the wait is over: a success — the notice met a resuming consumer (§12.3), the
-    /// withdrawal's log ended with the waiting consumers refused (§3.10). A refusal told
-    /// nobody: a withdrawal refused because the path is still busy with the broken transfer
-    /// (the relay hasn't seen the upload's end yet) leaves a consumer that got the cut and is
-    /// resuming, and only the notice reaches it. Found in CI with a Worker's `send()`, whose
-    /// calls die with its response: it answered on that refusal, and the consumer, never
-    /// told, waited out its resume time.
-    pub fn told(status: Option<u16>) -> bool {
-        matches!(status, Some(200..=299))
-    }
-}
 
 impl<T: ByteChunk> Producer<T> {
     /// When the transfer failed with `e` for another reason than the break (its source, its
@@ -119,8 +96,15 @@ impl<T: ByteChunk> Producer<T> {
     /// Every call due when the transfer failed with `e`, for the adapter to make together:
     /// the failure notice ([`Producer::failure_notice`]) and the withdrawal
     /// ([`Producer::withdrawal`]), or the producer's end ([`Producer::end_notice`]); and how
-    /// long the adapter waits for the first answer before it reports `e`.
+    /// long the adapter waits for the first answer before it reports `e`. None once the
+    /// consumer said it left before its stream started ([`Producer::on_peer_left`]).
     pub fn last_words(&self, e: &Error) -> LastWords {
+        if self.peer_left {
+            return LastWords {
+                calls: Vec::new(),
+                wait_ms: 0.0,
+            };
+        }
         let calls = self
             .failure_notice(e)
             .into_iter()

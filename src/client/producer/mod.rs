@@ -53,7 +53,6 @@ mod tests;
 
 pub use config::{producer_headers, Metadata, ReceiptConfig, SendConfig, SendReport};
 use finish::no_receipt;
-pub use last_words::LastWords;
 use segmented::{SegPhase, Segmented};
 
 /// Tries per segmented part after the first (network errors only; the relay accepts an
@@ -216,6 +215,8 @@ pub struct Producer<T> {
     window: (u64, u64),
     /// The window a stall call that is out offered (§12.4).
     stall_offer: Option<(u64, u64)>,
+    /// The consumer said it gave up before its stream started ([`Producer::on_peer_left`]).
+    peer_left: bool,
 }
 
 /// A request step is handed to the adapter once; a poll before its answer is a misuse.
@@ -260,6 +261,7 @@ impl<T: ByteChunk> Producer<T> {
             now_ms: 0.0,
             window: (0, 0),
             stall_offer: None,
+            peer_left: false,
         })
     }
 
@@ -458,6 +460,20 @@ impl<T: ByteChunk> Producer<T> {
     /// Ends the transfer with `e` (no resume).
     fn fail_final(&mut self, e: Error) {
         self.state = State::Finished(Some(Err(e)));
+    }
+
+    /// The consumer said it gave up before its stream started (§12.5: its negative receipt met
+    /// the presence call, [`PresenceStep::PeerLeft`]): the transfer fails with `e` — also when
+    /// the stop of its requests that followed already failed it (the adapter hands this in
+    /// before it polls again) — unless it already succeeded; nobody is left for last words.
+    ///
+    /// [`PresenceStep::PeerLeft`]: super::presence::PresenceStep::PeerLeft
+    pub fn on_peer_left(&mut self, e: Error) {
+        if matches!(self.state, State::Finished(Some(Ok(_)))) {
+            return;
+        }
+        self.peer_left = true;
+        self.fail_final(e);
     }
 
     fn succeed(&mut self, transport: Transport, relay_state: String) {

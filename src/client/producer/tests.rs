@@ -1,6 +1,6 @@
 use super::*;
 use crate::client::error::Cause;
-use crate::client::request::NoHeaders;
+use crate::client::request::{LastWords, NoHeaders};
 
 const OK_LOG: &str = "[INFO] Start sending to 1 receiver(s)!\n[STATE:TRANSFER_SUCCESSFUL]\n";
 
@@ -1246,4 +1246,52 @@ fn only_a_successful_last_word_tells_the_consumer() {
     for refused in [Some(400), Some(409), Some(410), Some(503), None] {
         assert!(!LastWords::told(refused), "{refused:?}");
     }
+}
+
+/// §12.5: the consumer's word that it gave up before its stream started (met by a presence
+/// call) fails the transfer with that word, also over the error of the stop that followed,
+/// with a resume and a source that were on their way; no last words, and never over success.
+#[test]
+fn the_consumer_that_left_before_its_stream_ends_the_send() {
+    let mut mem = OriginMemory::new();
+    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+    c.resume_s = Some(60.0);
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    let Step::Rendezvous(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; receipt; resume")];
+    p.on_response(200, &h, "http://h:1/p\n");
+    assert!(p.presence().is_some());
+    let Step::Stream(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    // the stop of the upload comes first, as a break the core would resume
+    p.on_stream_failed(StreamFailure {
+        failure: Failure::network(std::io::Error::other("aborted")),
+        replay: None,
+        response_started: true,
+        source_error: None,
+    });
+    let left = Error::new(
+        ErrorCode::PeerDisconnected,
+        "the receiver cancelled before…",
+    );
+    p.on_peer_left(left.clone());
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!("the consumer's word is the verdict")
+    };
+    assert_eq!(e, left);
+    assert!(p.last_words(&e).calls.is_empty());
+    assert!(p
+        .last_words(&Error::new(ErrorCode::Aborted, "x"))
+        .calls
+        .is_empty());
+
+    // never over a success
+    let c = with_receipt(cfg(UploadMode::Stream, true, true));
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    streamed_to_success(&mut p, &mut mem, None);
+    p.on_peer_left(left);
+    assert!(matches!(p.poll(&mut mem), Step::Done(_)));
 }
