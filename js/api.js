@@ -509,16 +509,19 @@ export async function connect(options) {
 
 /**
  * A WritableStream producer: write, `flush()`, close; `done` resolves with the SendReport.
- * When the transfer fails (the relay is down, the module doesn't load, the peer left), the
- * writable errors with the same HttpipeError as `done`: `write()` and `writer.closed` reject
- * with it, never with `undefined`, and never wait forever for a transfer that is over.
+ * The writable ends with the transfer's verdict: `writer.close()` and `writer.closed` resolve
+ * only once `done` did (the relay's success, and the receipt when one is due) and reject with
+ * its error. When the transfer fails (the relay is down, the module doesn't load, the peer
+ * left), the writable errors with the same HttpipeError as `done`: `write()` rejects with it,
+ * never with `undefined`, and never waits forever for a transfer that is over. Chunks are bytes
+ * (a string is sent as UTF-8), as a source's are.
  */
 export function openWriter(options) {
   let bad = null;
   let ms;
   try { ms = autoFlushMs(options); } catch (e) { bad = e; }
   const b = ms !== undefined ? batcher(ms) : null;
-  const pipe = b ? b.stream : new TransformStream();
+  const pipe = b ? b.stream : new TransformStream({ transform(chunk, c) { c.enqueue(toBytes(chunk)); } });
   // The transfer reads through this reader, so that its end can error the writable with
   // `done`'s reason (cancelling a TransformStream's readable errors its writable).
   const reader = pipe.readable.getReader();
@@ -536,8 +539,16 @@ export function openWriter(options) {
   done = bad ? Promise.reject(bad) : send(source, { ...options, autoFlush: undefined });
   // A failure before the transfer read anything (init, options): nobody cancels `source`.
   done.catch(fail);
+  // The caller's writable: the pipe's, whose close waits for the verdict (a closed pipe says
+  // only that the last chunk was handed on).
+  const into = pipe.writable.getWriter();
+  const writable = new WritableStream({
+    write: (chunk) => into.write(chunk),
+    async close() { await into.close(); await done; },
+    abort: (reason) => into.abort(reason),
+  });
   return {
-    writable: pipe.writable,
+    writable,
     async flush() { if (b) b.emit(); },
     done,
   };

@@ -252,8 +252,12 @@ export interface ConnectOptions {
 }
 
 export interface Writer {
-  /** Write Uint8Array chunks, then close (or abort: the consumer sees TRUNCATED). */
-  writable: WritableStream<Uint8Array>;
+  /**
+   * Write chunks (a string goes as UTF-8), then close (or abort: the consumer sees TRUNCATED).
+   * `close()` and `closed` settle with the transfer's verdict: they resolve once `done` did and
+   * reject with its error; a failed transfer errors the writable with `done`'s HttpipeError.
+   */
+  writable: WritableStream<Uint8Array | string>;
   /** Hands batched writes (autoFlush) on now. */
   flush(): Promise<void>;
   /** Resolves with the report once the consumer got everything; rejects like `send`. */

@@ -142,11 +142,13 @@ test('openWriter still works: bytes written arrive, and done resolves', async ()
   const w = sdk.openWriter({ relay: relay.http, path: p });
   const writer = w.writable.getWriter();
   for (let i = 0; i < 3; i++) await writer.write(new TextEncoder().encode(`line ${i}\n`));
-  await writer.close();
+  // close() settles with the verdict, which needs the consumer to read the end (its receipt)
+  const closed = writer.close();
   const { stream } = await r;
   let text = '';
   for await (const chunk of stream) text += new TextDecoder().decode(chunk);
   assert.equal(text, 'line 0\nline 1\nline 2\n');
+  await closed;
   assert.equal((await w.done).relayState, '[STATE:TRANSFER_SUCCESSFUL]');
 });
 

@@ -110,8 +110,10 @@ test('openWriter/openReader: log lines arrive one by one before the writer close
     const { value } = await reader.read();
     assert.equal(dec.decode(value), `line ${n}\n`);
   }
-  await writer.close();
+  // close() settles with the verdict, which needs the consumer to read the end (its receipt)
+  const closed = writer.close();
   assert.equal((await reader.read()).done, true);
+  await closed;
   const report = await w.done;
   assert.equal(report.bytes, 35);
 });
@@ -129,9 +131,43 @@ test('autoFlush batches small writes and flush() hands them on', async () => {
   const reader = (await readerP).getReader();
   const { value } = await reader.read();
   assert.equal(new TextDecoder().decode(value), 'ab', 'both writes in one batch');
-  await writer.close();
+  const closed = writer.close();
   assert.equal((await reader.read()).done, true);
+  await closed;
   await w.done;
+});
+
+// A closed writer is a delivered stream: close() and `closed` resolved while `done` rejected
+// (a consumer that cancelled after the last write), and a string chunk was refused without
+// autoFlush but sent with it (both found by an adversarial run).
+test('openWriter: close() settles with the verdict; strings go as UTF-8 with and without autoFlush', async () => {
+  for (const autoFlush of [undefined, 5]) {
+    const path = uniquePath('writer-verdict');
+    const w = sdk.openWriter({ relay: relay.http, path, autoFlush });
+    const writer = w.writable.getWriter();
+    const received = sdk.receive({ relay: relay.http, path });
+    await writer.write('line 1\n');
+    const reader = (await received).stream.getReader();
+    assert.equal(new TextDecoder().decode((await reader.read()).value), 'line 1\n');
+    await reader.cancel(); // the consumer leaves after the first line
+    const closing = writer.close();
+    await assert.rejects(w.done, (e) => e.code === 'PEER_DISCONNECTED');
+    const [closed, closedP] = await Promise.all([closing.catch((e) => e), writer.closed.catch((e) => e)]);
+    assert.equal(closed?.code, 'PEER_DISCONNECTED', `close() with autoFlush ${autoFlush}`);
+    assert.equal(closedP?.code, 'PEER_DISCONNECTED', `closed with autoFlush ${autoFlush}`);
+
+    const ok = uniquePath('writer-ok');
+    const w2 = sdk.openWriter({ relay: relay.http, path: ok, autoFlush });
+    const writer2 = w2.writable.getWriter();
+    const text = sdk.receive({ relay: relay.http, path: ok }).then((r) => new Response(r.stream).text());
+    await writer2.write('grüße\n');
+    await writer2.write(new TextEncoder().encode('bytes\n'));
+    let settled = false;
+    w2.done.then(() => { settled = true; });
+    await writer2.close();
+    assert.ok(settled, 'close() resolved after done');
+    assert.equal(await text, 'grüße\nbytes\n');
+  }
 });
 
 test('encryptStream/decryptStream round trip and wrong key', async () => {
