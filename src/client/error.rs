@@ -311,13 +311,20 @@ fn relay_words(body: &str) -> String {
 }
 
 /// A consumer's refusal that says its producer withdrew (§3.10, code `producer-withdrew`): the
-/// stream was cut before its first byte, `TRUNCATED` (§11.3).
-pub fn withdrawn(headers: &dyn Headers, what: &str) -> Option<Error> {
+/// stream was cut before its first byte (`resumed`: before the first byte of its resumed
+/// upload, §12.3), `TRUNCATED` (§11.3).
+pub fn withdrawn(headers: &dyn Headers, what: &str, resumed: bool) -> Option<Error> {
     let code = headers.get(ERROR_CODE).and_then(|c| Code::parse(&c))?;
     (code == Code::ProducerWithdrew).then(|| {
         Error::new(
             ErrorCode::Truncated,
-            format!("{what}: the sender failed before sending anything (it withdrew, PROTOCOL.md §3.10)"),
+            format!(
+                "{what}: the sender failed before sending {} (it withdrew, PROTOCOL.md §3.10)",
+                match resumed {
+                    true => "the rest",
+                    false => "anything",
+                }
+            ),
         )
     })
 }
@@ -431,15 +438,20 @@ mod tests {
     #[test]
     fn a_withdrawn_producer_is_truncated() {
         let h = vec![("x-httpipe-error", "producer-withdrew")];
-        let e = withdrawn(&h, "GET /p").expect("withdrawn");
+        let e = withdrawn(&h, "GET /p", false).expect("withdrawn");
         assert_eq!(e.code, ErrorCode::Truncated);
         assert!(
             e.message.contains("before sending anything"),
             "{}",
             e.message
         );
-        assert!(withdrawn(&vec![("x-httpipe-error", "another-sender")], "GET /p").is_none());
-        assert!(withdrawn(&Vec::<(&str, &str)>::new(), "GET /p").is_none());
+        assert!(withdrawn(
+            &vec![("x-httpipe-error", "another-sender")],
+            "GET /p",
+            false
+        )
+        .is_none());
+        assert!(withdrawn(&Vec::<(&str, &str)>::new(), "GET /p", false).is_none());
     }
 
     #[test]

@@ -284,7 +284,7 @@ impl Consumer {
             return;
         };
         let what = std::mem::take(what);
-        if let Some(e) = withdrawn(headers, &what) {
+        if let Some(e) = withdrawn(headers, &what, false) {
             self.state = State::Failed(Some(e));
             return;
         }

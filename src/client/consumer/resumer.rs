@@ -345,7 +345,8 @@ impl Resumer {
             }
             s if unavailable_now(s) => self.meet(error, offset, now_ms, Some(clock)),
             _ => ResumeStep::Failed(
-                withdrawn(headers, &what).unwrap_or_else(|| classify_response(status, "", &what)),
+                withdrawn(headers, &what, true)
+                    .unwrap_or_else(|| classify_response(status, "", &what)),
             ),
         }
     }

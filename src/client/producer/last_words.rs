@@ -43,7 +43,9 @@ impl<T: ByteChunk> Producer<T> {
     /// told of this producer: one waiting on the path waits for any producer, as it would have.
     /// A segmented upload that already opened (its part 0 accepted) is abandoned instead
     /// (§4 "Abandoning", with or without a rendezvous): its consumer is truncated at once
-    /// rather than after the relay's gap timeout.
+    /// rather than after the relay's gap timeout. After a resume meeting the consumer waits
+    /// for the resumed upload on the transfer's data channel: the withdrawal goes there (a
+    /// resumed upload that failed before it reached the relay, e.g. a source that changed).
     pub fn withdrawal(&self, e: &Error) -> Option<Request> {
         if !self.failed_locally(e) || self.relay_succeeded {
             return None;
@@ -52,14 +54,19 @@ impl<T: ByteChunk> Producer<T> {
         if let Some(abandon) = &self.abandon {
             return Some(abandon.clone());
         }
-        if !self.met || self.broke || self.resumes > 0 {
+        if !self.met || self.broke {
             return None;
         }
+        // after a resume meeting: the resumed upload's URL, on the transfer's data channel
         let url = self.data_url.clone()?;
+        let mut headers = auth_headers(self.cfg.token.as_deref());
+        if self.resumes > 0 {
+            headers.push(channel_key(&self.cfg.receipt.as_ref()?.transfer));
+        }
         let request = Request {
             method: Method::Delete,
             timeout_ms: Some(WITHDRAW_WAIT_S * 1000.0),
-            ..Request::get(url, auth_headers(self.cfg.token.as_deref()))
+            ..Request::get(url, headers)
         };
         Some(request.into_last_word())
     }

@@ -198,8 +198,10 @@ pub struct Producer<T> {
     /// The `DELETE` that abandons the segmented upload in progress (§4 "Abandoning"), once
     /// its part 0 was accepted.
     abandon: Option<Request>,
-    /// An upload broke and the sides met to resume (§12.3): the consumer is in the resume
-    /// protocol, where the failure notice reaches it, not on the data URL.
+    /// An upload broke and the sides are meeting to resume (§12.3): the consumer is in the
+    /// resume protocol, where the failure notice reaches it, not on the data URL. Cleared when
+    /// they agreed: the consumer then waits on the transfer's data channel for the resumed
+    /// upload, where only a withdrawal reaches it (§3.10).
     broke: bool,
     /// The data URL of the rendezvous (resumed uploads go to its channel, §12.3).
     stream_url: Option<String>,

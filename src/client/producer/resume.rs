@@ -71,6 +71,8 @@ impl<T: ByteChunk> Producer<T> {
         headers.push((X_PIPING, resume_value(offset)));
         self.headers = headers;
         self.resumes += 1;
+        // the consumer now waits for this upload on the channel's data URL
+        self.broke = false;
         self.state = State::Plan(url);
         Some(Step::ResumeFrom(offset))
     }

@@ -355,6 +355,8 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
             panic!()
         };
     }
+    // meeting: the consumer hears a failure from the notice, not a withdrawal (§3.10)
+    assert!(p.withdrawal(&aborted).is_none());
     let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
     p.on_receipt(200, &ask, "", &none, None);
     let Step::ResumeFrom(300) = p.poll(&mut mem) else {
@@ -371,8 +373,12 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
             crate::protocol::channel::channel_id("TID")
         )
     );
-    // resumed: the consumer hears a failure from the notice, not a withdrawal (§3.10)
-    assert!(p.withdrawal(&aborted).is_none());
+    // resumed: the consumer waits for this upload on the channel's data URL, where only a
+    // withdrawal reaches it (a resumed upload that fails before it reaches the relay: a source
+    // that changed), and the notice goes too (§3.10, §12.3)
+    let w = p.withdrawal(&aborted).expect("a withdrawal on the channel");
+    assert_eq!((w.method, w.url.as_str()), (Method::Delete, up.url.as_str()));
+    assert!(w.headers.contains(&crate::protocol::channel::key_header("TID")));
     assert!(p.failure_notice(&aborted).is_some());
     assert!(up
         .headers
