@@ -145,11 +145,24 @@ fn work_factor_cap() {
 fn header_problems() {
     let (id, r) = x25519();
     let ids = [id];
-    let (_, e) = decrypt(&ids, b"hello world, not age at all\n");
-    assert!(
-        matches!(e, Err(Error::Armor(ref m)) if m.contains("not an age file")),
-        "{e:?}"
-    );
+    // plain text, and random bytes without a newline in their first 64 (they were told
+    // "line longer than 64 columns", as if they were damaged armor)
+    let random: Vec<u8> = (0u32..500)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let long_line = [b"x".repeat(100), b"\n".to_vec()].concat();
+    for input in [
+        &b"hello world, not age at all\n"[..],
+        &random,
+        &long_line,
+        b"  \r\n-----BEGIN AGE",
+    ] {
+        let (_, e) = decrypt(&ids, input);
+        assert!(
+            matches!(e, Err(Error::Armor(ref m)) if m.contains("not an age file")),
+            "{e:?}"
+        );
+    }
     let (_, e) = decrypt(&ids, b"age-encryption.org/v2\n-> X\n\n--- x\n");
     assert!(
         matches!(e, Err(Error::HeaderMalformed(ref m)) if m.contains("unsupported version")),

@@ -114,6 +114,10 @@ impl Reader {
                     return Err(Error::armor("line longer than 64 columns"));
                 }
                 self.line.push(b);
+                // random bytes are no armor: say so at their first byte that can't begin it
+                if matches!(self.state, State::Begin) && !may_begin(&self.line) {
+                    return Err(not_an_age_file());
+                }
             }
         }
         Ok(())
@@ -124,10 +128,7 @@ impl Reader {
         match self.state {
             State::Begin => {
                 if line != BEGIN.as_bytes() {
-                    return Err(Error::armor(format!(
-                        "not an age file: the first line must be {BEGIN:?} (armored), \
-                         age-encryption.org/v1 or the age-rt version line"
-                    )));
+                    return Err(not_an_age_file());
                 }
                 self.state = State::Body { last_seen: false };
             }
@@ -169,4 +170,21 @@ impl Reader {
             _ => Err(Error::armor(format!("missing END line {END:?}"))),
         }
     }
+}
+
+/// Whether `line` (the first line so far) can still become the BEGIN line (with its `\r`).
+fn may_begin(line: &[u8]) -> bool {
+    let begin = BEGIN.as_bytes();
+    match line.split_last() {
+        Some((b'\r', head)) if head == begin => true,
+        _ => begin.starts_with(line),
+    }
+}
+
+/// Input that begins with none of the three starts of ciphertext.
+fn not_an_age_file() -> Error {
+    Error::armor(format!(
+        "not an age file: the first line must be {BEGIN:?} (armored), \
+         age-encryption.org/v1 or the age-rt version line"
+    ))
 }

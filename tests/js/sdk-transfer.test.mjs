@@ -179,6 +179,9 @@ test('encryptStream/decryptStream round trip and wrong key', async () => {
   const wrong = randomSource(1000).stream.pipeThrough(sdk.encryptStream({ recipients: [recipient] }))
     .pipeThrough(sdk.decryptStream({ identities: [other] }));
   await assert.rejects(hashStream(wrong), (e) => e instanceof sdk.HttpipeError && e.code === 'WRONG_KEY');
+  // random bytes are no ciphertext: said at once, not "line longer than 64 columns" of armor
+  const random = randomSource(1000).stream.pipeThrough(sdk.decryptStream({ identities: [identity] }));
+  await assert.rejects(hashStream(random), (e) => e.code === 'DECRYPT_FAILED' && /not an age file/.test(e.message));
   assert.match(recipient, /^age1[0-9a-z]{58}$/);
   assert.match(identity, /^AGE-SECRET-KEY-1[0-9A-Z]{58}$/);
 });

@@ -212,7 +212,7 @@ impl Resumer {
             }
             ResumeHello::Failed { code } => ResumeStep::Failed(Error::new(
                 ErrorCode::Truncated,
-                format!("the sender failed with {code} after {offset} bytes: the stream is cut short (PROTOCOL.md §12.3)"),
+                format!("the sender failed with {code} at byte {offset} of the stream as sent: the stream is cut short (PROTOCOL.md §12.3)"),
             )),
             ResumeHello::Ask { .. } => ResumeStep::Failed(Error::new(
                 ErrorCode::RelayError,

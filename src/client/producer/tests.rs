@@ -377,8 +377,13 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
     // withdrawal reaches it (a resumed upload that fails before it reaches the relay: a source
     // that changed), and the notice goes too (§3.10, §12.3)
     let w = p.withdrawal(&aborted).expect("a withdrawal on the channel");
-    assert_eq!((w.method, w.url.as_str()), (Method::Delete, up.url.as_str()));
-    assert!(w.headers.contains(&crate::protocol::channel::key_header("TID")));
+    assert_eq!(
+        (w.method, w.url.as_str()),
+        (Method::Delete, up.url.as_str())
+    );
+    assert!(w
+        .headers
+        .contains(&crate::protocol::channel::key_header("TID")));
     assert!(p.failure_notice(&aborted).is_some());
     assert!(up
         .headers
