@@ -222,7 +222,8 @@ export interface Received {
   /**
    * With `receipt: 'manual'`: tells the sender every byte arrived (call it after the stream
    * ended and the data is saved). Resolves when the sender has the receipt (or asked for
-   * none); rejects UNSUPPORTED before the stream's end, UNCONFIRMED if the sender didn't
+   * none), or when a sender stopped (aborted) after its last byte stated that end: the data is
+   * complete, though that sender does not learn it was saved; rejects UNSUPPORTED before the stream's end, UNCONFIRMED if the sender didn't
    * come for it within 30 s, TRUNCATED if the sender promised to state its end and this is not
    * the end it stated (PROTOCOL.md §12.2: the stream was cut though it ended cleanly; discard
    * the data).

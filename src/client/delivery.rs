@@ -265,6 +265,20 @@ mod tests {
         // ... after its resume offer (a receipt that met a resume or stall call)
         let offer = format!("httpipe-resume=1; from=0; to=5; {}", end_items(&ours));
         assert!(answer(Some(offer), 200).is_ok());
+        // ... in the failure notice of a producer aborted after its last byte went out: every
+        // byte arrived (it said the data was incomplete before)
+        let stopped = format!("httpipe-resume=1; failed=ABORTED; {}", end_items(&ours));
+        assert!(answer(Some(stopped), 200).is_ok());
+        let short = format!(
+            "httpipe-resume=1; failed=ABORTED; {}",
+            end_items(&sent(b"hello!"))
+        );
+        let e = answer(Some(short), 200).unwrap_err();
+        assert!(
+            e.message.contains("sent 6 bytes and 5 arrived"),
+            "{}",
+            e.message
+        );
         // another end, a failure notice, no end, no producer: never a clean end
         for (hello, status, says) in [
             (

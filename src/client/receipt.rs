@@ -291,19 +291,23 @@ fn not_the_end(why: impl std::fmt::Display) -> Error {
 
 /// The consumer's verdict on the producer's hello that answered its `ok` receipt (`None`: the
 /// answer had none), when the producer promised its end (§12.2): `Ok` when it states the
-/// end the consumer released (`ours`, its receipt's commitment); else `TRUNCATED`.
+/// end the consumer released (`ours`, its receipt's commitment) — also in a failure notice of
+/// a producer stopped after its source ended; else `TRUNCATED`.
 pub fn check_end(peer_hello: Option<&str>, ours: &Commitment) -> Result<(), Error> {
     let Some(text) = peer_hello else {
         return Err(not_the_end("the sender did not state its end"));
     };
-    if let Some(ResumeHello::Failed { code }) = ResumeHello::parse(text) {
-        return Err(not_the_end(format!(
-            "the sender failed with {code} before its end"
-        )));
-    }
     if item(text, END_VERSION) != Some(VERSION_1) {
-        return Err(not_the_end("the sender did not state its end"));
+        // a failure notice without an end: the producer failed before its source ended
+        return Err(not_the_end(match ResumeHello::parse(text) {
+            Some(ResumeHello::Failed { code }) => {
+                format!("the sender failed with {code} before its end")
+            }
+            _ => "the sender did not state its end".to_string(),
+        }));
     }
+    // with one (a failure notice included: the producer stopped after its source ended), the
+    // end decides
     let bytes = item(text, BYTES).and_then(|b| b.parse::<u64>().ok());
     let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d).ok());
     let (Some(bytes), Some(digest)) = (bytes, digest) else {

@@ -28,8 +28,11 @@ impl<T: ByteChunk> Producer<T> {
         let hello = ResumeHello::Failed {
             code: e.code.as_str().to_string(),
         };
+        // a source that had ended: its end is known, and a consumer whose clean end is that
+        // one has every byte (§12.2), whatever stopped the producer after it
+        let end = self.end_items();
         self.resume_plan()?
-            .call(hello, FAILURE_NOTICE_TIMEOUT_S)
+            .call_with_end(hello, end.as_deref(), FAILURE_NOTICE_TIMEOUT_S)
             .ok()
             .map(Request::into_last_word)
     }

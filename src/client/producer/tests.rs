@@ -216,9 +216,11 @@ fn the_producer_states_its_end_on_the_channel() {
     };
     let offer = format!("httpipe-resume=1; from=0; to=5; {end}");
     assert_eq!(hello_of(&call), Some(offer.as_str()));
-    // ... and its failure notice states no end
+    // ... and so does its failure notice: its source ended, so a consumer whose clean end is
+    // that one has every byte (§12.2); a resuming one fails on the notice as always
     let notice = p.failure_notice(&aborted).unwrap();
-    assert_eq!(hello_of(&notice), Some("httpipe-resume=1; failed=ABORTED"));
+    let stopped = format!("httpipe-resume=1; failed=ABORTED; {end}");
+    assert_eq!(hello_of(&notice), Some(stopped.as_str()));
 }
 
 /// §11.2 step 6, §12.2: a producer that promised its end and fails for its own reason
