@@ -2,21 +2,28 @@
 //! (`PROTOCOL.md` §10, §11.2 step 5): the body is a JavaScript `ReadableStream` whose controller
 //! this side keeps, and a stop errors it and aborts the request in the order the core names
 //! for this runtime ([`StopOrder`]: Chromium resets an HTTP/2 upload whose body errored but
-//! ends an aborted one cleanly; workerd the other way round).
+//! ends an aborted one cleanly; workerd the other way round). And what a resumed upload reads
+//! (§12.3, [`resumed`]): the replay window's bytes, then the source read again, then the rest.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::StreamExt;
+use js_sys::Function;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::ReadableStream;
 
-use super::chunks::ByteStream;
-use super::error::to_js as error_to_js;
+use super::chunks::{self, ByteStream, Kept, Shared, SourceFailure};
+use super::crypto::reseal_stream;
+use super::error::{from_js, to_js as error_to_js};
 use super::js_streams::{pumped_stream, Detach, PumpSink, StreamController};
+use super::stop::Abort;
 use crate::client::error::{Error, ErrorCode};
+use crate::client::resume::Replay;
 use crate::client::transport::StopOrder;
+use crate::crypto::Encryptor;
 
 /// Stops one upload: its body's controller (until the body ended) and the request's abort.
 pub struct BodyStop {
@@ -130,5 +137,79 @@ impl PumpSink for Upload {
 
     fn cancelled(&self) {
         self.0.release();
+    }
+}
+
+/// The stream a resumed upload reads (§12.3): the window's kept bytes from the agreed
+/// offset, what must be read again from the reopened source, then the rest of the source.
+pub fn resumed(
+    replay: Option<Replay<Kept>>,
+    (reopen, enc, reading): (Option<&Function>, Option<&RefCell<Encryptor>>, Reading<'_>),
+    source: &Rc<Shared>,
+) -> ByteStream {
+    let (kept, again) = match replay {
+        Some(Replay::Reopen { kept, from, to }) => (kept, reopened(reopen, enc, from, to, reading)),
+        Some(Replay::Kept(kept)) => (kept, futures::stream::empty().boxed_local()),
+        None => (Vec::new(), futures::stream::empty().boxed_local()),
+    };
+    futures::stream::iter(kept.into_iter().map(|k| Ok(k.to_send())))
+        .chain(again)
+        .chain(source.reader())
+        .boxed_local()
+}
+
+/// What reading the source again needs: the operation's stop, and where its failure goes.
+pub type Reading<'a> = (&'a Abort, &'a SourceFailure);
+
+/// Wire bytes `from..to` again from the reopened source: a plain source's own bytes, an
+/// encrypted one's chunks sealed again (`Encryptor::reseal`: each sent only if its tag is the
+/// one sent before).
+fn reopened(
+    reopen: Option<&Function>,
+    enc: Option<&RefCell<Encryptor>>,
+    from: u64,
+    to: u64,
+    reading: Reading<'_>,
+) -> ByteStream {
+    let Some(enc) = enc else {
+        return read_again(reopen, from, to, reading);
+    };
+    let resealer = enc.borrow().reseal(from, to);
+    match resealer {
+        Ok(r) => {
+            let (start, end) = r.plaintext();
+            reseal_stream(read_again(reopen, start, end, reading), r)
+        }
+        Err(e) => futures::stream::once(async move { Err(e.into()) }).boxed_local(),
+    }
+}
+
+/// Source bytes `from..to`, read again through the package's `reopen`.
+fn read_again(
+    reopen: Option<&Function>,
+    from: u64,
+    to: u64,
+    (abort, failed): Reading<'_>,
+) -> ByteStream {
+    let opened = reopen
+        .ok_or_else(|| Error::new(ErrorCode::Unsupported, "this source cannot be reopened"))
+        .and_then(|f| {
+            f.call2(&JsValue::NULL, &(from as f64).into(), &(to as f64).into())
+                .and_then(|s| s.dyn_into::<ReadableStream>())
+                .map_err(|e| {
+                    from_js(
+                        &e,
+                        abort.reason(),
+                        ErrorCode::Unsupported,
+                        "reopening the source",
+                    )
+                })
+        });
+    match opened {
+        Ok(s) => chunks::exactly(
+            chunks::source(s, abort.reason_cell(), failed.clone()),
+            to - from,
+        ),
+        Err(e) => futures::stream::once(async move { Err(e) }).boxed_local(),
     }
 }

@@ -15,8 +15,8 @@ use web_sys::ReadableStream;
 use super::bindings::{now_ms, sleep, Delay};
 use super::body;
 use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, SourceFailure, View};
-use super::crypto::{encrypt_stream, encryptor_for, reseal_stream};
-use super::error::{from_js, into_js, to_js};
+use super::crypto::{encrypt_stream, encryptor_for};
+use super::error::{into_js, to_js};
 use super::http::{
     exchange, fetch, probe, runtime_streams, say_last_words, text, upload_cut, TEXT_LIMIT,
 };
@@ -29,7 +29,7 @@ use crate::client::producer::{Producer, SendReport, Step, StreamFailure};
 use crate::client::rate::RateMeter;
 use crate::client::receipt::Commitment;
 use crate::client::request::{Headers, NoHeaders, Request};
-use crate::client::resume::{Replay, ReplayWindow};
+use crate::client::resume::ReplayWindow;
 use crate::client::stall::StallStep;
 use crate::client::status::Verdict;
 use crate::client::transport::OriginMemory;
@@ -177,7 +177,7 @@ async fn send_inner(
                 // The core checked the offset against this window (§12.3).
                 let replay = window.borrow().replay_from(offset);
                 let again = (reopen.as_ref(), enc.as_deref(), (&*abort, failed));
-                stream = resumed(replay, again, &source);
+                stream = body::resumed(replay, again, &source);
             }
             Step::NeedSource | Step::Part(_) | Step::Sleep(_) | Step::Probe(_) => {
                 segmented_step(&mut producer, step, abort, &mut stream).await
@@ -265,62 +265,6 @@ fn pipeline(
     })
 }
 
-/// What reading the source again needs: the operation's stop, and where its failure goes.
-type Reading<'a> = (&'a Abort, &'a SourceFailure);
-
-/// Wire bytes `from..to` again from the reopened source: a plain source's own bytes, an
-/// encrypted one's chunks sealed again (`Encryptor::reseal`: each sent only if its tag is the
-/// one sent before).
-fn reopened(
-    reopen: Option<&Function>,
-    enc: Option<&RefCell<Encryptor>>,
-    from: u64,
-    to: u64,
-    reading: Reading<'_>,
-) -> ByteStream {
-    let Some(enc) = enc else {
-        return read_again(reopen, from, to, reading);
-    };
-    let resealer = enc.borrow().reseal(from, to);
-    match resealer {
-        Ok(r) => {
-            let (start, end) = r.plaintext();
-            reseal_stream(read_again(reopen, start, end, reading), r)
-        }
-        Err(e) => futures::stream::once(async move { Err(e.into()) }).boxed_local(),
-    }
-}
-
-/// Source bytes `from..to`, read again through the package's `reopen`.
-fn read_again(
-    reopen: Option<&Function>,
-    from: u64,
-    to: u64,
-    (abort, failed): Reading<'_>,
-) -> ByteStream {
-    let opened = reopen
-        .ok_or_else(|| Error::new(ErrorCode::Unsupported, "this source cannot be reopened"))
-        .and_then(|f| {
-            f.call2(&JsValue::NULL, &(from as f64).into(), &(to as f64).into())
-                .and_then(|s| s.dyn_into::<ReadableStream>())
-                .map_err(|e| {
-                    from_js(
-                        &e,
-                        abort.reason(),
-                        ErrorCode::Unsupported,
-                        "reopening the source",
-                    )
-                })
-        });
-    match opened {
-        Ok(s) => chunks::exactly(
-            chunks::source(s, abort.reason_cell(), failed.clone()),
-            to - from,
-        ),
-        Err(e) => futures::stream::once(async move { Err(e) }).boxed_local(),
-    }
-}
-
 /// What one streaming upload needs besides the producer.
 struct Upload<'a> {
     req: &'a Request,
@@ -400,24 +344,6 @@ fn met(
         producer.expects_receipt(),
         producer.receipt_commits_to_plaintext(),
     );
-}
-
-/// The stream a resumed upload reads (§12.3): the window's kept bytes from the agreed
-/// offset, what must be read again from the reopened source, then the rest of the source.
-fn resumed(
-    replay: Option<Replay<Kept>>,
-    (reopen, enc, reading): (Option<&Function>, Option<&RefCell<Encryptor>>, Reading<'_>),
-    source: &Rc<Shared>,
-) -> ByteStream {
-    let (kept, again) = match replay {
-        Some(Replay::Reopen { kept, from, to }) => (kept, reopened(reopen, enc, from, to, reading)),
-        Some(Replay::Kept(kept)) => (kept, futures::stream::empty().boxed_local()),
-        None => (Vec::new(), futures::stream::empty().boxed_local()),
-    };
-    futures::stream::iter(kept.into_iter().map(|k| Ok(k.to_send())))
-        .chain(again)
-        .chain(source.reader())
-        .boxed_local()
 }
 
 /// Progress says "reconnecting" while the sides meet again, and how many breaks were resumed.
