@@ -92,6 +92,7 @@ mod error;
 mod http;
 mod options;
 mod presence;
+mod reader;
 mod receipt;
 mod receive;
 mod send;
@@ -114,7 +115,7 @@ pub use error::error_of;
 pub(crate) use error::io_error;
 pub(crate) use options::resume_option;
 pub use options::{ReceiptMode, ReceiveOptions, SendOptions, Target};
-pub use receive::Reader;
+pub use reader::Reader;
 pub use writer::Writer;
 
 /// Locks `m`, even after a thread panicked while holding it (the state is plain data).
