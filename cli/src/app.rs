@@ -271,7 +271,10 @@ where
     if !serve {
         return tokio::select! {
             r = round() => r,
-            s = shutdown() => Err(CliError::generic(format!("interrupted by {s}"), "the stream was aborted")),
+            s = shutdown() => {
+                settle_last_words().await;
+                Err(CliError::generic(format!("interrupted by {s}"), "the stream was aborted"))
+            }
         };
     }
     loop {
@@ -286,10 +289,18 @@ where
             },
             s = shutdown() => {
                 tracing::info!("{s}: stopping");
+                settle_last_words().await;
                 return Ok(());
             }
         }
     }
+}
+
+/// The interrupted transfer was dropped: its last words (a failure notice, a withdrawal, a
+/// `cancelled` receipt, a consumer's word that it left: PROTOCOL.md §12.2–§12.5) tell the peer
+/// at once instead of leaving it to wait out its resume time. They get a moment before exit.
+async fn settle_last_words() {
+    httpipe::native::settle_last_words(Duration::from_secs(2)).await;
 }
 
 async fn shutdown() -> &'static str {

@@ -2,6 +2,7 @@
 //! answers, and turning reqwest's errors into the core's [`Failure`]s.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -193,12 +194,43 @@ pub(crate) async fn say(http: reqwest::Client, req: Request) -> bool {
     LastWords::told(answer.ok().map(|a| a.status))
 }
 
+/// The last words on their way in the background (receipts, failure notices, withdrawals),
+/// so that a program that exits can wait for them ([`settle_last_words`]).
+fn in_flight() -> &'static tokio_util::task::TaskTracker {
+    static TRACKER: std::sync::OnceLock<tokio_util::task::TaskTracker> = std::sync::OnceLock::new();
+    TRACKER.get_or_init(tokio_util::task::TaskTracker::new)
+}
+
+/// Runs `call` in the background on the current runtime (none: it doesn't run), where
+/// [`settle_last_words`] can wait for it: a last word, or a transfer's task whose end makes its
+/// last words (`Client::open_writer`'s driver).
+pub(crate) fn spawn_finishing<F>(call: F) -> Option<tokio::task::JoinHandle<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let rt = tokio::runtime::Handle::try_current().ok()?;
+    Some(in_flight().spawn_on(call, &rt))
+}
+
+/// Waits at most `max` for the last words this process's transfers still have on their way
+/// in the background — a receipt, a failure notice, a withdrawal, a consumer's word that it
+/// left (`PROTOCOL.md` §3.10, §12.2, §12.3, §12.5) — made when a transfer failed, or when its
+/// future or [`super::Reader`] was dropped midway. A program that exits right after (a CLI
+/// interrupted by Ctrl-C) calls this first, so that its peer is told instead of waiting out its
+/// resume time. Returns at once when none is on its way.
+pub async fn settle_last_words(max: std::time::Duration) {
+    in_flight().close();
+    let _ = tokio::time::timeout(max, in_flight().wait()).await;
+    in_flight().reopen();
+}
+
 /// Makes the core's last words together and waits until one told the peer, all are answered,
 /// or the core's wait is over; they go on in the background after that (the mirror of the
 /// wasm driver's `say_last_words`).
 pub(crate) async fn say_last_words(http: &reqwest::Client, words: LastWords) {
     let mut left: Vec<_> = (words.calls.into_iter())
-        .map(|req| tokio::spawn(say(http.clone(), req)))
+        .filter_map(|req| spawn_finishing(say(http.clone(), req)))
         .collect();
     if left.is_empty() {
         return;

@@ -10,6 +10,9 @@
 //! - [`Client::receive`]: a [`Reader`] of the producer's bytes (only authenticated plaintext
 //!   when decrypting; a cut stream is `TRUNCATED`, never a clean end).
 //! - [`Client::connect`]: the rendezvous alone (Connect API, `PROTOCOL.md` §5).
+//! - [`settle_last_words`]: before a program exits after dropping a transfer midway (Ctrl-C),
+//!   a moment for the words that tell its peer (a failure notice, a withdrawal, a `cancelled`
+//!   receipt, a consumer's word that it left), which otherwise die with the process.
 //!
 //! Encryption (age-rt by default, or age v1) happens here, end to end: give `passphrase` or
 //! `recipients` to send, `passphrase` or `identities` to receive. Memory stays bounded
@@ -113,6 +116,7 @@ pub use crate::client::urls::ConnectMode;
 pub use crate::crypto::Format;
 pub use error::error_of;
 pub(crate) use error::io_error;
+pub use http::settle_last_words;
 pub(crate) use options::resume_option;
 pub use options::{ReceiptMode, ReceiveOptions, SendOptions, Target};
 pub use reader::Reader;

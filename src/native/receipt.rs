@@ -59,7 +59,7 @@ pub(crate) fn send_last_word(
             .boxed(),
         ),
         ReceiptWait::AtMost(ms) => {
-            let task = tokio::runtime::Handle::try_current().ok()?.spawn(call);
+            let task = http::spawn_finishing(call)?;
             Some(
                 async move {
                     let _ = tokio::time::timeout(http::duration_of_ms(ms), task).await;
@@ -69,9 +69,7 @@ pub(crate) fn send_last_word(
             )
         }
         ReceiptWait::Background => {
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(call);
-            }
+            http::spawn_finishing(call);
             None
         }
     }

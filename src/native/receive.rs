@@ -18,7 +18,7 @@ use crate::client::consumer::{Consumer, ConsumerBody, ReceiveConfig, Step};
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::keys;
 use crate::client::options::{resume_seconds, ReceiptOption};
-use crate::client::request::Request;
+use crate::client::request::{LastWords, Request};
 use crate::crypto::Decryptor;
 
 /// The decryptor the options ask for (`None`: plain), and whether it holds a passphrase (whose
@@ -50,6 +50,12 @@ pub(crate) async fn receive(
     let mut c = Consumer::new(cfg)?;
     let stop = Stop::new();
     let mut resp: Option<reqwest::Response> = None;
+    // dropped before the stream started (a caller's timeout, Ctrl-C): tell a producer that
+    // may wait for this consumer (§12.5)
+    let mut left = LeftOnDrop {
+        http: http_client.clone(),
+        words: None,
+    };
     loop {
         match c.poll() {
             Step::Rendezvous(req) => {
@@ -57,6 +63,8 @@ pub(crate) async fn receive(
                     Ok(a) => c.on_response(a.status, &HeaderView(&a.headers), &a.body),
                     Err(f) => c.on_failure(f),
                 }
+                let dropped = Error::new(ErrorCode::Aborted, "the receive was dropped");
+                left.words = Some(c.left_notice(&dropped));
             }
             Step::Get(req) => {
                 // the producer's presence is checked while the head waits (§12.5)
@@ -79,6 +87,7 @@ pub(crate) async fn receive(
                 c.on_error_body(&body);
             }
             Step::Stream(incoming, check) => {
+                left.words = None;
                 let Some(r) = resp.take() else {
                     return Err(Error::new(
                         ErrorCode::Unsupported,
@@ -120,6 +129,7 @@ pub(crate) async fn receive(
             }
             Step::Failed(e) => {
                 // a producer that may be waiting for this consumer is told it left (§12.5)
+                left.words = None;
                 http::say_last_words(http_client, c.left_notice(&e)).await;
                 return Err(e);
             }
@@ -140,5 +150,20 @@ pub(super) async fn get_head(
             Err(_) => Err(http::timeout_failure(ms, TimeoutAs::Stop)),
         },
         None => fut.await.map_err(|e| failure(e, stop)),
+    }
+}
+
+/// The consumer's word that it left (§12.5), said in the background if `receive` is dropped
+/// after its rendezvous and before its stream started.
+struct LeftOnDrop {
+    http: reqwest::Client,
+    words: Option<LastWords>,
+}
+
+impl Drop for LeftOnDrop {
+    fn drop(&mut self) {
+        for req in self.words.take().map(|w| w.calls).unwrap_or_default() {
+            http::spawn_finishing(http::say(self.http.clone(), req));
+        }
     }
 }

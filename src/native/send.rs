@@ -218,11 +218,8 @@ impl Drop for Driver {
             ErrorCode::Aborted,
             "the sender stopped midway (its task was dropped)",
         );
-        let calls = self.producer.last_words(&e).calls;
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            for req in calls {
-                rt.spawn(http::say(self.http.clone(), req));
-            }
+        for req in self.producer.last_words(&e).calls {
+            http::spawn_finishing(http::say(self.http.clone(), req));
         }
     }
 }

@@ -54,7 +54,8 @@ pub(crate) async fn open_writer(
     };
     let (cmd_tx, cmd_rx) = mpsc::channel(CMD_CHANNEL);
     let task_stop = stop.clone();
-    let task = tokio::spawn(async move {
+    // tracked: a program that exits after dropping the writer waits for its last words
+    let task = super::http::spawn_finishing(async move {
         let _guard = StopOnDrop(task_stop.clone());
         let pump = chunks::pump_commands(
             cmd_rx,
@@ -67,7 +68,8 @@ pub(crate) async fn open_writer(
         let r = with_pump(pump, driver.run(Some(first))).await;
         driver.source.close();
         report(r, started, &meter)
-    });
+    })
+    .ok_or_else(|| Error::usage("open_writer runs on a tokio runtime"))?;
     Ok(Writer {
         tx: PollSender::new(cmd_tx),
         task: Some(task),
@@ -294,5 +296,18 @@ impl AsyncWrite for Writer {
         self.get_mut()
             .poll_finish(cx)
             .map(|r| r.map(|_| ()).map_err(io_error))
+    }
+}
+
+impl Drop for Writer {
+    /// Dropped before its outcome was known (the program gave up, e.g. on Ctrl-C, also while
+    /// `finish` waited for the receipt): the transfer is aborted, so that its driver says its
+    /// last words (a failure notice, a withdrawal, or — every byte delivered — its end, §12.2)
+    /// instead of waiting on for a receipt nobody will take.
+    fn drop(&mut self) {
+        if self.outcome.is_none() {
+            self.stop
+                .stop(StopReason::User, Some("the writer was dropped".into()));
+        }
     }
 }

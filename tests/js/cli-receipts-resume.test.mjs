@@ -174,6 +174,59 @@ async function cutTransfer({ side, cuts = [], stalls = [], producer, consumer, i
   }
 }
 
+// Ctrl-C in the CLI used to leave its peer waiting: the dropped transfer's last words were
+// spawned, then killed with the process (a sender whose receiver was interrupted before the
+// first byte waited forever; a receiver of an interrupted writer waited out its 60-s resume, or
+// its 30-s receipt call though it had every byte). The CLI now gives them up to 2 s at exit.
+test('a CLI interrupted by SIGINT tells its SDK peer at once: read before the first byte, write mid-stream and while waiting for the receipt', { timeout: 90_000 }, async () => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  // read, interrupted while the sender's source is slow to start
+  {
+    const p = uniquePath('int-read');
+    const slow = new ReadableStream({ async pull(c) { await sleep(8000); c.enqueue(new Uint8Array(10)); c.close(); } });
+    const sent = sdk.send(slow, { relay: relay.http, path: p }).then(() => null, (e) => e);
+    const r = httpipe(['read', '--relay', relay.http, '-s', p]);
+    await sleep(1500);
+    r.proc.kill('SIGINT');
+    const { code, err } = await r.done;
+    assert.notEqual(code, 0, err);
+    assert.match(err, /interrupted by SIGINT/);
+    const t0 = Date.now();
+    const e = await within(sent, 5_000, 'the sender');
+    assert.equal(e?.code, 'PEER_DISCONNECTED', e?.message);
+    assert.match(e.message, /cancelled before the stream started/);
+    assert.ok(Date.now() - t0 < 3_000);
+  }
+  // write -d 0, interrupted mid-stream: the receiver is told the sender failed, not left to
+  // wait for a resume
+  for (const [what, args, command, read] of [
+    ['mid-stream', ['-d', '0'], 'echo first; sleep 30', true],
+    // the command's output goes in one block at its end: interrupted while waiting for the
+    // receipt (the receiver has not read the end yet), the writer states its end
+    ['waiting for the receipt', [], 'echo first', false],
+  ]) {
+    const p = uniquePath('int-write');
+    const w = httpipe(['write', ...args, '--relay', relay.http, '-s', p, '--', 'sh', '-c', command]);
+    const r = await sdk.receive({ relay: relay.http, path: p });
+    const reader = r.stream.getReader();
+    const { value } = await reader.read();
+    assert.equal(new TextDecoder().decode(value), 'first\n', what);
+    await sleep(500);
+    w.proc.kill('SIGINT');
+    const t0 = Date.now();
+    const end = (async () => { for (;;) { const { done } = await reader.read(); if (done) return null; } })().catch((e) => e);
+    const e = await within(end, 10_000, `the receiver (${what})`);
+    if (read) {
+      assert.equal(e?.code, 'TRUNCATED', `${what}: ${e?.message}`);
+      assert.match(e.message, /the sender failed with ABORTED/, what);
+    } else {
+      assert.equal(e, null, `${what}: every byte arrived, the end is the writer's: ${e?.message}`);
+    }
+    assert.ok(Date.now() - t0 < 3_000, `${what}: told after ${Date.now() - t0} ms`);
+    assert.notEqual((await w.done).code, 0);
+  }
+});
+
 test('a file source (send, encrypted) whose connection is cut twice arrives byte-exact after 2 resumes', { timeout: 120_000 }, async () => {
   const size = 24 * MiB + 3;
   const { file, digest } = randomFile('cut-file.bin', size);
