@@ -32,7 +32,8 @@ pub struct PageHide {
 impl PageHide {
     /// Calls `words` when the page goes away and sends the requests it returns (none:
     /// nothing to say). Outside a page (Node, Deno, workers: no `document`) registers nothing.
-    pub fn watch(words: impl Fn() -> Vec<Request> + 'static) -> Option<PageHide> {
+    /// (Boxed: one listener's code serves every caller, the module's weight, issue #27.)
+    pub fn watch(words: Box<dyn Fn() -> Vec<Request>>) -> Option<PageHide> {
         if !in_page() {
             return None;
         }
@@ -74,7 +75,7 @@ impl ProducerPageNotice {
         let words: Rc<RefCell<Vec<Request>>> = Rc::default();
         let hide = PageHide::watch({
             let words = words.clone();
-            move || std::mem::take(&mut *words.borrow_mut())
+            Box::new(move || std::mem::take(&mut *words.borrow_mut()))
         });
         let withdrawn = hide.is_none();
         ProducerPageNotice {

@@ -99,12 +99,12 @@ impl Receipt {
                 dec,
                 _page_hide: wants
                     .then(|| {
-                        PageHide::watch(move || {
+                        PageHide::watch(Box::new(move || {
                             me.upgrade()
                                 .and_then(|r| r.core.try_borrow_mut().ok()?.page_left())
                                 .into_iter()
                                 .collect()
-                        })
+                        }))
                     })
                     .flatten(),
             }

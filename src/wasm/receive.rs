@@ -18,6 +18,7 @@ use super::error::into_js;
 use super::http::{body_stream, exchange, fetch, say_last_words, text, JsHeaders, TEXT_LIMIT};
 use super::js_streams::JsValueStream;
 use super::options::Parsed;
+use super::pagehide::PageHide;
 use super::presence;
 use super::receipt::{with_receipt, Receipt};
 use super::stall::{self, StallTimer};
@@ -51,12 +52,20 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
     let mut abort = Abort::new(p.signal.clone())?;
     let mut consumer = Consumer::new(p.receive_config()?)?;
     let mut response: Option<Response> = None;
+    // A page that goes away before the stream started tells a producer that may wait for it
+    // (§12.5), until this returns.
+    let mut _page_left = None;
     loop {
         match consumer.poll() {
-            Step::Rendezvous(req) => match exchange(&req, &mut abort, None).await {
-                Ok((status, headers, body)) => consumer.on_response(status, &headers, &body),
-                Err(f) => consumer.on_failure(f),
-            },
+            Step::Rendezvous(req) => {
+                match exchange(&req, &mut abort, None).await {
+                    Ok((status, headers, body)) => consumer.on_response(status, &headers, &body),
+                    Err(f) => consumer.on_failure(f),
+                }
+                let gone = Error::new(ErrorCode::Aborted, "the page went away");
+                let calls = consumer.left_notice(&gone).calls;
+                _page_left = PageHide::watch(Box::new(move || calls.clone()));
+            }
             Step::Get(req) => {
                 if let Some(ms) = req.timeout_ms {
                     abort.arm_timeout(ms);

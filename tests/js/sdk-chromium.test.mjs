@@ -282,6 +282,27 @@ test('Chromium: a receiving page closed mid-stream tells the producer at once', 
   assert.ok(Date.now() - t0 < 10_000, `told after ${Date.now() - t0} ms`);
 });
 
+// ... and closed before its stream started (the producer's source had given nothing yet, so
+// its upload was not at the relay): its word that it left goes on the presence channel with
+// `keepalive` (PROTOCOL.md §12.5); the Node producer waited forever before.
+test('Chromium: a receiving page closed before its stream started tells the producer at once', { timeout: 60_000 }, async () => {
+  const page = await openPage(relay.https);
+  const path = uniquePath('chromium-close-early');
+  const slow = new ReadableStream({ async pull(c) { await sleep(30_000); c.enqueue(new Uint8Array(1)); c.close(); } });
+  const sendP = sdk.send(slow, { relay: relay.http, path });
+  sendP.catch(() => {});
+  await page.evaluate(({ relayUrl, path }) => {
+    window.waiting = window.httpipe.receive({ relay: relayUrl, path }).catch(() => {});
+  }, { relayUrl: relay.https, path });
+  await sleep(1500); // met, and waiting for the first byte
+  const t0 = Date.now();
+  await page.close();
+  const err = await within(sendP.then((r) => r, (e) => e), 15_000, 'the producer told');
+  assert.equal(err?.code, 'PEER_DISCONNECTED', JSON.stringify(err));
+  assert.match(err.message, /cancelled before the stream started/);
+  assert.ok(Date.now() - t0 < 5_000, `told after ${Date.now() - t0} ms`);
+});
+
 // The payload cipher (issue #13, src/wasm/webcrypto.rs): WebCrypto's ChaCha20-Poly1305 where
 // the page has it (Chromium 150+, in a secure context: 127.0.0.1 here), else the wasm one.
 // The page's own WebCrypto is probed here (CHACHA_PROBE_SRC), independently of the package's detection.
