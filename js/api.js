@@ -540,11 +540,14 @@ export function openWriter(options) {
   // A failure before the transfer read anything (init, options): nobody cancels `source`.
   done.catch(fail);
   // The caller's writable: the pipe's, whose close waits for the verdict (a closed pipe says
-  // only that the last chunk was handed on).
+  // only that the last chunk was handed on), and which errors with `done`'s error as soon as
+  // the transfer fails, written to or not (`closed` rejects then, and so do later calls).
   const into = pipe.writable.getWriter();
   const writable = new WritableStream({
+    start(c) { done.catch((e) => c.error(e)); },
     write: (chunk) => into.write(chunk),
-    async close() { await into.close(); await done; },
+    // a pipe the failure errored first rejects with a TypeError: `done` says what happened
+    async close() { await into.close().catch(() => {}); await done; },
     abort: (reason) => into.abort(reason),
   });
   return {

@@ -256,7 +256,8 @@ export interface Writer {
   /**
    * Write chunks (a string goes as UTF-8), then close (or abort: the consumer sees TRUNCATED).
    * `close()` and `closed` settle with the transfer's verdict: they resolve once `done` did and
-   * reject with its error; a failed transfer errors the writable with `done`'s HttpipeError.
+   * reject with its error; a failed transfer errors the writable with `done`'s HttpipeError at
+   * once, written to or not (a later `close()` rejects with the Streams standard's TypeError).
    */
   writable: WritableStream<Uint8Array | string>;
   /** Hands batched writes (autoFlush) on now. */

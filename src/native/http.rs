@@ -158,6 +158,19 @@ pub(crate) async fn text_request(
     stop: &Stop,
     how: TimeoutAs,
 ) -> Result<Answer, Failure> {
+    text_request_seen(http, req, body, stop, how, |_, _| {}).await
+}
+
+/// [`text_request`], handing the response's status and headers to `on_head` as soon as they
+/// are there, before the body is read (which may still fail).
+pub(crate) async fn text_request_seen(
+    http: &reqwest::Client,
+    req: &Request,
+    body: Option<Bytes>,
+    stop: &Stop,
+    how: TimeoutAs,
+    on_head: impl FnOnce(u16, &HeaderMap),
+) -> Result<Answer, Failure> {
     let mut rb = build(http, req)?;
     if let Some(b) = body {
         rb = rb.body(b);
@@ -166,6 +179,7 @@ pub(crate) async fn text_request(
         let resp = rb.send().await?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
+        on_head(status, &headers);
         let body = read_text(resp).await?;
         Ok::<_, reqwest::Error>(Answer {
             status,

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use super::chunks::Meter;
-use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
+use super::http::{self, failure, HeaderView, TimeoutAs};
 use super::presence;
 use super::reader::Reader;
 use super::stall::StallWatch;
@@ -59,12 +59,14 @@ pub(crate) async fn receive(
     loop {
         match c.poll() {
             Step::Rendezvous(req) => {
-                match text_request(http_client, &req, None, &stop, TimeoutAs::Stop).await {
+                // the producer's hello counts from the answer's head (§12.5)
+                let head = |status, headers: &_| c.on_rendezvous_head(status, &HeaderView(headers));
+                let how = TimeoutAs::Stop;
+                match http::text_request_seen(http_client, &req, None, &stop, how, head).await {
                     Ok(a) => c.on_response(a.status, &HeaderView(&a.headers), &a.body),
                     Err(f) => c.on_failure(f),
                 }
-                let dropped = Error::new(ErrorCode::Aborted, "the receive was dropped");
-                left.words = Some(c.left_notice(&dropped));
+                left.words = Some(c.left_notice(ErrorCode::Aborted));
             }
             Step::Get(req) => {
                 // the producer's presence is checked while the head waits (§12.5)
@@ -130,7 +132,7 @@ pub(crate) async fn receive(
             Step::Failed(e) => {
                 // a producer that may be waiting for this consumer is told it left (§12.5)
                 left.words = None;
-                http::say_last_words(http_client, c.left_notice(&e)).await;
+                http::say_last_words(http_client, c.left_notice(e.code)).await;
                 return Err(e);
             }
         }

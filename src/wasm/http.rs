@@ -135,15 +135,30 @@ pub async fn exchange(
     abort: &mut Abort,
     body: Option<JsValue>,
 ) -> Result<(u16, JsHeaders, String), Failure> {
+    exchange_seen(req, abort, body, &mut |_, _| {}).await
+}
+
+/// [`exchange`], handing the response's status and headers to `on_head` as soon as they are
+/// there, before the body is read (which may still fail). (A `dyn` callback: one body of this
+/// serves every caller, the module's weight, issue #27.)
+pub async fn exchange_seen(
+    req: &Request,
+    abort: &mut Abort,
+    body: Option<JsValue>,
+    on_head: &mut dyn FnMut(u16, &JsHeaders),
+) -> Result<(u16, JsHeaders, String), Failure> {
     if let Some(ms) = req.timeout_ms {
         abort.arm_timeout(ms);
     }
     let signal = abort.signal();
     let result = match fetch(req, &signal, body, false).await {
-        Ok(resp) => match text(&resp, TEXT_LIMIT).await {
-            Ok(t) => Ok((resp.status(), JsHeaders(resp.headers()), t)),
-            Err(e) => Err(abort.failure(&e)),
-        },
+        Ok(resp) => {
+            on_head(resp.status(), &JsHeaders(resp.headers()));
+            match text(&resp, TEXT_LIMIT).await {
+                Ok(t) => Ok((resp.status(), JsHeaders(resp.headers()), t)),
+                Err(e) => Err(abort.failure(&e)),
+            }
+        }
         Err(e) => Err(abort.failure(&e)),
     };
     abort.disarm_timeout();

@@ -15,7 +15,9 @@ use super::bindings::{now_ms, sleep};
 use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
-use super::http::{body_stream, exchange, fetch, say_last_words, text, JsHeaders, TEXT_LIMIT};
+use super::http::{
+    body_stream, exchange, exchange_seen, fetch, say_last_words, text, JsHeaders, TEXT_LIMIT,
+};
 use super::js_streams::JsValueStream;
 use super::options::Parsed;
 use super::pagehide::PageHide;
@@ -58,12 +60,15 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
     loop {
         match consumer.poll() {
             Step::Rendezvous(req) => {
-                match exchange(&req, &mut abort, None).await {
+                // the producer's hello counts from the answer's head: a receive aborted while
+                // the body is read still tells it (§12.5)
+                let mut head =
+                    |status, headers: &JsHeaders| consumer.on_rendezvous_head(status, headers);
+                match exchange_seen(&req, &mut abort, None, &mut head).await {
                     Ok((status, headers, body)) => consumer.on_response(status, &headers, &body),
                     Err(f) => consumer.on_failure(f),
                 }
-                let gone = Error::new(ErrorCode::Aborted, "the page went away");
-                let calls = consumer.left_notice(&gone).calls;
+                let calls = consumer.left_notice(ErrorCode::Aborted).calls;
                 _page_left = PageHide::watch(Box::new(move || calls.clone()));
             }
             Step::Get(req) => {
@@ -97,7 +102,7 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
             }
             Step::Failed(e) => {
                 // a producer that may be waiting for this consumer is told it left (§12.5)
-                say_last_words(consumer.left_notice(&e)).await;
+                say_last_words(consumer.left_notice(e.code)).await;
                 return Err(e);
             }
             Step::Stream(incoming, check) => {

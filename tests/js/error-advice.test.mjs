@@ -134,6 +134,10 @@ test('openWriter against a closed port: write() and closed reject with the Httpi
   for (const e of [a, b, c]) carriesAdvice('NETWORK')(e);
   assert.equal(a, c, 'the same error as done');
   await assert.rejects(writer.write(new Uint8Array(1)), carriesAdvice('NETWORK'));
+  // never written to: `closed` rejects all the same (it waited forever before, found by an
+  // adversarial run: a producer waiting on a live source never learned of the failure)
+  const idle = sdk.openWriter({ relay: `http://127.0.0.1:${port}`, path: '/down' }).writable.getWriter();
+  carriesAdvice('NETWORK')(await within(idle.closed.then(() => null, (x) => x), 20_000, 'closed of an idle writer'));
 });
 
 test('openWriter still works: bytes written arrive, and done resolves', async () => {

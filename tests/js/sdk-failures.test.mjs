@@ -438,6 +438,27 @@ nodeTest('a consumer aborted before its stream started → its producer PEER_DIS
     assert.match(s.message, /cancelled before the stream started/);
     assert.ok(after < 6_000, `told after ${after} ms`);
   }
+  // aborted after the rendezvous answer's head came and before its body was read: the
+  // producer's hello counts from the head (the sender waited forever before)
+  {
+    const p = uniquePath('gave-up-head');
+    const sent = rejection(sdk.send(slowSource(), { relay: relay.http, path: p }));
+    const ac = new AbortController();
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = async (input, init) => {
+      const r = await realFetch(input, init);
+      const url = typeof input === 'string' ? input : input.url;
+      if (url.includes('mode=await-writer') && !url.includes('channel=')) ac.abort();
+      return r;
+    };
+    try {
+      const r = await rejection(sdk.receive({ relay: relay.http, path: p, signal: ac.signal }));
+      assert.equal(r.code, 'ABORTED', r.message);
+    } finally { globalThis.fetch = realFetch; }
+    const s = await within(sent, 10_000, 'the producer of a receiver aborted at the rendezvous head');
+    assert.equal(s.code, 'PEER_DISCONNECTED', s.message);
+    assert.match(s.message, /cancelled before the stream started/);
+  }
   // the native producer (the CLI's `write`) too, told on the wire as §12.5 writes it: a
   // consumer that met it at the rendezvous and never asks for the data says it left
   const p = uniquePath('gave-up-cli');

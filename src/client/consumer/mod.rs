@@ -181,17 +181,7 @@ impl Consumer {
         self.state = match &self.state {
             State::AwaitRendezvous(r) => match r.on_response(status, body) {
                 Ok(url) => {
-                    let peer = peer_hello(headers);
-                    if self.cfg.receipt && peer.receipt {
-                        self.receipt_transfer = peer.transfer.clone();
-                        self.peer_attests = peer.attests;
-                    }
-                    if peer.presence {
-                        self.presence_transfer = peer.transfer.clone();
-                    }
-                    if self.cfg.resume_s.is_some() && peer.resume {
-                        self.resume_transfer = peer.transfer;
-                    }
+                    self.on_rendezvous_head(status, headers);
                     self.data_url = Some(url.clone());
                     State::Get(url)
                 }
@@ -201,22 +191,44 @@ impl Consumer {
         };
     }
 
+    /// The head of the [`Step::Rendezvous`] answer, before its body is read: a `200` met a
+    /// producer, whose hello (§12.1) is this consumer's from now on — so that a consumer that
+    /// fails while the body is read still tells that producer it left (§12.5,
+    /// [`Consumer::left_notice`]). [`Consumer::on_response`] does the same.
+    pub fn on_rendezvous_head(&mut self, status: u16, headers: &dyn Headers) {
+        if status != 200 || !matches!(self.state, State::AwaitRendezvous(_)) {
+            return;
+        }
+        let peer = peer_hello(headers);
+        if self.cfg.receipt && peer.receipt {
+            self.receipt_transfer = peer.transfer.clone();
+            self.peer_attests = peer.attests;
+        }
+        if peer.presence {
+            self.presence_transfer = peer.transfer.clone();
+        }
+        if self.cfg.resume_s.is_some() && peer.resume {
+            self.resume_transfer = peer.transfer;
+        }
+    }
+
     /// The checks of the producer's presence while the [`Step::Get`] waits for its head
     /// (§12.5), from `since_ms` (driver's clock), when the producer keeps presence.
     pub fn presence_check(&self, since_ms: f64) -> Option<PresenceCheck> {
         PresenceCheck::new(&self.presence_channel()?, since_ms).ok()
     }
 
-    /// The consumer failed with `e` (its [`Step::Failed`]) after its rendezvous met a producer
-    /// that keeps presence and before its stream started: the word that tells that producer,
-    /// which may wait for it on the stream path (§12.5) — its negative receipt on the presence
-    /// channel — for the adapter to make before it reports `e`. None after `TRUNCATED` (the
-    /// producer vanished or withdrew: nobody waits).
-    pub fn left_notice(&self, e: &Error) -> LastWords {
+    /// The consumer failed with an error of `code` (its [`Step::Failed`], or `ABORTED` for a
+    /// page that goes away) after its rendezvous met a producer that keeps presence and before
+    /// its stream started: the word that tells that producer, which may wait for it on the
+    /// stream path (§12.5) — its negative receipt on the presence channel — for the adapter to
+    /// make before it reports the error. None after `TRUNCATED` (the producer vanished or
+    /// withdrew: nobody waits).
+    pub fn left_notice(&self, code: ErrorCode) -> LastWords {
         let started = matches!(self.state, State::Streaming(_));
         let call = match self.presence_channel() {
-            Some(channel) if !started && e.code != ErrorCode::Truncated => {
-                channel.left_notice(Outcome::of_error(e.code)).ok()
+            Some(channel) if !started && code != ErrorCode::Truncated => {
+                channel.left_notice(Outcome::of_error(code)).ok()
             }
             _ => None,
         };

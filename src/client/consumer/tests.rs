@@ -572,7 +572,7 @@ fn a_consumer_that_gives_up_before_its_stream_tells_a_present_producer() {
     c.on_failure(Failure::stopped(StopReason::User, None));
     let Step::Failed(e) = c.poll() else { panic!() };
     assert_eq!(e.code, ErrorCode::Aborted);
-    let words = c.left_notice(&e);
+    let words = c.left_notice(e.code);
     assert_eq!(words.calls.len(), 1);
     let call = &words.calls[0];
     let presence = crate::protocol::channel::channel_id("TID-presence");
@@ -593,7 +593,7 @@ fn a_consumer_that_gives_up_before_its_stream_tells_a_present_producer() {
     };
     c.on_error_body("[ERROR] forbidden\n");
     let Step::Failed(e) = c.poll() else { panic!() };
-    let words = c.left_notice(&e);
+    let words = c.left_notice(e.code);
     let hello = &words.calls[0].headers;
     let code = e.code.as_str();
     assert!(hello
@@ -602,14 +602,40 @@ fn a_consumer_that_gives_up_before_its_stream_tells_a_present_producer() {
 
     // the producer vanished or withdrew: nobody to tell
     let truncated = Error::new(ErrorCode::Truncated, "gone");
-    assert!(met(present).left_notice(&truncated).calls.is_empty());
+    assert!(met(present).left_notice(truncated.code).calls.is_empty());
     // a producer without presence (curl, an older version) waits on nothing of ours
     let aborted = Error::new(ErrorCode::Aborted, "stop");
     let old = met("httpipe=1; transfer=TID; receipt");
-    assert!(old.left_notice(&aborted).calls.is_empty());
+    assert!(old.left_notice(aborted.code).calls.is_empty());
     // once the stream started, the transfer's own receipts say it (§12.2)
     let mut c = met(present);
     c.on_head(200, &NoHeaders);
     let Step::Stream(..) = c.poll() else { panic!() };
-    assert!(c.left_notice(&aborted).calls.is_empty());
+    assert!(c.left_notice(aborted.code).calls.is_empty());
+}
+
+/// §12.5: the producer's hello counts from the rendezvous answer's head — a consumer that
+/// fails while the body is still read (aborted then) tells that producer too (found by an
+/// adversarial run: the sender waited forever).
+#[test]
+fn a_consumer_that_fails_while_the_rendezvous_body_is_read_tells_the_producer() {
+    let mut c = Consumer::new(cfg(true, false)).unwrap();
+    let Step::Rendezvous(_) = c.poll() else {
+        panic!()
+    };
+    let h: &[(&str, &str)] = &[(PEER_HELLO, "httpipe=1; transfer=TID; presence; receipt")];
+    c.on_rendezvous_head(200, &h);
+    c.on_failure(Failure::stopped(StopReason::User, None));
+    let Step::Failed(e) = c.poll() else { panic!() };
+    assert_eq!(e.code, ErrorCode::Aborted);
+    assert_eq!(c.left_notice(e.code).calls.len(), 1);
+    // a refusal's head says nothing about a producer
+    let mut c = Consumer::new(cfg(true, false)).unwrap();
+    let Step::Rendezvous(_) = c.poll() else {
+        panic!()
+    };
+    c.on_rendezvous_head(408, &h);
+    c.on_failure(Failure::stopped(StopReason::User, None));
+    let Step::Failed(e) = c.poll() else { panic!() };
+    assert!(c.left_notice(e.code).calls.is_empty());
 }
