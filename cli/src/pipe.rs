@@ -207,15 +207,21 @@ impl Job {
         }
     }
 
-    fn failed(&self, status: ExitStatus, exit: Exit, role: &str) -> CliError {
+    /// The command's failure; `whole`: (consumer) it had been given the whole stream.
+    fn failed(&self, status: ExitStatus, exit: Exit, role: &str, whole: bool) -> CliError {
         let how = match status.code() {
             Some(c) => format!("exited with status {c}"),
             None => format!("was killed ({status})"),
         };
-        let fix = if exit == Exit::ProducerFailed {
-            "the stream was aborted, so the consumer sees it cut short; fix the command"
-        } else {
-            "the rest of the stream was dropped; fix the command"
+        let fix = match (exit, whole) {
+            (Exit::ProducerFailed, _) => {
+                "the stream was aborted, so the consumer sees it cut short; fix the command"
+            }
+            // confirmed once in its stdin (PROTOCOL.md §11.5): nothing was dropped
+            (_, true) => {
+                "it was given the whole stream, which the sender saw delivered; fix the command"
+            }
+            _ => "the rest of the stream was dropped; fix the command",
         };
         CliError::new(
             exit,
@@ -278,7 +284,7 @@ pub(crate) async fn run_producer<S: Sink>(
             if status.success() {
                 Ok(n)
             } else {
-                Err(job.failed(status, Exit::ProducerFailed, "producer"))
+                Err(job.failed(status, Exit::ProducerFailed, "producer", false))
             }
         }
     }
@@ -361,7 +367,7 @@ pub(crate) async fn run_consumer<S: Source>(
     if status.success() {
         Ok(total)
     } else {
-        Err(job.failed(status, Exit::ConsumerFailed, "consumer"))
+        Err(job.failed(status, Exit::ConsumerFailed, "consumer", whole))
     }
 }
 
@@ -484,6 +490,10 @@ mod tests {
             .await
             .expect_err("fail");
         assert_eq!(e.exit, Exit::ConsumerFailed);
+        // it had the whole stream: nothing was dropped (it said so before)
+        let said = e.to_string();
+        assert!(said.contains("given the whole stream"), "{said}");
+        assert!(!said.contains("dropped"), "{said}");
 
         // Truncated stream: the command is terminated, so it can't report success for
         // what it got (here it would write "complete" after EOF on stdin).
