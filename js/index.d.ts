@@ -341,7 +341,10 @@ export declare function receiveWithCode(code: string, options: ReceiveWithCodeOp
 export declare function receive(options: ReceiveOptions): Promise<Received>;
 /** Rendezvous only (Connect API): resolves with the data URL once the peer is there. */
 export declare function connect(options: ConnectOptions): Promise<string>;
-/** A WritableStream producer: write, `flush()`, close; `done` resolves with the report. */
+/**
+ * A WritableStream producer: write, `flush()`, close; `done` resolves with the report, and
+ * `writer.close()` only once `done` did (a closed writer is a delivered stream).
+ */
 export declare function openWriter(options: SendOptions): Writer;
 /** A Node writable stream, as `receiveTo` takes it (e.g. `fs.createWriteStream(name)`). */
 export interface NodeWritableLike {
