@@ -241,22 +241,30 @@ pub async fn settle_last_words(max: std::time::Duration) {
 
 /// Makes the core's last words together and waits until one told the peer, all are answered,
 /// or the core's wait is over; they go on in the background after that (the mirror of the
-/// wasm driver's `say_last_words`).
+/// wasm driver's `say_last_words`). [`settle_last_words`] waits only until one told the peer:
+/// the others, superfluous then (a call to a channel the peer no longer listens on waits for
+/// nobody), go on untracked.
 pub(crate) async fn say_last_words(http: &reqwest::Client, words: LastWords) {
-    let mut left: Vec<_> = (words.calls.into_iter())
-        .filter_map(|req| spawn_finishing(say(http.clone(), req)))
+    let calls: Vec<_> = (words.calls.into_iter())
+        .map(|req| Box::pin(say(http.clone(), req)))
         .collect();
-    if left.is_empty() {
+    if calls.is_empty() {
         return;
     }
-    let told = async move {
+    let told = spawn_finishing(async move {
+        let mut left = calls;
         while !left.is_empty() {
             let (answer, _, rest) = futures_util::future::select_all(left).await;
-            if answer.unwrap_or(false) {
-                return;
-            }
             left = rest;
+            if answer {
+                break;
+            }
         }
-    };
-    let _ = tokio::time::timeout(duration_of_ms(words.wait_ms), told).await;
+        for call in left {
+            tokio::spawn(call);
+        }
+    });
+    if let Some(told) = told {
+        let _ = tokio::time::timeout(duration_of_ms(words.wait_ms), told).await;
+    }
 }
