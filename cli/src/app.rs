@@ -11,6 +11,7 @@ use crate::cli::{
 };
 use crate::config::{self, Endpoint, Keys};
 use crate::exit::{from_net, CliError, Exit, Role};
+use crate::interrupt::{self, Stage};
 use crate::keys;
 use crate::pipe::{self, Copied, Sink};
 use crate::progress::Progress;
@@ -180,7 +181,10 @@ fn delivered(d: &Delivery) {
 /// `cancelled` one (so the producer fails at once instead of waiting to resume).
 async fn settle(rx: transfer::Receiver, complete: bool) {
     match rx.settle(complete).await {
-        Ok(true) => tracing::info!("the sender has our receipt"),
+        Ok(true) => {
+            interrupt::enter(Stage::Confirmed);
+            tracing::info!("the sender has our receipt")
+        }
         Ok(false) => {}
         // The data is saved either way: the sender reports itself unconfirmed.
         Err(e) => tracing::warn!("the receipt did not reach the sender: {e}"),
@@ -257,7 +261,12 @@ fn command(keys: &Keys, role: Role) -> Result<Vec<String>, CliError> {
 }
 
 /// Runs `round` once, or again and again with `--serve`, until SIGINT/SIGTERM.
-async fn run_rounds<F, Fut>(serve: bool, has_command: bool, mut round: F) -> Result<(), CliError>
+async fn run_rounds<F, Fut>(
+    role: Role,
+    serve: bool,
+    has_command: bool,
+    mut round: F,
+) -> Result<(), CliError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), CliError>>,
@@ -269,15 +278,10 @@ where
         ));
     }
     if !serve {
-        return tokio::select! {
-            r = round() => r,
-            s = shutdown() => {
-                settle_last_words().await;
-                Err(CliError::generic(format!("interrupted by {s}"), "the stream was aborted"))
-            }
-        };
+        return interrupt::or_interrupted(role, round()).await;
     }
     loop {
+        interrupt::enter(Stage::Meeting);
         tokio::select! {
             r = round() => match r {
                 Ok(()) => tracing::info!("transfer done; waiting for the next peer"),
@@ -287,39 +291,12 @@ where
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             },
-            s = shutdown() => {
+            s = interrupt::signal() => {
                 tracing::info!("{s}: stopping");
-                settle_last_words().await;
+                interrupt::settle_last_words().await;
                 return Ok(());
             }
         }
-    }
-}
-
-/// The interrupted transfer was dropped: its last words (a failure notice, a withdrawal, a
-/// `cancelled` receipt, a consumer's word that it left: PROTOCOL.md §12.2–§12.5) tell the peer
-/// at once instead of leaving it to wait out its resume time. They get a moment before exit.
-async fn settle_last_words() {
-    httpipe::native::settle_last_words(Duration::from_secs(2)).await;
-}
-
-async fn shutdown() -> &'static str {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            let _ = tokio::signal::ctrl_c().await;
-            return "SIGINT";
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => "SIGINT",
-            _ = term.recv() => "SIGTERM",
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
     }
 }
 
@@ -330,6 +307,7 @@ async fn end_stream<T>(
 ) -> Result<(T, Delivery), CliError> {
     match r {
         Ok(v) => {
+            interrupt::enter(Stage::Sent);
             let d = sender
                 .finish()
                 .await
@@ -368,13 +346,14 @@ async fn write(w: WriteArgs, keys: Keys) -> Result<(), CliError> {
         "connect URL: {}",
         spec.target.endpoint.connect_url_for(&path)
     );
-    run_rounds(serve, !argv.is_empty(), || {
+    run_rounds(Role::Producer, serve, !argv.is_empty(), || {
         let spec = spec.clone();
         let argv = argv.clone();
         async move {
             let mut sender = transfer::open_sender(spec)
                 .await
                 .map_err(|e| from_net(&e, Role::Producer))?;
+            interrupt::enter(Stage::Streaming);
             tracing::info!("consumer connected");
             let r = if argv.is_empty() {
                 let progress = Progress::new(true, None, "sent");
@@ -419,13 +398,14 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
         "connect URL: {}",
         spec.target.endpoint.connect_url_for(&path)
     );
-    run_rounds(serve, !argv.is_empty(), || {
+    run_rounds(Role::Consumer, serve, !argv.is_empty(), || {
         let spec = spec.clone();
         let argv = argv.clone();
         async move {
             let (info, mut rx) = transfer::open_receiver(spec)
                 .await
                 .map_err(|e| from_net(&e, Role::Consumer))?;
+            interrupt::enter(Stage::Streaming);
             tracing::info!(
                 "producer connected (content type {})",
                 info.content_type.as_deref().unwrap_or("not given")
@@ -516,7 +496,11 @@ fn shell_word(s: &str) -> String {
         .unwrap_or_else(|_| s.to_string())
 }
 
-async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
+async fn send(s: SendArgs, keys: Keys) -> Result<(), CliError> {
+    interrupt::or_interrupted(Role::Producer, send_files(s, keys)).await
+}
+
+async fn send_files(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
     let entries = tarball::entries(&s.files)?;
     let recipients = recipients(&keys)?;
     let (filename, size, content_type) = match entries.as_slice() {
@@ -550,10 +534,9 @@ async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
             }
             eprintln!("(the code works once; waiting for the receiver)");
         };
-        let k = tokio::select! {
-            r = transfer::code_send(&relay, offer, show) => r.map_err(|e| from_net(&e, Role::Producer))?,
-            sig = shutdown() => return Err(CliError::generic(format!("interrupted by {sig}"), "nothing was sent")),
-        };
+        let k = transfer::code_send(&relay, offer, show)
+            .await
+            .map_err(|e| from_net(&e, Role::Producer))?;
         let target = StreamTarget {
             path: k.path.clone(),
             ..relay
@@ -598,15 +581,12 @@ async fn send(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
         receipt_timeout: config::receipt_timeout(&keys)?,
     };
     let progress = Progress::new(true, Some(size), "waiting for the receiver");
-    let mut sender = tokio::select! {
-        r = transfer::open_sender(spec) => r.map_err(|e| from_net(&e, Role::Producer))?,
-        sig = shutdown() => return Err(CliError::generic(format!("interrupted by {sig}"), "nothing was sent")),
-    };
+    let mut sender = transfer::open_sender(spec)
+        .await
+        .map_err(|e| from_net(&e, Role::Producer))?;
+    interrupt::enter(Stage::Streaming);
     progress.set_message(&filename);
-    let r = tokio::select! {
-        r = send_entries(&entries, &mut sender, &progress) => r,
-        sig = shutdown() => Err(CliError::generic(format!("interrupted by {sig}"), "the receiver sees the transfer cut short")),
-    };
+    let r = send_entries(&entries, &mut sender, &progress).await;
     let ((), d) = end_stream(sender, r).await?;
     progress.finish();
     delivered(&d);
@@ -692,6 +672,10 @@ fn destination(output: Option<&Path>, sent_name: Option<&str>) -> Result<Dest, C
 }
 
 async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
+    interrupt::or_interrupted(Role::Consumer, receive_files(r, keys)).await
+}
+
+async fn receive_files(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
     if let Some(o) = r.output.as_deref() {
         if o != Path::new("-") && !o.is_dir() && o.exists() {
             return Err(CliError::generic(
@@ -712,10 +696,9 @@ async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
                 ));
             }
             let relay = target(&keys, String::new())?;
-            let (k, offer) = tokio::select! {
-                r = transfer::code_receive(&relay, code) => r.map_err(|e| from_net(&e, Role::Consumer))?,
-                sig = shutdown() => return Err(CliError::generic(format!("interrupted by {sig}"), "nothing was received")),
-            };
+            let (k, offer) = transfer::code_receive(&relay, code)
+                .await
+                .map_err(|e| from_net(&e, Role::Consumer))?;
             let spec = ReceiveSpec {
                 target: StreamTarget {
                     path: k.path.clone(),
@@ -742,6 +725,7 @@ async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
         let (info, mut rx) = transfer::open_receiver(spec)
             .await
             .map_err(|e| from_net(&e, Role::Consumer))?;
+        interrupt::enter(Stage::Streaming);
         // a code's offer names the file (an encrypted stream carries no name, §11.1, §14.3)
         let (name, size) = match offer {
             Some(o) => (info.filename.or(o.name), info.size.or(o.size)),
@@ -763,10 +747,7 @@ async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
         settle(rx, matches!(saved, Ok(true))).await;
         saved.map(|_| ())
     };
-    tokio::select! {
-        r = work => r,
-        sig = shutdown() => Err(CliError::generic(format!("interrupted by {sig}"), "nothing was saved")),
-    }
+    work.await
 }
 
 /// Writes to `DEST.httpipe-part` and renames it only after the stream's clean end.

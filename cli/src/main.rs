@@ -6,6 +6,7 @@ mod cli;
 mod command;
 mod config;
 mod exit;
+mod interrupt;
 mod keys;
 mod pipe;
 mod progress;

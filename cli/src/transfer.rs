@@ -335,8 +335,9 @@ mod imp {
         /// A consumer command has the whole stream: the receipt goes now, so a command that
         /// works long after its input ended doesn't leave the producer unconfirmed.
         async fn handed_over(&mut self) {
-            if let Err(e) = self.0.confirm().await {
-                tracing::warn!("the receipt did not reach the sender: {e}");
+            match self.0.confirm().await {
+                Ok(()) => crate::interrupt::enter(crate::interrupt::Stage::Confirmed),
+                Err(e) => tracing::warn!("the receipt did not reach the sender: {e}"),
             }
         }
     }
