@@ -743,9 +743,11 @@ fn receive_saves_only_complete_transfers() {
         In::Null,
         Out::Null,
     );
+    // (a receiver waits for its sender to resume for `--resume` seconds: 3, not the 60 of
+    // the default, the verdict is the same)
     let mut r = Proc::spawn(
         "receive -o cut.bin",
-        httpipe(["receive", "-s", &path, "-U", &url, "-o"]).arg(&cut),
+        httpipe(["receive", "-s", &path, "-U", &url, "--resume", "3", "-o"]).arg(&cut),
         In::Null,
         Out::Null,
     );
