@@ -282,20 +282,20 @@ where
     }
     loop {
         interrupt::enter(Stage::Meeting);
-        tokio::select! {
-            r = round() => match r {
-                Ok(()) => tracing::info!("transfer done; waiting for the next peer"),
-                Err(e) if matches!(e.exit, Exit::Auth | Exit::Usage) => return Err(e),
-                Err(e) => {
-                    eprintln!("{e}");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            },
-            s = interrupt::signal() => {
-                tracing::info!("{s}: stopping");
-                interrupt::settle_last_words().await;
+        match interrupt::until_interrupted(role, round()).await {
+            Ok(Ok(())) => tracing::info!("transfer done; waiting for the next peer"),
+            Ok(Err(e)) if matches!(e.exit, Exit::Auth | Exit::Usage) => return Err(e),
+            Ok(Err(e)) => {
+                eprintln!("{e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            // waiting for the next peer: a clean stop
+            Err(stopped) if stopped.idle => {
+                tracing::info!("{}; stopping", stopped.error.what);
                 return Ok(());
             }
+            // a transfer was under way: what it stopped, as without --serve
+            Err(stopped) => return Err(stopped.error),
         }
     }
 }

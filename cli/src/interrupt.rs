@@ -6,7 +6,10 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+use tokio::sync::watch;
 
 use crate::exit::{CliError, Exit, Role};
 
@@ -54,20 +57,42 @@ pub async fn or_interrupted<T>(
     role: Role,
     work: impl Future<Output = Result<T, CliError>>,
 ) -> Result<T, CliError> {
+    match until_interrupted(role, work).await {
+        Ok(r) => r,
+        Err(stopped) => Err(stopped.error),
+    }
+}
+
+/// An interrupt stopped a transfer (or the wait for one).
+pub struct Interrupted {
+    /// What it stopped, as [`or_interrupted`] reports it.
+    pub error: CliError,
+    /// No data had moved yet (`--serve` waiting for its next peer stops quietly).
+    pub idle: bool,
+}
+
+/// [`or_interrupted`], telling an interrupt (`Err`) from `work`'s own end (`Ok`).
+pub async fn until_interrupted<T>(
+    role: Role,
+    work: impl Future<Output = Result<T, CliError>>,
+) -> Result<Result<T, CliError>, Interrupted> {
     let mut work = Box::pin(work);
     let signal = tokio::select! {
-        r = &mut work => return r,
+        r = &mut work => return Ok(r),
         s = signal() => s,
     };
     let stage = current();
     if stage == Stage::Sent {
         if let Ok(r) = tokio::time::timeout(LAST_WORDS, &mut work).await {
-            return r;
+            return Ok(r);
         }
     }
     drop(work);
     settle_last_words().await;
-    Err(interrupted(signal, stage, role))
+    Err(Interrupted {
+        error: interrupted(signal, stage, role),
+        idle: stage == Stage::Meeting,
+    })
 }
 
 /// The transfer this process was running is dropped: its last words get a moment before exit.
@@ -97,8 +122,29 @@ fn interrupted(signal: &str, stage: Stage, role: Role) -> CliError {
     CliError::new(Exit::Generic, what, fix)
 }
 
-/// Resolves at SIGINT or SIGTERM (Ctrl-C elsewhere) with the signal's name.
+/// Resolves at SIGINT or SIGTERM (Ctrl-C elsewhere) with the signal's name: at once when one
+/// came already. The listener, installed at the first call, stays: a signal that arrives while
+/// nothing waits for it (`--serve` pausing after a failed round) is not lost.
 pub async fn signal() -> &'static str {
+    static CAUGHT: OnceLock<watch::Receiver<Option<&'static str>>> = OnceLock::new();
+    let mut caught = CAUGHT
+        .get_or_init(|| {
+            let (tx, rx) = watch::channel(None);
+            tokio::spawn(async move {
+                let _ = tx.send(Some(next_signal().await));
+            });
+            rx
+        })
+        .clone();
+    let name = caught.wait_for(Option::is_some).await.map(|name| *name);
+    match name {
+        Ok(name) => name.unwrap_or("SIGINT"),
+        // the listener is gone (the runtime is shutting down): no signal will come
+        Err(_) => std::future::pending().await,
+    }
+}
+
+async fn next_signal() -> &'static str {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

@@ -412,6 +412,55 @@ fn serve_answers_three_pulls_with_fresh_exports_then_stops_on_sigterm() {
     assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
 }
 
+/// `--serve` stopped while it waits for its next peer exits 0 (above); stopped mid-transfer,
+/// it says what it stopped, as without `--serve`, and its consumer is told at once.
+#[cfg(unix)]
+#[test]
+fn serve_stopped_mid_transfer_says_the_stream_was_aborted() {
+    let relay = Relay::start();
+    let path = unique_path("serve-cut");
+    let mut server = Proc::spawn(
+        "write --serve -d 0",
+        write_cmd(&relay, &path).args([
+            "--serve",
+            "-d",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "echo first; exec sleep 30",
+        ]),
+        In::Null,
+        Out::Null,
+    );
+    let mut reader = Proc::spawn("read", &mut read_cmd(&relay, &path), In::Null, Out::Capture);
+    let t = Instant::now();
+    while reader.stdout_now() != b"first\n" {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no first line; {}",
+            reader.stderr_now()
+        );
+        pause(20);
+    }
+    let t = Instant::now();
+    server.signal(libc::SIGTERM);
+    let done = server.wait(Duration::from_secs(10));
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+    done.clean_error(1, &["interrupted by SIGTERM", "the stream was aborted"]);
+    let read = reader.wait(Duration::from_secs(10));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "the reader was told after {:?}",
+        t.elapsed()
+    );
+    assert_ne!(read.code, Some(0), "{}", read.stderr);
+}
+
 // ---------------------------------------------------------------------------------------
 // 6. Config files: -f, -n, CLI > env > file
 
