@@ -25,7 +25,8 @@ pub enum Stage {
     Meeting = 0,
     /// Data is moving: an interrupt aborts the stream.
     Streaming = 1,
-    /// (producer) Every byte was sent; only the receiver's receipt is awaited (§12.2).
+    /// (producer) The source ended: what is left is the upload's end and the receiver's
+    /// receipt (§12.2).
     Sent = 2,
     /// (consumer) The whole stream is in and the receipt was given: the sender has its
     /// verdict; what is left is this side's own work (a consumer command).
@@ -50,7 +51,7 @@ fn current() -> Stage {
 }
 
 /// Runs `work` until it ends or the process is told to stop (SIGINT, SIGTERM). Interrupted:
-/// a sender waiting only for its receipt gets up to [`LAST_WORDS`] for it (one on its way
+/// a sender whose source ended gets up to [`LAST_WORDS`] for its receipt (one on its way
 /// makes a true "delivered"); otherwise `work` is dropped, its last words get up to
 /// [`LAST_WORDS`], and the error says what the interrupt stopped.
 pub async fn or_interrupted<T>(
@@ -107,8 +108,8 @@ fn interrupted(signal: &str, stage: Stage, role: Role) -> CliError {
         (Stage::Meeting, Role::Consumer) => ("before the stream started", "nothing was received"),
         (Stage::Streaming, _) => ("", "the stream was aborted"),
         (Stage::Sent, _) => (
-            "while waiting for the receiver's receipt",
-            "every byte was sent, but the receiver had not confirmed them: delivery is unconfirmed",
+            "before the receiver confirmed the stream",
+            "the whole input was read, but delivery is unconfirmed; ask the receiving side",
         ),
         (Stage::Confirmed, _) => (
             "after the whole stream was received and confirmed",
