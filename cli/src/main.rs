@@ -6,13 +6,16 @@ mod cli;
 mod command;
 mod config;
 mod exit;
+mod files;
 mod interrupt;
 mod keys;
 mod pipe;
 mod progress;
+mod spec;
 mod stdio;
 mod tarball;
 mod transfer;
+mod verdict;
 
 use clap::{CommandFactory, Parser};
 
