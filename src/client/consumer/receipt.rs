@@ -241,6 +241,32 @@ mod tests {
     }
 
     #[test]
+    fn a_decrypting_consumers_undelivered_receipt_is_unconfirmed_not_truncated() {
+        // the producer said `attest`, then went away after its last byte (an interrupted
+        // sender): a consumer whose decryption authenticated the end keeps its data
+        let released = crate::client::receipt::Committer::new().commitment();
+        let plan = plan(true).unwrap();
+        let mut d = plan
+            .delivery(Outcome::Ok, &released, Some(&[7; 32]), 0.0)
+            .unwrap();
+        assert!(!d.checks_end());
+        d.poll(0.0);
+        d.on_answer(408, &crate::client::request::NoHeaders, "", 1.0);
+        let DeliveryStep::Done(Err(e)) = d.poll(1.0) else {
+            panic!("no verdict")
+        };
+        assert_eq!(e.code, ErrorCode::Unconfirmed, "{}", e.message);
+        // the same for a plain consumer is an end nobody stated
+        let mut d = plan.delivery(Outcome::Ok, &released, None, 0.0).unwrap();
+        d.poll(0.0);
+        d.on_answer(408, &crate::client::request::NoHeaders, "", 1.0);
+        let DeliveryStep::Done(Err(e)) = d.poll(1.0) else {
+            panic!("no verdict")
+        };
+        assert_eq!(e.code, ErrorCode::Truncated, "{}", e.message);
+    }
+
+    #[test]
     fn manual_receipts_wait_for_confirm_which_comes_after_the_end() {
         let mut r = ConsumerReceipt::new(plan(true), false, true);
         assert_eq!(

@@ -66,6 +66,11 @@ fn a_producer_that_waits_gets_a_receipt_call() {
     assert!(ok.unwrap().checks_end());
     let cancelled = plan.delivery(Outcome::Cancelled, &k.commitment(), None, 0.0);
     assert!(!cancelled.unwrap().checks_end());
+    // a consumer that decrypts (its receipt signed with the file key's receipt key) checks
+    // none: its decryption authenticated the end, so a receipt its producer never takes (gone
+    // after the last byte) is undelivered, not TRUNCATED
+    let signed = plan.delivery(Outcome::Ok, &k.commitment(), Some(&[7; 32]), 0.0);
+    assert!(!signed.unwrap().checks_end());
     // receipts turned off: the producer's wish is ignored
     let mut off = cfg(true, false);
     off.receipt = false;
