@@ -241,30 +241,27 @@ pub async fn settle_last_words(max: std::time::Duration) {
 
 /// Makes the core's last words together and waits until one told the peer, all are answered,
 /// or the core's wait is over; they go on in the background after that (the mirror of the
-/// wasm driver's `say_last_words`). [`settle_last_words`] waits only until one told the peer:
-/// the others, superfluous then (a call to a channel the peer no longer listens on waits for
-/// nobody), go on untracked.
+/// wasm driver's `say_last_words`). Once one told the peer the others are stopped: superfluous
+/// then, one may wait for nobody (a call to a channel the peer no longer listens on), and
+/// [`settle_last_words`] would wait for it.
 pub(crate) async fn say_last_words(http: &reqwest::Client, words: LastWords) {
-    let calls: Vec<_> = (words.calls.into_iter())
-        .map(|req| Box::pin(say(http.clone(), req)))
+    let mut left: Vec<_> = (words.calls.into_iter())
+        .filter_map(|req| spawn_finishing(say(http.clone(), req)))
         .collect();
-    if calls.is_empty() {
+    if left.is_empty() {
         return;
     }
-    let told = spawn_finishing(async move {
-        let mut left = calls;
+    let told = async move {
         while !left.is_empty() {
             let (answer, _, rest) = futures_util::future::select_all(left).await;
             left = rest;
-            if answer {
-                break;
+            if answer.unwrap_or(false) {
+                for call in &left {
+                    call.abort();
+                }
+                return;
             }
         }
-        for call in left {
-            tokio::spawn(call);
-        }
-    });
-    if let Some(told) = told {
-        let _ = tokio::time::timeout(duration_of_ms(words.wait_ms), told).await;
-    }
+    };
+    let _ = tokio::time::timeout(duration_of_ms(words.wait_ms), told).await;
 }
