@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use crate::exit::{from_net, CliError, Exit, Role};
+use crate::interrupt;
 use crate::progress::Progress;
 
 /// ZebraStream's read size (and one age-rt record's maximum plaintext).
@@ -271,14 +272,26 @@ pub(crate) async fn run_producer<S: Sink>(
     };
     #[cfg(unix)]
     enlarge_pipe(std::os::fd::AsRawFd::as_raw_fd(&stdout));
-    let copied = copy_to_sink(stdout, sink, false, progress, "the command's output").await;
+    let _running = interrupt::command_running();
+    let copied = tokio::select! {
+        c = copy_to_sink(stdout, sink, false, progress, "the command's output") => c,
+        _ = interrupt::signal() => Err(interrupt::stopped()),
+    };
     match copied {
         Err(e) => {
             job.terminate().await;
             Err(e)
         }
         Ok(n) => {
-            let status = job.child.wait().await.map_err(|e| {
+            let waited = tokio::select! {
+                s = job.child.wait() => Some(s),
+                _ = interrupt::signal() => None,
+            };
+            let Some(status) = waited else {
+                job.terminate().await;
+                return Err(interrupt::stopped());
+            };
+            let status = status.map_err(|e| {
                 CliError::generic(format!("waiting for `{}` failed: {e}", job.display), "")
             })?;
             if status.success() {
@@ -307,16 +320,24 @@ pub(crate) async fn run_consumer<S: Source>(
     };
     #[cfg(unix)]
     enlarge_pipe(std::os::fd::AsRawFd::as_raw_fd(&stdin));
+    let _running = interrupt::command_running();
     let mut total = 0u64;
     let mut exited: Option<ExitStatus> = None;
     let mut whole = false;
     loop {
         let next = tokio::select! {
-            c = source.next_chunk() => c,
+            c = source.next_chunk() => Some(c),
             s = job.child.wait() => {
                 exited = s.ok();
                 break;
             }
+            _ = interrupt::signal() => None,
+        };
+        // interrupted: the command stops before its stdin ends (never a clean end)
+        let Some(next) = next else {
+            job.terminate().await;
+            drop(stdin);
+            return Err(interrupt::stopped());
         };
         match next {
             Err(e) => {
@@ -331,11 +352,17 @@ pub(crate) async fn run_consumer<S: Source>(
             Ok(Some(chunk)) => {
                 let data = chunk.as_ref();
                 let wrote = tokio::select! {
-                    w = stdin.write_all(data) => w,
+                    w = stdin.write_all(data) => Some(w),
                     s = job.child.wait() => {
                         exited = s.ok();
                         break;
                     }
+                    _ = interrupt::signal() => None,
+                };
+                let Some(wrote) = wrote else {
+                    job.terminate().await;
+                    drop(stdin);
+                    return Err(interrupt::stopped());
                 };
                 match wrote {
                     Ok(()) => {
@@ -360,9 +387,19 @@ pub(crate) async fn run_consumer<S: Source>(
     }
     let status = match exited {
         Some(s) => s,
-        None => job.child.wait().await.map_err(|e| {
-            CliError::generic(format!("waiting for `{}` failed: {e}", job.display), "")
-        })?,
+        None => {
+            let waited = tokio::select! {
+                s = job.child.wait() => Some(s),
+                _ = interrupt::signal() => None,
+            };
+            let Some(status) = waited else {
+                job.terminate().await;
+                return Err(interrupt::stopped());
+            };
+            status.map_err(|e| {
+                CliError::generic(format!("waiting for `{}` failed: {e}", job.display), "")
+            })?
+        }
     };
     if status.success() {
         Ok(total)

@@ -43,11 +43,17 @@ pub(crate) async fn settle(rx: transfer::Receiver, complete: bool) {
     }
 }
 
-/// Finishes the stream if `r` is Ok, else aborts it (the consumer sees it cut short).
+/// Finishes the stream if `r` is Ok, else aborts it (the consumer sees it cut short). An
+/// input that ended after this process caught a signal is not finished either: a terminal's
+/// Ctrl-C stops the feeding pipeline too, whose end is then no end of the data.
 pub(crate) async fn end_stream<T>(
     sender: transfer::Sender,
     r: Result<T, CliError>,
 ) -> Result<(T, Delivery), CliError> {
+    let r = match r {
+        Ok(_) if interrupt::caught().is_some() => Err(interrupt::stopped()),
+        r => r,
+    };
     match r {
         Ok(v) => {
             interrupt::enter(Stage::Sent);

@@ -412,6 +412,152 @@ fn serve_answers_three_pulls_with_fresh_exports_then_stops_on_sigterm() {
     assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
 }
 
+/// Interrupted mid-stream, `read -- COMMAND` stops its command before the command's stdin
+/// ends (as a cut stream does): a command that ignores SIGTERM and commits at a clean end of
+/// input commits nothing. It used to close the command's stdin at once: a clean end.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_read_never_gives_its_command_a_clean_end() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let marker = dir.path().join("committed");
+    let path = unique_path("int-cmd");
+    let w = Proc::spawn(
+        "write -d 0 -- 100 kB, then nothing",
+        write_cmd(&relay, &path).args([
+            "-d",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "head -c 100000 /dev/zero; exec sleep 30",
+        ]),
+        In::Null,
+        Out::Null,
+    );
+    let commit = format!(
+        "trap '' TERM; n=$(wc -c); echo \"$n\" > '{}'",
+        marker.display()
+    );
+    let mut r = Proc::spawn(
+        "read -- (ignores SIGTERM, commits at the end of its input)",
+        read_cmd(&relay, &path).args(["-l", "info", "--", "sh", "-c", &commit]),
+        In::Null,
+        Out::Null,
+    );
+    r.wait_for_stderr("producer connected", Duration::from_secs(20));
+    pause(500);
+    let t = Instant::now();
+    r.signal(libc::SIGINT);
+    let rd = r.wait(Duration::from_secs(10));
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+    rd.code(1);
+    assert!(
+        rd.stderr
+            .contains("interrupted by SIGINT; the stream was aborted"),
+        "{}",
+        rd.stderr
+    );
+    // (a producer whose command is quiet learns that its consumer left at its next write)
+    w.signal(libc::SIGKILL);
+    pause(500);
+    assert!(
+        !marker.exists(),
+        "the command committed {:?} bytes of a cut stream",
+        std::fs::read_to_string(&marker)
+    );
+}
+
+/// A terminal's Ctrl-C reaches the consumer command too, which may die of it before this
+/// process reacts: the interrupt is what is reported, not "fix the command" (exit 7).
+#[cfg(unix)]
+#[test]
+fn a_group_interrupt_after_the_confirmation_is_reported_as_one() {
+    use std::os::unix::process::CommandExt;
+    let relay = Relay::start();
+    let path = unique_path("int-group");
+    let mut w = Proc::spawn(
+        "write -- echo",
+        write_cmd(&relay, &path).args(["--", "echo", "hello"]),
+        In::Null,
+        Out::Null,
+    );
+    let mut r = Proc::spawn(
+        "read -- cat; sleep (own process group)",
+        read_cmd(&relay, &path)
+            .args(["--", "sh", "-c", "cat >/dev/null; sleep 5"])
+            .process_group(0),
+        In::Null,
+        Out::Null,
+    );
+    w.wait(Duration::from_secs(20)).code(0);
+    pause(300);
+    let group = r.pid() as libc::pid_t;
+    // SAFETY: kill(2) on the process group of our own unreaped child.
+    unsafe {
+        libc::kill(-group, libc::SIGINT);
+    }
+    let rd = r.wait(Duration::from_secs(10));
+    rd.code(1);
+    assert!(
+        rd.stderr
+            .contains("interrupted by SIGINT after the whole stream was received and confirmed"),
+        "{}",
+        rd.stderr
+    );
+}
+
+/// SIGHUP (a terminal closed, an ssh session dropped) stops a transfer as SIGTERM does: the
+/// partial file is removed. It used to leave FILE.httpipe-part (the next receive refused).
+#[cfg(unix)]
+#[test]
+fn a_hangup_stops_receive_and_leaves_no_partial_file() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let out = dir.path().join("out.bin");
+    let part = dir.path().join("out.bin.httpipe-part");
+    let path = unique_path("int-hup");
+    let w = Proc::spawn(
+        "write -d 0 -- 1 MiB, then nothing",
+        write_cmd(&relay, &path).args([
+            "-d",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "head -c 1048576 /dev/zero; exec sleep 30",
+        ]),
+        In::Null,
+        Out::Null,
+    );
+    let mut r = Proc::spawn(
+        "receive -o out.bin",
+        httpipe(["receive", "-s", &path, "-U", &relay.connect_url(), "-o"]).arg(&out),
+        In::Null,
+        Out::Null,
+    );
+    let t = Instant::now();
+    while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) < (MIB / 2) as u64 {
+        assert!(t.elapsed() < Duration::from_secs(20), "{}", r.stderr_now());
+        pause(20);
+    }
+    r.signal(libc::SIGHUP);
+    let rd = r.wait(Duration::from_secs(10));
+    rd.code(1);
+    assert!(
+        rd.stderr
+            .contains("interrupted by SIGHUP; the stream was aborted"),
+        "{}",
+        rd.stderr
+    );
+    assert!(!part.exists() && !out.exists(), "a partial file was left");
+    w.signal(libc::SIGKILL);
+}
+
 /// `--serve` stopped while it waits for its next peer exits 0 (above); stopped mid-transfer,
 /// it says what it stopped, as without `--serve`, and its consumer is told at once.
 #[cfg(unix)]
