@@ -208,6 +208,22 @@ impl Job {
         }
     }
 
+    /// Waits for the command to exit; interrupted meanwhile, stops it first
+    /// ([`Job::terminate`]) and fails with [`interrupt::stopped`].
+    async fn exit(&mut self) -> Result<ExitStatus, CliError> {
+        let waited = tokio::select! {
+            s = self.child.wait() => Some(s),
+            _ = interrupt::signal() => None,
+        };
+        let Some(status) = waited else {
+            self.terminate().await;
+            return Err(interrupt::stopped());
+        };
+        status.map_err(|e| {
+            CliError::generic(format!("waiting for `{}` failed: {e}", self.display), "")
+        })
+    }
+
     /// The command's failure; `whole`: (consumer) it had been given the whole stream.
     fn failed(&self, status: ExitStatus, exit: Exit, role: &str, whole: bool) -> CliError {
         let how = match status.code() {
@@ -283,17 +299,7 @@ pub(crate) async fn run_producer<S: Sink>(
             Err(e)
         }
         Ok(n) => {
-            let waited = tokio::select! {
-                s = job.child.wait() => Some(s),
-                _ = interrupt::signal() => None,
-            };
-            let Some(status) = waited else {
-                job.terminate().await;
-                return Err(interrupt::stopped());
-            };
-            let status = status.map_err(|e| {
-                CliError::generic(format!("waiting for `{}` failed: {e}", job.display), "")
-            })?;
+            let status = job.exit().await?;
             if status.success() {
                 Ok(n)
             } else {
@@ -387,19 +393,7 @@ pub(crate) async fn run_consumer<S: Source>(
     }
     let status = match exited {
         Some(s) => s,
-        None => {
-            let waited = tokio::select! {
-                s = job.child.wait() => Some(s),
-                _ = interrupt::signal() => None,
-            };
-            let Some(status) = waited else {
-                job.terminate().await;
-                return Err(interrupt::stopped());
-            };
-            status.map_err(|e| {
-                CliError::generic(format!("waiting for `{}` failed: {e}", job.display), "")
-            })?
-        }
+        None => job.exit().await?,
     };
     if status.success() {
         Ok(total)

@@ -412,6 +412,18 @@ fn serve_answers_three_pulls_with_fresh_exports_then_stops_on_sigterm() {
     assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
 }
 
+/// `write -d 0 -- COMMAND` whose command gives `bytes` zero bytes, then nothing for 30 s.
+#[cfg(unix)]
+fn quiet_writer(relay: &Relay, path: &str, bytes: usize) -> Proc {
+    let command = format!("head -c {bytes} /dev/zero; exec sleep 30");
+    Proc::spawn(
+        &format!("write -d 0 -- {bytes} bytes, then nothing"),
+        write_cmd(relay, path).args(["-d", "0", "--", "sh", "-c", &command]),
+        In::Null,
+        Out::Null,
+    )
+}
+
 /// Interrupted mid-stream, `read -- COMMAND` stops its command before the command's stdin
 /// ends (as a cut stream does): a command that ignores SIGTERM and commits at a clean end of
 /// input commits nothing. It used to close the command's stdin at once: a clean end.
@@ -422,19 +434,7 @@ fn an_interrupted_read_never_gives_its_command_a_clean_end() {
     let dir = tempdir();
     let marker = dir.path().join("committed");
     let path = unique_path("int-cmd");
-    let w = Proc::spawn(
-        "write -d 0 -- 100 kB, then nothing",
-        write_cmd(&relay, &path).args([
-            "-d",
-            "0",
-            "--",
-            "sh",
-            "-c",
-            "head -c 100000 /dev/zero; exec sleep 30",
-        ]),
-        In::Null,
-        Out::Null,
-    );
+    let w = quiet_writer(&relay, &path, 100000);
     let commit = format!(
         "trap '' TERM; n=$(wc -c); echo \"$n\" > '{}'",
         marker.display()
@@ -521,19 +521,7 @@ fn a_hangup_stops_receive_and_leaves_no_partial_file() {
     let out = dir.path().join("out.bin");
     let part = dir.path().join("out.bin.httpipe-part");
     let path = unique_path("int-hup");
-    let w = Proc::spawn(
-        "write -d 0 -- 1 MiB, then nothing",
-        write_cmd(&relay, &path).args([
-            "-d",
-            "0",
-            "--",
-            "sh",
-            "-c",
-            "head -c 1048576 /dev/zero; exec sleep 30",
-        ]),
-        In::Null,
-        Out::Null,
-    );
+    let w = quiet_writer(&relay, &path, 1048576);
     let mut r = Proc::spawn(
         "receive -o out.bin",
         httpipe(["receive", "-s", &path, "-U", &relay.connect_url(), "-o"]).arg(&out),
