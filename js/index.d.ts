@@ -223,10 +223,11 @@ export interface Received {
    * With `receipt: 'manual'`: tells the sender every byte arrived (call it after the stream
    * ended and the data is saved). Resolves when the sender has the receipt (or asked for
    * none), or when a sender stopped (aborted) after its last byte stated that end: the data is
-   * complete, though that sender does not learn it was saved; rejects UNSUPPORTED before the stream's end, UNCONFIRMED if the sender didn't
-   * come for it within 30 s, TRUNCATED if the sender promised to state its end and this is not
-   * the end it stated (PROTOCOL.md §12.2: the stream was cut though it ended cleanly; discard
-   * the data).
+   * complete, though that sender does not learn it was saved; rejects UNSUPPORTED before the
+   * stream's end, UNCONFIRMED if the sender didn't come for it within 30 s (gone: the data is
+   * still complete), TRUNCATED if the stream is plain, the sender promised to state its end and
+   * this is not the end it stated (PROTOCOL.md §12.2: the stream was cut though it ended
+   * cleanly; discard the data). A decrypted stream's end is authenticated: never TRUNCATED here.
    */
   confirm?: () => Promise<void>;
 }

@@ -305,33 +305,30 @@ async fn receive_files(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
             (spec, None)
         }
     };
-    let work = async {
-        let (info, mut rx) = transfer::open_receiver(spec)
-            .await
-            .map_err(|e| from_net(&e, Role::Consumer))?;
-        interrupt::enter(Stage::Streaming);
-        // a code's offer names the file (an encrypted stream carries no name, §11.1, §14.3)
-        let (name, size) = match offer {
-            Some(o) => (info.filename.or(o.name), info.size.or(o.size)),
-            None => (info.filename, info.size),
-        };
-        let saved = async {
-            match destination(r.output.as_deref(), name.as_deref())? {
-                Dest::Stdout => {
-                    let progress = Progress::new(true, size, "received");
-                    let copied = crate::stdio::copy_to_stdout(&mut rx, &progress).await?;
-                    progress.finish();
-                    Ok(matches!(copied, Copied::Complete(_)))
-                }
-                Dest::File(dest) => receive_to_file(&mut rx, &dest, size).await.map(|()| true),
-            }
-        }
-        .await;
-        // Only a complete, saved transfer is confirmed (§12.2).
-        settle(rx, matches!(saved, Ok(true))).await;
-        saved.map(|_| ())
+    let (info, mut rx) = transfer::open_receiver(spec)
+        .await
+        .map_err(|e| from_net(&e, Role::Consumer))?;
+    interrupt::enter(Stage::Streaming);
+    // a code's offer names the file (an encrypted stream carries no name, §11.1, §14.3)
+    let (name, size) = match offer {
+        Some(o) => (info.filename.or(o.name), info.size.or(o.size)),
+        None => (info.filename, info.size),
     };
-    work.await
+    let saved = async {
+        match destination(r.output.as_deref(), name.as_deref())? {
+            Dest::Stdout => {
+                let progress = Progress::new(true, size, "received");
+                let copied = crate::stdio::copy_to_stdout(&mut rx, &progress).await?;
+                progress.finish();
+                Ok(matches!(copied, Copied::Complete(_)))
+            }
+            Dest::File(dest) => receive_to_file(&mut rx, &dest, size).await.map(|()| true),
+        }
+    }
+    .await;
+    // Only a complete, saved transfer is confirmed (§12.2).
+    settle(rx, matches!(saved, Ok(true))).await;
+    saved.map(|_| ())
 }
 
 /// Writes to `DEST.httpipe-part` and renames it only after the stream's clean end.

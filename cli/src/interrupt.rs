@@ -1,6 +1,7 @@
-//! Ctrl-C and SIGTERM. An interrupted transfer is dropped: its last words (a failure notice, a
-//! withdrawal, a `cancelled` receipt, a consumer's word that it left: PROTOCOL.md §12.2–§12.5)
-//! tell the peer at once instead of leaving it to wait out its resume time, and the message
+//! Ctrl-C, SIGTERM and SIGHUP. An interrupted transfer is dropped: its last words (a failure
+//! notice, a withdrawal, a `cancelled` receipt, a consumer's word that it left: PROTOCOL.md
+//! §12.2–§12.5) tell a peer that is listening at once instead of leaving it to wait out its
+//! resume time (one still reading what was sent before learns it only then), and the message
 //! says how far the transfer got ([`Stage`]): a sender interrupted while it waits only for the
 //! receipt did not abort its stream, and a receipt that arrives meanwhile is its verdict.
 
@@ -53,10 +54,10 @@ fn current() -> Stage {
     }
 }
 
-/// Runs `work` until it ends or the process is told to stop (SIGINT, SIGTERM). Interrupted:
-/// a sender whose source ended gets up to [`LAST_WORDS`] for its receipt (one on its way
-/// makes a true "delivered"); otherwise `work` is dropped, its last words get up to
-/// [`LAST_WORDS`], and the error says what the interrupt stopped.
+/// Runs `work` until it ends or the process is told to stop (SIGINT, SIGTERM, SIGHUP).
+/// Interrupted, `work` goes on for its [`grace`] (a receipt on its way makes a true
+/// "delivered"; a command is stopped before its stdin ends), is then dropped, its last words
+/// get up to [`LAST_WORDS`], and the error says what the interrupt stopped.
 pub async fn or_interrupted<T>(
     role: Role,
     work: impl Future<Output = Result<T, CliError>>,
