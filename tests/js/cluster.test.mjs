@@ -969,6 +969,13 @@ for (const [what, passphrase] of [['plain', undefined], ['age-rt', 'a node died'
     const source = new ReadableStream({
       async pull(ctrl) {
         if (at >= data.length) { ctrl.close(); return; }
+        // the last quarter waits for the node's death, as in the CLI test below
+        if (at === (data.length * 3) / 4) {
+          for (const deadline = Date.now() + 20_000; !c.killed(); await sleep(10)) {
+            if (Date.now() > deadline) throw new Error('no kill within 20 s');
+          }
+          await c.killed();
+        }
         await sleep(10);
         ctrl.enqueue(new Uint8Array(data.subarray(at, at + 16 * KiB)));
         at += 16 * KiB;
@@ -1014,6 +1021,15 @@ test('CLI: the node serving `httpipe write | read` is SIGKILLed mid-stream; it r
   });
   writer.stdin.on('error', () => {});
   for (let at = 0; at < data.length; at += 16 * KiB) {
+    // the last quarter waits for the node's death (the reader's first quarter starts it): the
+    // writer is still uploading then, so it must resume too (on a loaded machine it could
+    // otherwise finish its upload first: CI saw that once; the SDK tests above do the same)
+    if (at === (data.length * 3) / 4) {
+      for (const deadline = Date.now() + 20_000; !c.killed(); await sleep(10)) {
+        assert.ok(Date.now() < deadline, `no kill: the reader has ${got} bytes`);
+      }
+      await c.killed();
+    }
     if (!writer.stdin.write(data.subarray(at, at + 16 * KiB))) await new Promise((r) => writer.stdin.once('drain', r));
     await sleep(10);
   }
