@@ -170,6 +170,8 @@ async fn run(
     };
     let mut forwarded = forwarded;
     headers::add_consumer_defaults(&mut forwarded);
+    // The status log's end waits for a held upload's (see `hold_after_disconnect`).
+    let log_open = log.clone();
     let (transfer, feeding) =
         Transfer::start_streaming(&plane, matched, forwarded, log, &path, source);
     let (outcome, source) = match feeding {
@@ -178,7 +180,7 @@ async fn run(
     };
     if outcome == Err(FailReason::ReceiverDisconnected) {
         if let Some(source) = source {
-            hold_after_disconnect(source, version).await;
+            hold_after_disconnect(source, version, log_open).await;
         }
     }
 }
@@ -281,13 +283,22 @@ async fn pump(
 /// send a TCP reset, which can destroy the line before the client reads it. HTTP/2: the
 /// stream's reset can't destroy what was sent before it, and it is what makes an uploading
 /// client (curl) stop, so it comes soon after.
-async fn hold_after_disconnect(mut source: Source, version: http::Version) {
+///
+/// HTTP/1.1: the status log (`log`, the response) stays open until then. Ended at once, it
+/// would tell a keep-alive client whose whole body sits in the socket buffers (Node's
+/// `fetch`, hyper) that the exchange is over: its next request on the connection — a
+/// resuming producer's channel call (§12.3), the one that hears the consumer's failure
+/// notice — then waited behind the held upload for the 5 s, and a consumer that gave up
+/// after its 2 s (`httpipe read`) was never heard: its producer waited out its resume time.
+async fn hold_after_disconnect(mut source: Source, version: http::Version, log: Log) {
     if version == http::Version::HTTP_2 {
+        drop(log);
         tokio::time::sleep(H2_HOLD_AFTER_DISCONNECT).await;
     } else {
         tokio::time::sleep(HOLD_AFTER_DISCONNECT).await;
         let drain = async { while let Ok(Some(_)) = source.next().await {} };
         let _ = tokio::time::timeout(DRAIN_AFTER_HOLD, drain).await;
+        drop(log);
     }
     source.abandon();
 }
