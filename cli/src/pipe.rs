@@ -28,6 +28,13 @@ pub(crate) trait Sink {
     async fn write_owned(&mut self, data: Vec<u8>) -> Result<(), NetError> {
         self.write(&data).await
     }
+
+    /// Resolves (with its error) once the stream failed: watched while the input is quiet, so
+    /// a producer command that writes rarely (`tail -f`) learns at once that the transfer is
+    /// over, not at its next output.
+    async fn failed(&mut self) -> NetError {
+        std::future::pending().await
+    }
 }
 
 /// The consumer's end of a stream: `None` is the clean end.
@@ -54,10 +61,16 @@ pub(crate) async fn copy_to_sink<R: AsyncRead + Unpin, S: Sink>(
     let mut buf = vec![0u8; READ_MAX];
     let mut total = 0u64;
     loop {
-        let n = if whole_blocks {
-            fill(&mut input, &mut buf).await
-        } else {
-            input.read(&mut buf).await
+        let read = async {
+            if whole_blocks {
+                fill(&mut input, &mut buf).await
+            } else {
+                input.read(&mut buf).await
+            }
+        };
+        let n = tokio::select! {
+            n = read => n,
+            e = sink.failed() => return Err(from_net(&e, Role::Producer)),
         }
         .map_err(|e| {
             CliError::generic(
@@ -412,6 +425,8 @@ mod tests {
         data: Vec<u8>,
         writes: usize,
         fail_after: Option<usize>,
+        /// The stream fails this long after the sink is first watched, writes or not.
+        fails_in: Option<Duration>,
     }
 
     impl Sink for VecSink {
@@ -422,6 +437,14 @@ mod tests {
             self.writes += 1;
             self.data.extend_from_slice(data);
             Ok(())
+        }
+
+        async fn failed(&mut self) -> NetError {
+            match self.fails_in {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+            NetError::new(ErrorCode::PeerDisconnected, "consumer left")
         }
     }
 
@@ -488,6 +511,23 @@ mod tests {
             .expect_err("fail");
         assert_eq!(e.exit, Exit::ProducerFailed);
         assert!(e.what.contains("exited with status 3"), "{}", e.what);
+    }
+
+    /// Regression: a quiet command (`tail -f` of a quiet log) learned that its stream had
+    /// failed only at its next output, here 30 s later.
+    #[tokio::test]
+    async fn a_stream_that_fails_while_the_command_is_quiet_stops_it() {
+        let mut s = VecSink {
+            fails_in: Some(Duration::from_millis(300)),
+            ..VecSink::default()
+        };
+        let started = std::time::Instant::now();
+        let e = run_producer(&sh("echo x; exec sleep 30"), &mut s, &Progress::hidden())
+            .await
+            .expect_err("fail");
+        assert_eq!(e.exit, Exit::PeerDisconnected);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(s.data, b"x\n");
     }
 
     #[tokio::test]

@@ -324,6 +324,10 @@ mod imp {
         async fn write_owned(&mut self, data: Vec<u8>) -> Result<(), NetError> {
             self.0.write_bytes(bytes::Bytes::from(data)).await
         }
+
+        async fn failed(&mut self) -> NetError {
+            self.0.closed().await
+        }
     }
 
     impl Source for Receiver {

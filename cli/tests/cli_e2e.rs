@@ -462,7 +462,7 @@ fn an_interrupted_read_never_gives_its_command_a_clean_end() {
         "{}",
         rd.stderr
     );
-    // (a producer whose command is quiet learns that its consumer left at its next write)
+    // (its producer learns it when its resume time ends: see the next test)
     w.signal(libc::SIGKILL);
     pause(500);
     assert!(
@@ -470,6 +470,42 @@ fn an_interrupted_read_never_gives_its_command_a_clean_end() {
         "the command committed {:?} bytes of a cut stream",
         std::fs::read_to_string(&marker)
     );
+}
+
+/// A producer command that goes quiet (`tail -f` of a quiet log) learns that its transfer
+/// failed when it fails — here, its consumer killed and not back within `--resume 2` — not at
+/// its next output. Regression: it waited for that output (30 s here).
+#[cfg(unix)]
+#[test]
+fn a_quiet_producer_command_learns_that_its_consumer_left() {
+    let relay = Relay::start();
+    let path = unique_path("quiet-left");
+    let command = "head -c 100000 /dev/zero; exec sleep 30";
+    let mut w = Proc::spawn(
+        "write --resume 2 -- 100000 bytes, then nothing",
+        write_cmd(&relay, &path).args(["-d", "0", "--resume", "2", "--", "sh", "-c", command]),
+        In::Null,
+        Out::Null,
+    );
+    let r = Proc::spawn("read", &mut read_cmd(&relay, &path), In::Null, Out::Capture);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while r.stdout_now().len() < 100000 {
+        assert!(
+            Instant::now() < deadline,
+            "{} bytes read",
+            r.stdout_now().len()
+        );
+        pause(50);
+    }
+    let t = Instant::now();
+    r.signal(libc::SIGKILL);
+    let wd = w.wait(Duration::from_secs(25));
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t.elapsed()
+    );
+    wd.clean_error(5, &["consumer"]);
 }
 
 /// A terminal's Ctrl-C reaches the consumer command too, which may die of it before this

@@ -102,7 +102,8 @@ pub const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// # Errors
 ///
 /// After the transfer failed, every call returns its error: `PEER_DISCONNECTED` (the consumer
-/// left: seen soon after, on the next write or flush), `NETWORK`, `RELAY_ERROR`, `ABORTED`,
+/// left: seen soon after, on the next write or flush, or at once by
+/// [`closed`](Writer::closed)), `NETWORK`, `RELAY_ERROR`, `ABORTED`,
 /// `UNSUPPORTED` (encryption failed, or a call after `finish`).
 pub struct Writer {
     tx: PollSender<Cmd>,
@@ -259,6 +260,26 @@ impl Writer {
     /// The transfer's error: `PEER_DISCONNECTED`, `UNCONFIRMED`, `NETWORK`, `RELAY_ERROR`, ...
     pub async fn finish(mut self) -> Result<SendReport, Error> {
         poll_fn(|cx| self.poll_finish(cx)).await
+    }
+
+    /// Resolves once the transfer has failed, with its error — what the next write would
+    /// return, for a caller whose source may be quiet for long (a `tail -f` of a quiet log)
+    /// and so would learn it only when its next bytes come. A break that may still be resumed
+    /// (`PROTOCOL.md` §12.3) is not a failure: it resolves when the resume time ran out. Never
+    /// resolves while the transfer goes on; cancel-safe (drop it to write again).
+    ///
+    /// # Errors
+    ///
+    /// None of its own: the output *is* the transfer's error (`PEER_DISCONNECTED`, `NETWORK`,
+    /// `RELAY_ERROR`, ...), or `UNSUPPORTED` after `finish`.
+    pub async fn closed(&mut self) -> Error {
+        if self.finishing {
+            return finished_error();
+        }
+        match poll_fn(|cx| self.poll_outcome(cx)).await {
+            Ok(_) => finished_error(),
+            Err(e) => e,
+        }
     }
 
     /// Aborts the transfer and waits (at most `ABORT_WAIT`) until the upload is cut, so the
