@@ -231,12 +231,19 @@ impl ResumeClock {
     }
 
     /// The next call's `timeout` in whole seconds (at most [`RESUME_CALL_MAX_S`] and what is
-    /// left), or `None` once less than a second is left.
+    /// left, counting [`CALL_LATENESS_MS`] in), or `None` once less than a second is left.
     pub fn call_timeout(&self, now_ms: f64) -> Option<f64> {
-        let left = ((self.deadline_ms - now_ms) / 1000.0).floor();
+        let left = ((self.deadline_ms - now_ms + CALL_LATENESS_MS) / 1000.0).floor();
         (left >= 1.0).then(|| left.min(RESUME_CALL_MAX_S))
     }
 }
+
+/// How late a call may start and still have the whole second it was due: the driver's
+/// latency between the break (the clock's start) and its first call, or between one call's
+/// answer and the next. Without it, a resume time of 1 s made no call at all (a producer's
+/// first call comes a few ms after the break: 0.99 s left), and each call but the first came
+/// a second short.
+const CALL_LATENESS_MS: f64 = 250.0;
 
 /// Where one transfer's resume calls go.
 #[derive(Debug, Clone)]
@@ -417,7 +424,12 @@ mod tests {
         let c = ResumeClock::start(1000.0, 60.0);
         assert_eq!(c.call_timeout(1000.0), Some(30.0));
         assert_eq!(c.call_timeout(46_000.0), Some(15.0));
+        assert_eq!(c.call_timeout(31_020.0), Some(30.0), "a call 20 ms late");
         assert_eq!(c.call_timeout(60_500.0), None);
+        // regression: `--resume 1` made no call (its first came 10 ms after the break)
+        let c = ResumeClock::start(1000.0, 1.0);
+        assert_eq!(c.call_timeout(1010.0), Some(1.0));
+        assert_eq!(c.call_timeout(1300.0), None);
         assert_eq!(window_size(None).unwrap(), DEFAULT_WINDOW);
         assert_eq!(window_size(Some(0.0)).unwrap(), 0);
         for bad in [-1.0, f64::NAN, (MAX_WINDOW as f64) + 1.0] {

@@ -461,6 +461,24 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
     };
     assert_eq!(e.code, ErrorCode::PeerDisconnected);
     assert!(e.message.contains("within 3 s to resume"), "{e}");
+    // regression: a resume time of 1 s made no call (polled 10 ms after the break)
+    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+    c.resume_s = Some(1.0);
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    let Step::Rendezvous(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_response(200, &h, "http://h:1/p\n");
+    let Step::Stream(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.observe(0.0, 0, 10);
+    p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+    p.observe(10.0, 0, 10);
+    let Step::Receipt(r) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(r.url.ends_with("timeout=1"), "{}", r.url);
 }
 
 /// §12.4: a blocked streaming upload asks on the channel; nothing (408, a failed call)
