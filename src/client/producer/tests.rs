@@ -40,6 +40,30 @@ fn with_receipt(mut c: SendConfig) -> SendConfig {
     c
 }
 
+/// A streaming producer with receipts and `resume_s`, after a rendezvous answered with
+/// `hello`, whose consumer left when it had sent `high` bytes and held `low..high` (§12.3).
+fn consumer_left(
+    mem: &mut OriginMemory,
+    hello: &[(&str, &str)],
+    resume_s: f64,
+    low: u64,
+    high: u64,
+) -> Producer<Vec<u8>> {
+    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+    c.resume_s = Some(resume_s);
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    let Step::Rendezvous(_) = p.poll(mem) else {
+        panic!()
+    };
+    p.on_response(200, &hello.to_vec(), "http://h:1/p\n");
+    let Step::Stream(_) = p.poll(mem) else {
+        panic!()
+    };
+    p.observe(0.0, low, high);
+    p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+    p
+}
+
 /// Rendezvous (the consumer's hello `peer`), then a streaming upload the relay confirms.
 fn streamed_to_success(p: &mut Producer<Vec<u8>>, mem: &mut OriginMemory, peer: Option<&str>) {
     let Step::Rendezvous(r) = p.poll(mem) else {
@@ -409,18 +433,7 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
     };
     assert_eq!(rep.resumes, 1);
     // an offset older than the window fails, with the numbers
-    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
-    c.resume_s = Some(10.0);
-    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
-    let Step::Rendezvous(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.on_response(200, &h, "http://h:1/p\n");
-    let Step::Stream(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.observe(0.0, 100, 500);
-    p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+    let mut p = consumer_left(&mut mem, &h, 10.0, 100, 500);
     let Step::Receipt(_) = p.poll(&mut mem) else {
         panic!()
     };
@@ -432,18 +445,7 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
     assert_eq!(e.code, ErrorCode::PeerDisconnected);
     assert!(e.message.contains("100..500"), "{e}");
     // the resume time runs out
-    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
-    c.resume_s = Some(3.0);
-    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
-    let Step::Rendezvous(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.on_response(200, &h, "http://h:1/p\n");
-    let Step::Stream(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.observe(0.0, 0, 10);
-    p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+    let mut p = consumer_left(&mut mem, &h, 3.0, 0, 10);
     let Step::Receipt(_) = p.poll(&mut mem) else {
         panic!()
     };
@@ -462,18 +464,7 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
     assert_eq!(e.code, ErrorCode::PeerDisconnected);
     assert!(e.message.contains("within 3 s to resume"), "{e}");
     // regression: a resume time of 1 s made no call (polled 10 ms after the break)
-    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
-    c.resume_s = Some(1.0);
-    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
-    let Step::Rendezvous(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.on_response(200, &h, "http://h:1/p\n");
-    let Step::Stream(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.observe(0.0, 0, 10);
-    p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+    let mut p = consumer_left(&mut mem, &h, 1.0, 0, 10);
     p.observe(10.0, 0, 10);
     let Step::Receipt(r) = p.poll(&mut mem) else {
         panic!()
