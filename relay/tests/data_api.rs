@@ -12,6 +12,7 @@ use http_body_util::BodyExt;
 use httpipe::protocol::control::{
     failure_line, RECEIVER_PREMATURE_DISCONNECT, TRANSFER_SUCCESSFUL,
 };
+use hyper::body::Incoming;
 
 on_all_transports!(
     sender_first,
@@ -617,27 +618,10 @@ async fn withdrawn_producer_truncates_its_consumers(t: T) {
 /// `WRONG_KEY` gave up its notice after 2 s and its producer waited out 60 s of resume time.
 async fn receiver_disconnect_reported_to_producer(t: T) {
     let r = relay().await;
-    let (tx, b) = channel_body();
-    let mut p = r.post(t, "/leave", b).await;
-    let mut c = r.get(t, "/leave").await;
-    let mut body = c.response().await.into_body();
-    tx.send("x").await;
-    body.frame().await.unwrap().unwrap();
-    c.cancel();
-    drop(body);
+    let (tx, mut log_body) = consumer_leaves_midway(&r, t, "/leave").await;
     let left = Instant::now();
-    let mut log_body = p.response().await.into_body();
-    let mut log = String::new();
-    while !log.contains(RECEIVER_PREMATURE_DISCONNECT) {
-        let frame = within(2.0, "the line", log_body.frame()).await;
-        let data = frame
-            .expect("the log ended first")
-            .expect("log")
-            .into_data();
-        log.push_str(&String::from_utf8_lossy(&data.unwrap_or_default()));
-    }
     let rest = within(8.0, "producer log ends", log_body.collect()).await;
-    log.push_str(&String::from_utf8_lossy(&rest.expect("log").to_bytes()));
+    let log = String::from_utf8_lossy(&rest.expect("log").to_bytes()).into_owned();
     assert!(!log.contains(TRANSFER_SUCCESSFUL), "{log}");
     let ended = left.elapsed();
     let held = ended > Duration::from_secs(3);
@@ -658,7 +642,33 @@ async fn receiver_disconnect_reported_to_producer(t: T) {
         "{t:?}: the relay took {} MiB more of the upload after the consumer left",
         taken >> 20
     );
-    r.shutdown().await;
+    // a relay shutting down holds nothing: it stops at once, not after the hold
+    let (_tx, _log) = consumer_leaves_midway(&r, t, "/leave-then-stop").await;
+    within(3.0, "shutdown with an upload held", r.shutdown()).await;
+}
+
+/// A transfer on `path` whose consumer hangs up after the first bytes: the producer's upload
+/// and its status log, read up to `[ERROR:RECEIVER_PREMATURE_DISCONNECT]` (which comes at once).
+async fn consumer_leaves_midway(r: &Relay, t: T, path: &str) -> (BodyTx, Incoming) {
+    let (tx, b) = channel_body();
+    let mut p = r.post(t, path, b).await;
+    let mut c = r.get(t, path).await;
+    let mut body = c.response().await.into_body();
+    tx.send("x").await;
+    body.frame().await.unwrap().unwrap();
+    c.cancel();
+    drop(body);
+    let mut log_body = p.response().await.into_body();
+    let mut log = String::new();
+    while !log.contains(RECEIVER_PREMATURE_DISCONNECT) {
+        let frame = within(2.0, "the line", log_body.frame()).await;
+        let data = frame
+            .expect("the log ended first")
+            .expect("log")
+            .into_data();
+        log.push_str(&String::from_utf8_lossy(&data.unwrap_or_default()));
+    }
+    (tx, log_body)
 }
 
 async fn fan_out_n_consumers(t: T) {

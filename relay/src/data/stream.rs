@@ -180,7 +180,7 @@ async fn run(
     };
     if outcome == Err(FailReason::ReceiverDisconnected) {
         if let Some(source) = source {
-            hold_after_disconnect(source, version, log_open).await;
+            hold_after_disconnect(source, version, log_open, &plane).await;
         }
     }
 }
@@ -290,15 +290,29 @@ async fn pump(
 /// resuming producer's channel call (§12.3), the one that hears the consumer's failure
 /// notice — then waited behind the held upload for the 5 s, and a consumer that gave up
 /// after its 2 s (`httpipe read`) was never heard: its producer waited out its resume time.
-async fn hold_after_disconnect(mut source: Source, version: http::Version, log: Log) {
-    if version == http::Version::HTTP_2 {
-        drop(log);
-        tokio::time::sleep(H2_HOLD_AFTER_DISCONNECT).await;
-    } else {
-        tokio::time::sleep(HOLD_AFTER_DISCONNECT).await;
-        let drain = async { while let Ok(Some(_)) = source.next().await {} };
-        let _ = tokio::time::timeout(DRAIN_AFTER_HOLD, drain).await;
-        drop(log);
+///
+/// A relay that is shutting down holds nothing: its connections are to end.
+async fn hold_after_disconnect(
+    mut source: Source,
+    version: http::Version,
+    log: Log,
+    plane: &Plane,
+) {
+    let h2 = version == http::Version::HTTP_2;
+    let log = (!h2).then_some(log);
+    let hold = async {
+        if h2 {
+            tokio::time::sleep(H2_HOLD_AFTER_DISCONNECT).await;
+        } else {
+            tokio::time::sleep(HOLD_AFTER_DISCONNECT).await;
+            let drain = async { while let Ok(Some(_)) = source.next().await {} };
+            let _ = tokio::time::timeout(DRAIN_AFTER_HOLD, drain).await;
+        }
+    };
+    tokio::select! {
+        _ = hold => {}
+        _ = plane.reached(Phase::Draining) => {}
     }
+    drop(log);
     source.abandon();
 }
