@@ -472,6 +472,38 @@ fn an_interrupted_read_never_gives_its_command_a_clean_end() {
     );
 }
 
+/// An interrupted sender's failure notice lingers on the channel (PROTOCOL.md §5.1): its
+/// receiver, slower than the sender (its command reads only after 6 s), meets the cut after
+/// the sender's process is gone and learns why at once. Regression: the notice left with the
+/// process; the receiver saw only a break and waited out its 60-s resume time.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_senders_notice_reaches_a_slower_receiver() {
+    let relay = Relay::start();
+    let path = unique_path("int-slow");
+    let mut w = quiet_writer(&relay, &path, 20_000_000);
+    let slow = "sleep 6; exec cat > /dev/null";
+    let mut r = Proc::spawn(
+        "read -- (reads after 6 s)",
+        read_cmd(&relay, &path).args(["-l", "info", "--", "sh", "-c", slow]),
+        In::Null,
+        Out::Null,
+    );
+    r.wait_for_stderr("producer connected", Duration::from_secs(20));
+    pause(1000);
+    let t = Instant::now();
+    w.signal(libc::SIGINT);
+    w.wait(Duration::from_secs(10))
+        .clean_error(1, &["interrupted by SIGINT", "the stream was aborted"]);
+    let rd = r.wait(Duration::from_secs(60));
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        t.elapsed()
+    );
+    rd.clean_error(5, &["the sender failed with ABORTED"]);
+}
+
 /// A producer command that goes quiet (`tail -f` of a quiet log) learns that its transfer
 /// failed when it fails — here, its consumer killed and not back within `--resume 2` — not at
 /// its next output. Regression: it waited for that output (30 s here).

@@ -9,6 +9,7 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode, Uri};
 use httpipe::protocol::control::{Rejection, CONNECT_TIMEOUT};
 use httpipe::protocol::headers::{is_valid_hello, HELLO, PEER_HELLO};
+use httpipe::protocol::hello::LINGER_MAX_S;
 use httpipe::protocol::paths;
 use httpipe::protocol::query;
 use httpipe::protocol::token::Mode;
@@ -36,13 +37,9 @@ pub async fn handle(
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
-    let timeout = match get(query::TIMEOUT) {
-        Ok(None) => None,
-        Ok(Some(s)) => match s.parse::<f64>() {
-            Ok(t) if t.is_finite() && t >= 0.0 => Some(Duration::from_secs_f64(t.min(1e9))),
-            _ => return rejection(&Rejection::InvalidParameter(query::TIMEOUT)),
-        },
-        Err(r) => return rejection(&r),
+    let timeout = match seconds(get(query::TIMEOUT)) {
+        Ok(t) => t,
+        Err(()) => return rejection(&Rejection::InvalidParameter(query::TIMEOUT)),
     };
     let redirect = match params.flag(query::REDIRECT) {
         Ok(r) => r,
@@ -57,6 +54,10 @@ pub async fn handle(
     let hello = match hello_of(&headers) {
         Ok(h) => h,
         Err(r) => return rejection(&r),
+    };
+    let linger = match seconds(get(query::LINGER)) {
+        Ok(l) => l.map(|l| l.min(Duration::from_secs_f64(LINGER_MAX_S))),
+        Err(()) => return rejection(&Rejection::InvalidParameter(query::LINGER)),
     };
     if let Some(auth) = &state.auth {
         // on a channel too: the token is checked on the stream path itself (§5.1)
@@ -78,6 +79,9 @@ pub async fn handle(
         Err(r) => return rejection(&r),
     };
     let mut wait = state.data.hub.await_peer(&path, channel, want, hello);
+    if let Some(l) = linger {
+        wait.linger_until(std::time::Instant::now() + l);
+    }
     let waited = async {
         match timeout {
             None => Some(wait.ready().await),
@@ -120,6 +124,19 @@ pub async fn handle(
         return with_peer_hello(r, peer_hello);
     }
     with_peer_hello(text(StatusCode::OK, format!("{data_url}\n")), peer_hello)
+}
+
+/// A parameter in seconds (`timeout`, `linger`): a number ≥ 0; given twice or anything else
+/// is `Err`.
+fn seconds(given: Result<Option<&str>, Rejection>) -> Result<Option<Duration>, ()> {
+    match given {
+        Ok(None) => Ok(None),
+        Ok(Some(s)) => match s.parse::<f64>() {
+            Ok(t) if t.is_finite() && t >= 0.0 => Ok(Some(Duration::from_secs_f64(t.min(1e9)))),
+            _ => Err(()),
+        },
+        Err(_) => Err(()),
+    }
 }
 
 /// The peer a Connect call waits for: its `mode` (§5).

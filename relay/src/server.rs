@@ -263,6 +263,7 @@ async fn accept_loop(
 ) {
     let hangup_task = tokio::spawn(hangups.clone().run());
     let cluster_task = state.cluster.clone().map(|c| tokio::spawn(c.run()));
+    let linger_task = tokio::spawn(sweep_lingering(state.clone()));
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
     let accept_tls = async |tls: &Option<(TcpListener, TlsAcceptor)>| match tls {
@@ -308,12 +309,23 @@ async fn accept_loop(
     conns.abort_all();
     while conns.join_next().await.is_some() {}
     hangup_task.abort();
+    linger_task.abort();
     if let Some(task) = cluster_task {
         task.abort();
     }
     if let Some(c) = &state.cluster {
         // out of the cluster now rather than when the keys expire (§13.4)
         let _ = tokio::time::timeout(Duration::from_secs(1), c.leave()).await;
+    }
+}
+
+/// Drops the lingering last words (§5.1 `linger`) whose time is over, every few seconds (a
+/// caller never meets one after its time; this frees the memory).
+async fn sweep_lingering(state: Shared) {
+    let mut every = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        every.tick().await;
+        state.data.hub.sweep_lingering();
     }
 }
 

@@ -368,6 +368,58 @@ async fn channel_callers_that_leave_are_forgotten() {
     r.shutdown().await;
 }
 
+/// §5.1 `linger`: a channel caller's last word outlives it — it hangs up, or its timeout
+/// passes, and the next caller of the opposite role gets its hello at once, once; a bad value
+/// is refused before it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lingering_last_word_outlives_its_caller() {
+    let r = relay().await;
+    for t in [T::H1, T::H2] {
+        let path = format!("/linger{}", t.is_h2());
+        let q = |mode: &str, more: &str| format!("{path}?mode={mode}&channel=notice{more}");
+        let w = connect(
+            &r,
+            t,
+            &q("await-writer", "&linger=30"),
+            Some("failed"),
+            None,
+        )
+        .await;
+        r.until_gauge("httpipe_connect_waiting", 1).await;
+        w.cancel();
+        r.until_gauge("httpipe_connect_waiting", 0).await;
+        let mut rd = connect(&r, t, &q("await-reader", ""), Some("r"), None).await;
+        let hello = peer_hello(&r, t, &mut rd, &path, "after a hang-up").await;
+        assert_eq!(hello.as_deref(), Some("failed"), "{t:?}");
+        let mut again = connect(&r, t, &q("await-reader", "&timeout=0.2"), None, None).await;
+        assert_eq!(refused(&mut again, "taken once").await.0, 408, "{t:?}");
+        let late = "&timeout=0.1&linger=30";
+        let mut w = connect(&r, t, &q("await-writer", late), Some("timed out"), None).await;
+        assert_eq!(refused(&mut w, "its own timeout").await.0, 408, "{t:?}");
+        let mut rd = connect(&r, t, &q("await-reader", ""), None, None).await;
+        let hello = peer_hello(&r, t, &mut rd, &path, "after a timeout").await;
+        assert_eq!(hello.as_deref(), Some("timed out"), "{t:?}");
+        for bad in ["-1", "soon"] {
+            let mut c = connect(
+                &r,
+                t,
+                &q("await-writer", &format!("&linger={bad}")),
+                None,
+                None,
+            )
+            .await;
+            let (status, code, _) = refused(&mut c, bad).await;
+            assert_eq!(
+                (status, code.as_deref()),
+                (400, Some("invalid-parameter")),
+                "{bad}"
+            );
+        }
+    }
+    r.until_gauge("httpipe_connect_waiting", 0).await;
+    r.shutdown().await;
+}
+
 const KEY: &str = "test-key-hello";
 
 fn token(path: &str, mode: Mode) -> String {

@@ -618,7 +618,7 @@ async fn withdrawn_producer_truncates_its_consumers(t: T) {
 /// `WRONG_KEY` gave up its notice after 2 s and its producer waited out 60 s of resume time.
 async fn receiver_disconnect_reported_to_producer(t: T) {
     let r = relay().await;
-    let (tx, mut log_body) = consumer_leaves_midway(&r, t, "/leave").await;
+    let (tx, log_body) = consumer_leaves_midway(&r, t, "/leave").await;
     let left = Instant::now();
     let rest = within(8.0, "producer log ends", log_body.collect()).await;
     let log = String::from_utf8_lossy(&rest.expect("log").to_bytes()).into_owned();

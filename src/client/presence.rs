@@ -69,7 +69,7 @@ impl PresenceChannel {
         let nothing = Committer::default().commitment();
         let hello = receipt_text(&self.transfer, outcome, &nothing, None);
         let req = self.call(ConnectMode::AwaitWriter, NEGATIVE_RECEIPT_TIMEOUT_S, hello)?;
-        Ok(req.into_last_word())
+        Ok(req.into_lingering_last_word())
     }
 }
 
@@ -286,14 +286,15 @@ mod tests {
     }
 
     /// §12.5, a consumer that gives up first: its word goes once to the presence channel as a
-    /// negative receipt, and the keeper's call that meets it ends the producer's transfer.
+    /// negative receipt, lingering after it (§5.1), and the keeper's call that meets it ends
+    /// the producer's transfer.
     #[test]
     fn a_consumer_that_left_before_its_stream_tells_the_keeper() {
         let notice = channel().left_notice(Outcome::Cancelled).unwrap();
         let id = crate::protocol::channel::channel_id("TID-presence");
         assert_eq!(
             notice.url,
-            format!("http://h:1/connect/v0/p?mode=await-writer&channel={id}&timeout=15")
+            format!("http://h:1/connect/v0/p?mode=await-writer&channel={id}&timeout=15&linger=60")
         );
         assert!(notice.last_word);
         let hello = notice.headers.iter().find(|(k, _)| *k == HELLO).unwrap();

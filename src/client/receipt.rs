@@ -377,7 +377,11 @@ impl ReceiptPlan {
             self.token.as_deref(),
             Some(text),
         )
-        .map(Request::into_last_word)
+        .map(|r| match outcome {
+            // a side that failed may be gone before its peer reads up to the cut (§5.1)
+            Outcome::Cancelled | Outcome::Failed(_) => r.into_lingering_last_word(),
+            Outcome::Ok => r.into_last_word(),
+        })
     }
 }
 
@@ -429,12 +433,16 @@ mod tests {
             token: None,
             attest: false,
         };
-        for o in [
-            Outcome::Ok,
-            Outcome::Cancelled,
-            Outcome::Failed(ErrorCode::Network),
+        // a negative one lingers after its caller left (§5.1): its peer may read up to the
+        // cut only after this side's process or page is gone; an `ok` one is waited for
+        for (o, lingers) in [
+            (Outcome::Ok, false),
+            (Outcome::Cancelled, true),
+            (Outcome::Failed(ErrorCode::Network), true),
         ] {
-            assert!(plan.request(o, &plain(b""), None).unwrap().last_word);
+            let r = plan.request(o, &plain(b""), None).unwrap();
+            assert!(r.last_word);
+            assert_eq!(r.url.ends_with("&linger=60"), lingers, "{o:?}: {}", r.url);
         }
     }
 

@@ -1,6 +1,9 @@
 //! The requests the sans-IO machines ask an adapter to make (`fetch` in wasm, reqwest
 //! natively), and the response headers they read back.
 
+use crate::protocol::hello::LAST_WORD_LINGER_S;
+use crate::protocol::query;
+
 /// The two methods the client uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -53,6 +56,19 @@ impl Request {
             last_word: true,
             ..self
         }
+    }
+
+    /// This channel call (§5.1) as a last word whose hello lingers on the channel for
+    /// [`LAST_WORD_LINGER_S`] after its caller left (`linger`): a peer still reading bytes
+    /// that were in flight meets it after this side's process or page is gone.
+    pub fn into_lingering_last_word(mut self) -> Self {
+        self.url = format!(
+            "{}&{}={}",
+            self.url,
+            query::LINGER,
+            LAST_WORD_LINGER_S as u64
+        );
+        self.into_last_word()
     }
 
     pub fn post(url: impl Into<String>, headers: Vec<(&'static str, String)>) -> Self {

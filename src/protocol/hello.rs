@@ -51,6 +51,11 @@ pub const FAILURE_NOTICE_TIMEOUT_S: f64 = STALL_AFTER_S + STALL_CALL_S + 3.0;
 pub const FAILURE_NOTICE_WAIT_MS: f64 = 2000.0;
 /// Seconds a side keeps trying to meet the other after a break, by default (§12.3).
 pub const RESUME_TIME_S: f64 = 60.0;
+/// The longest `linger` a relay grants a channel call's hello, in seconds (§5.1).
+pub const LINGER_MAX_S: f64 = 60.0;
+/// Seconds a side's last word lingers on the channel after it left (§5.1 `linger`): its peer's
+/// default resume time, within which a peer that still reads bytes in flight meets it.
+pub const LAST_WORD_LINGER_S: f64 = RESUME_TIME_S;
 /// The longest single resume call, in seconds (§12.3).
 pub const RESUME_CALL_MAX_S: f64 = 30.0;
 /// Seconds a side waits with bytes between it and its peer (a producer's upload that takes

@@ -20,6 +20,10 @@ pub const REDIRECT: &str = "redirect";
 pub const CHANNEL: &str = "channel";
 /// The longest [`CHANNEL`] id, in bytes (§5.1).
 pub const MAX_CHANNEL_BYTES: usize = 64;
+/// Connect API on a channel: `linger=S` keeps the caller's hello for the next caller of the
+/// opposite role until S seconds (at most [`crate::protocol::hello::LINGER_MAX_S`]) after the
+/// call arrived, though the caller left (§5.1).
+pub const LINGER: &str = "linger";
 
 /// True if `id` is a valid [`CHANNEL`] (§5.1): 1 to [`MAX_CHANNEL_BYTES`] bytes of
 /// `A-Z a-z 0-9 - _`.

@@ -21,12 +21,15 @@
 //!
 //! Every registration returns a guard; dropping it (the HTTP request went away) unregisters
 //! at once, so a peer that hangs up while waiting never blocks the path (§3.6: the two
-//! piping-server-rust bugs). All state sits behind one `std::sync::Mutex`; no `.await` runs
-//! while it is held.
+//! piping-server-rust bugs). The one exception is asked for: a channel caller's last word
+//! that lingers (§5.1 `linger`, [`ConnectWait::linger_until`]) stays, unanswerable, until the
+//! next caller of the opposite role takes its hello or its time ends. All state sits behind
+//! one `std::sync::Mutex`; no `.await` runs while it is held.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use httpipe::protocol::control::Rejection;
 use tokio::sync::oneshot;
@@ -103,7 +106,14 @@ type Key = (String, Room);
 struct Inner<C> {
     paths: Mutex<HashMap<Key, Slot<C>>>,
     next_id: AtomicU64,
+    /// Hellos lingering after their callers left (§5.1), at most [`LINGER_MAX`]; changed
+    /// under the lock.
+    lingering: AtomicUsize,
 }
+
+/// The most hellos the relay keeps for callers that left (§5.1 `linger`): 10 000 × at most
+/// 1024 bytes. Beyond it a `linger` is ignored.
+pub const LINGER_MAX: usize = 10_000;
 
 /// A waiting Connect caller (§5, §5.1).
 struct ConnectWaiter {
@@ -114,6 +124,16 @@ struct ConnectWaiter {
     /// Releases the caller, with the peer's hello (`None`: the peer sent none, or it is a
     /// Data API peer).
     tx: oneshot::Sender<Option<String>>,
+    /// The caller left and its hello lingers until then (§5.1).
+    left_until: Option<Instant>,
+}
+
+impl ConnectWaiter {
+    /// Whether a caller awaiting `want` meets this one at `now`: its caller waits, or left
+    /// and its hello still lingers.
+    fn meets(&self, want: Await, now: Instant) -> bool {
+        self.want != want && self.left_until.is_none_or(|t| t > now)
+    }
 }
 
 /// The state of one stream path. Removed from the table when empty.
@@ -163,6 +183,7 @@ impl<C> Hub<C> {
             inner: Arc::new(Inner {
                 paths: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(1),
+                lingering: AtomicUsize::new(0),
             }),
         }
     }
@@ -283,14 +304,15 @@ impl<C> Hub<C> {
             Await::Reader => !slot.consumers.is_empty(),
             Await::Writer => slot.producer.is_some(),
         };
-        let opposite = match want {
-            Await::Reader => Await::Writer,
-            Await::Writer => Await::Reader,
-        };
+        let now = Instant::now();
         if present {
             let _ = tx.send(None);
-        } else if let Some(pos) = slot.connect.iter().position(|w| w.want == opposite) {
+        } else if let Some(pos) = slot.connect.iter().position(|w| w.meets(want, now)) {
             let peer = slot.connect.remove(pos);
+            if peer.left_until.is_some() {
+                self.inner.lingering.fetch_sub(1, Ordering::Relaxed);
+            }
+            // a caller that left can't be answered: its hello is all there is
             let _ = peer.tx.send(hello);
             let _ = tx.send(peer.hello);
         } else {
@@ -299,6 +321,7 @@ impl<C> Hub<C> {
                 want,
                 hello,
                 tx,
+                left_until: None,
             });
         }
         if slot.is_empty() {
@@ -309,6 +332,7 @@ impl<C> Hub<C> {
             key,
             id,
             rx,
+            linger_until: None,
         }
     }
 
@@ -320,7 +344,11 @@ impl<C> Hub<C> {
             c.waiting_producers += slot.producer.is_some() as usize;
             c.waiting_consumers += slot.consumers.len();
             c.active_transfers += slot.busy as usize;
-            c.connect_waiters += slot.connect.len();
+            c.connect_waiters += slot
+                .connect
+                .iter()
+                .filter(|w| w.left_until.is_none())
+                .count();
         }
         c
     }
@@ -339,6 +367,51 @@ impl<C> Hub<C> {
                 paths.remove(key);
             }
         }
+    }
+
+    /// A channel caller `id` leaves: its hello lingers until `until` if it is still waiting
+    /// (not released), `until` is still ahead and fewer than [`LINGER_MAX`] linger; else it
+    /// is unregistered. A lingering hello ends when a caller takes it or at the next
+    /// [`Hub::sweep_lingering`] after `until` (a caller never meets it after `until`).
+    fn leave_lingering(&self, key: &Key, id: u64, until: Instant) {
+        let mut paths = self.lock();
+        let room = self.inner.lingering.load(Ordering::Relaxed) < LINGER_MAX;
+        let waiter = paths
+            .get_mut(key)
+            .and_then(|slot| slot.connect.iter_mut().find(|w| w.id == id));
+        match waiter {
+            Some(w) if room && until > Instant::now() => {
+                w.left_until = Some(until);
+                self.inner.lingering.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {
+                drop(paths);
+                self.unregister(key, id);
+            }
+        }
+    }
+
+    /// Drops the lingering hellos whose time is over (the relay calls it every few seconds).
+    pub fn sweep_lingering(&self) {
+        if self.lingering() == 0 {
+            return;
+        }
+        let now = Instant::now();
+        let mut paths = self.lock();
+        let mut gone = 0;
+        paths.retain(|_, slot| {
+            let before = slot.connect.len();
+            slot.connect
+                .retain(|w| w.left_until.is_none_or(|until| until > now));
+            gone += before - slot.connect.len();
+            !slot.is_empty()
+        });
+        self.inner.lingering.fetch_sub(gone, Ordering::Relaxed);
+    }
+
+    /// Hellos lingering now (§5.1), for tests and metrics.
+    pub fn lingering(&self) -> usize {
+        self.inner.lingering.load(Ordering::Relaxed)
     }
 
     fn end_transfer(&self, key: &Key) {
@@ -427,12 +500,14 @@ impl<C> Drop for ConsumerWait<C> {
     }
 }
 
-/// A registered Connect caller; await [`ConnectWait::ready`]; dropping unregisters.
+/// A registered Connect caller; await [`ConnectWait::ready`]; dropping unregisters (unless
+/// its hello lingers: [`ConnectWait::linger_until`]).
 pub struct ConnectWait<C> {
     hub: Hub<C>,
     key: Key,
     id: u64,
     rx: oneshot::Receiver<Option<String>>,
+    linger_until: Option<Instant>,
 }
 
 impl<C> ConnectWait<C> {
@@ -448,9 +523,23 @@ impl<C> ConnectWait<C> {
     }
 }
 
+impl<C> ConnectWait<C> {
+    /// When this caller leaves unreleased (hangs up, or its timeout passes), its hello stays
+    /// on its channel until `until` for the next caller of the opposite role (§5.1 `linger`).
+    /// Only on a channel: a caller without one is unregistered as always.
+    pub fn linger_until(&mut self, until: Instant) {
+        if matches!(self.key.1, Room::Connect(_)) {
+            self.linger_until = Some(until);
+        }
+    }
+}
+
 impl<C> Drop for ConnectWait<C> {
     fn drop(&mut self) {
-        self.hub.unregister(&self.key, self.id);
+        match self.linger_until {
+            Some(until) => self.hub.leave_lingering(&self.key, self.id, until),
+            None => self.hub.unregister(&self.key, self.id),
+        }
     }
 }
 

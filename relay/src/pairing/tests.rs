@@ -245,6 +245,57 @@ async fn channel_callers_that_leave_are_forgotten() {
     assert!(hub.lock().is_empty());
 }
 
+/// §5.1 `linger`: a channel caller that leaves unreleased leaves its hello to the next caller
+/// of the opposite role until its time ends; taken once, or its time over, it is gone. A
+/// caller of the same role doesn't take it; without a channel, or once released, nothing
+/// lingers.
+#[tokio::test]
+async fn a_lingering_hello_outlives_its_caller() {
+    let hub = H::new();
+    let later = || std::time::Instant::now() + Duration::from_secs(60);
+    let mut gone = hub.await_peer("/a", Some("x"), Await::Reader, hello("failed"));
+    gone.linger_until(later());
+    drop(gone);
+    assert_eq!(hub.lingering(), 1);
+    assert_eq!(
+        hub.counts().connect_waiters,
+        0,
+        "a lingering hello waits for nobody"
+    );
+    let mut same = hub.await_peer("/a", Some("x"), Await::Reader, None);
+    assert!(timeout(SHORT, same.ready()).await.is_err());
+    drop(same);
+    let mut w = hub.await_peer("/a", Some("x"), Await::Writer, hello("w"));
+    assert_eq!(timeout(SHORT, w.ready()).await.unwrap(), hello("failed"));
+    drop(w);
+    assert_eq!(hub.lingering(), 0);
+    assert!(hub.lock().is_empty());
+    let mut w = hub.await_peer("/a", Some("x"), Await::Writer, None);
+    assert!(timeout(SHORT, w.ready()).await.is_err(), "taken once");
+    drop(w);
+    // its time over: met by nobody, then swept
+    let mut short = hub.await_peer("/a", Some("x"), Await::Reader, hello("late"));
+    short.linger_until(std::time::Instant::now() + Duration::from_millis(20));
+    drop(short);
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    let mut w = hub.await_peer("/a", Some("x"), Await::Writer, None);
+    assert!(timeout(SHORT, w.ready()).await.is_err());
+    drop(w);
+    hub.sweep_lingering();
+    assert_eq!(hub.lingering(), 0);
+    assert!(hub.lock().is_empty());
+    // released, or without a channel: nothing lingers
+    let mut r = hub.await_peer("/a", Some("x"), Await::Reader, hello("r"));
+    r.linger_until(later());
+    let _w = hub.await_peer("/a", Some("x"), Await::Writer, None);
+    assert_eq!(timeout(SHORT, r.ready()).await.unwrap(), None);
+    drop(r);
+    let mut plain = hub.await_peer("/a", None, Await::Reader, hello("p"));
+    plain.linger_until(later());
+    drop(plain);
+    assert_eq!(hub.lingering(), 0);
+}
+
 /// §5.1 "Data API channels": a Data API producer and consumer with the same channel on the
 /// same path meet, and the channel's transfer doesn't make the plain path busy.
 #[tokio::test]

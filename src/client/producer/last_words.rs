@@ -34,7 +34,7 @@ impl<T: ByteChunk> Producer<T> {
         self.resume_plan()?
             .call_with_end(hello, end.as_deref(), FAILURE_NOTICE_TIMEOUT_S)
             .ok()
-            .map(Request::into_last_word)
+            .map(Request::into_lingering_last_word)
     }
 
     /// When the transfer failed with `e` because of its source or the caller's abort, after
@@ -100,7 +100,7 @@ impl<T: ByteChunk> Producer<T> {
             Some(self.end_items()?),
         )
         .ok()
-        .map(Request::into_last_word)
+        .map(Request::into_lingering_last_word)
     }
 
     /// Every call due when the transfer failed with `e`, for the adapter to make together:

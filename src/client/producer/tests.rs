@@ -245,6 +245,10 @@ fn the_producer_states_its_end_on_the_channel() {
     let notice = p.failure_notice(&aborted).unwrap();
     let stopped = format!("httpipe-resume=1; failed=ABORTED; {end}");
     assert_eq!(hello_of(&notice), Some(stopped.as_str()));
+    // it lingers after this producer is gone, for a consumer that reads up to the cut later
+    // (§5.1)
+    assert!(notice.url.ends_with("&linger=60"), "{}", notice.url);
+    assert!(!call.url.contains("linger"), "a resume call waits itself");
 }
 
 /// §11.2 step 6, §12.2: a producer that promised its end and fails for its own reason
