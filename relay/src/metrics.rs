@@ -111,6 +111,12 @@ impl Metrics {
             c.connect_waiters as u64,
         );
         metric(
+            "httpipe_connect_lingering",
+            "gauge",
+            "Last words of Connect callers that left, kept for their peer (PROTOCOL.md §5.1 linger).",
+            c.lingering as u64,
+        );
+        metric(
             "httpipe_active_transfers",
             "gauge",
             "Transfers in progress.",

@@ -388,6 +388,7 @@ async fn a_lingering_last_word_outlives_its_caller() {
         r.until_gauge("httpipe_connect_waiting", 1).await;
         w.cancel();
         r.until_gauge("httpipe_connect_waiting", 0).await;
+        r.until_gauge("httpipe_connect_lingering", 1).await;
         let mut rd = connect(&r, t, &q("await-reader", ""), Some("r"), None).await;
         let hello = peer_hello(&r, t, &mut rd, &path, "after a hang-up").await;
         assert_eq!(hello.as_deref(), Some("failed"), "{t:?}");
@@ -417,6 +418,7 @@ async fn a_lingering_last_word_outlives_its_caller() {
         }
     }
     r.until_gauge("httpipe_connect_waiting", 0).await;
+    r.until_gauge("httpipe_connect_lingering", 0).await;
     r.shutdown().await;
 }
 

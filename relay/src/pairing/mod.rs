@@ -58,6 +58,8 @@ pub struct Counts {
     pub waiting_consumers: usize,
     pub active_transfers: usize,
     pub connect_waiters: usize,
+    /// Hellos of channel callers that left, lingering (§5.1).
+    pub lingering: usize,
 }
 
 /// The rendezvous table. Cheap to clone (shared state).
@@ -344,11 +346,13 @@ impl<C> Hub<C> {
             c.waiting_producers += slot.producer.is_some() as usize;
             c.waiting_consumers += slot.consumers.len();
             c.active_transfers += slot.busy as usize;
-            c.connect_waiters += slot
+            let left = slot
                 .connect
                 .iter()
-                .filter(|w| w.left_until.is_none())
+                .filter(|w| w.left_until.is_some())
                 .count();
+            c.connect_waiters += slot.connect.len() - left;
+            c.lingering += left;
         }
         c
     }
