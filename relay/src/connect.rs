@@ -37,9 +37,9 @@ pub async fn handle(
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
-    let timeout = match seconds(get(query::TIMEOUT)) {
+    let timeout = match params.seconds(query::TIMEOUT) {
         Ok(t) => t,
-        Err(()) => return rejection(&Rejection::InvalidParameter(query::TIMEOUT)),
+        Err(r) => return rejection(&r),
     };
     let redirect = match params.flag(query::REDIRECT) {
         Ok(r) => r,
@@ -55,9 +55,9 @@ pub async fn handle(
         Ok(h) => h,
         Err(r) => return rejection(&r),
     };
-    let linger = match seconds(get(query::LINGER)) {
+    let linger = match params.seconds(query::LINGER) {
         Ok(l) => l.map(|l| l.min(Duration::from_secs_f64(LINGER_MAX_S))),
-        Err(()) => return rejection(&Rejection::InvalidParameter(query::LINGER)),
+        Err(r) => return rejection(&r),
     };
     if let Some(auth) = &state.auth {
         // on a channel too: the token is checked on the stream path itself (§5.1)
@@ -124,19 +124,6 @@ pub async fn handle(
         return with_peer_hello(r, peer_hello);
     }
     with_peer_hello(text(StatusCode::OK, format!("{data_url}\n")), peer_hello)
-}
-
-/// A parameter in seconds (`timeout`, `linger`): a number ≥ 0; given twice or anything else
-/// is `Err`.
-fn seconds(given: Result<Option<&str>, Rejection>) -> Result<Option<Duration>, ()> {
-    match given {
-        Ok(None) => Ok(None),
-        Ok(Some(s)) => match s.parse::<f64>() {
-            Ok(t) if t.is_finite() && t >= 0.0 => Ok(Some(Duration::from_secs_f64(t.min(1e9)))),
-            _ => Err(()),
-        },
-        Err(_) => Err(()),
-    }
 }
 
 /// The peer a Connect call waits for: its `mode` (§5).

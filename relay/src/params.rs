@@ -50,6 +50,18 @@ impl Params {
         }
     }
 
+    /// `name=S`, seconds (`timeout`, `linger`): a number ≥ 0 (absent is `None`); given twice
+    /// or anything else is [`Rejection::InvalidParameter`].
+    pub fn seconds(&self, name: &'static str) -> Result<Option<std::time::Duration>, Rejection> {
+        match self.get(name)?.map(str::parse::<f64>) {
+            None => Ok(None),
+            Some(Ok(t)) if t.is_finite() && t >= 0.0 => {
+                Ok(Some(std::time::Duration::from_secs_f64(t.min(1e9))))
+            }
+            Some(_) => Err(Rejection::InvalidParameter(name)),
+        }
+    }
+
     /// `name=true|1` → true, `false|0` or absent → false, anything else refused.
     pub fn flag(&self, name: &'static str) -> Result<bool, Rejection> {
         match self.get(name)? {
