@@ -360,7 +360,11 @@ impl<C> Hub<C> {
     /// Removes registration `id` (producer, consumer or Connect caller) if still waiting,
     /// and drops the slot when it became empty.
     fn unregister(&self, key: &Key, id: u64) {
-        let mut paths = self.lock();
+        Self::unregister_in(&mut self.lock(), key, id);
+    }
+
+    /// [`Hub::unregister`] under a lock already held.
+    fn unregister_in(paths: &mut HashMap<Key, Slot<C>>, key: &Key, id: u64) {
         if let Some(slot) = paths.get_mut(key) {
             if slot.producer.as_ref().is_some_and(|(pid, _)| *pid == id) {
                 slot.producer = None;
@@ -388,10 +392,7 @@ impl<C> Hub<C> {
                 w.left_until = Some(until);
                 self.inner.lingering.fetch_add(1, Ordering::Relaxed);
             }
-            _ => {
-                drop(paths);
-                self.unregister(key, id);
-            }
+            _ => Self::unregister_in(&mut paths, key, id),
         }
     }
 
@@ -525,9 +526,7 @@ impl<C> ConnectWait<C> {
             Err(_) => std::future::pending().await,
         }
     }
-}
 
-impl<C> ConnectWait<C> {
     /// When this caller leaves unreleased (hangs up, or its timeout passes), its hello stays
     /// on its channel until `until` for the next caller of the opposite role (§5.1 `linger`).
     /// Only on a channel: a caller without one is unregistered as always.
