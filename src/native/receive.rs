@@ -14,7 +14,7 @@ use super::stall::StallWatch;
 use super::stop::Stop;
 use super::{resume_option, ReceiveOptions, Received};
 use crate::client::consumer::ConsumerReceipt;
-use crate::client::consumer::{Consumer, ConsumerBody, ReceiveConfig, Step};
+use crate::client::consumer::{BodyCheck, Consumer, ConsumerBody, Incoming, ReceiveConfig, Step};
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::keys;
 use crate::client::options::{resume_seconds, ReceiptOption};
@@ -35,19 +35,7 @@ pub(crate) async fn receive(
 ) -> Result<Received, Error> {
     // Bad keys fail before anything waits on the relay.
     let dec = decryptor_for(&opts)?;
-    let cfg = ReceiveConfig {
-        relay: opts.target.relay_base()?,
-        path: opts.target.path.clone(),
-        token: opts.target.token.clone(),
-        rendezvous: opts.rendezvous,
-        timeout_s: opts.timeout.map(|d| d.as_secs_f64()),
-        encrypted: dec.is_some(),
-        size: opts.size,
-        receipt: ReceiptOption::from(opts.receipt).on(),
-        resume_s: resume_seconds(Some(resume_option(opts.resume)))?,
-        ciphertext: opts.ciphertext,
-    };
-    let mut c = Consumer::new(cfg)?;
+    let mut c = Consumer::new(receive_config(&opts, dec.is_some())?)?;
     let stop = Stop::new();
     let mut resp: Option<reqwest::Response> = None;
     // dropped before the stream started (a caller's timeout, Ctrl-C): tell a producer that
@@ -96,38 +84,7 @@ pub(crate) async fn receive(
                         "internal error in the native consumer: a stream without a response",
                     ));
                 };
-                let meter = Meter::new(incoming.progress_total, opts.on_progress.clone());
-                let (dec, slow) = match dec {
-                    Some((d, slow)) => (Some(d), slow),
-                    None => (None, false),
-                };
-                let manual = ReceiptOption::from(opts.receipt).manual();
-                let receipt = ConsumerReceipt::new(c.receipt_plan(), dec.is_some(), manual);
-                let clock = Instant::now();
-                let reader = Reader {
-                    body: r.bytes_stream().boxed(),
-                    core: ConsumerBody::new(check),
-                    receipt,
-                    dec,
-                    slow_header: slow,
-                    job: None,
-                    leftover: Bytes::new(),
-                    error: None,
-                    done: false,
-                    meter,
-                    http: http_client.clone(),
-                    clock,
-                    resumer: c.resumer(),
-                    resuming: None,
-                    last_word: None,
-                    stall: StallWatch::new(clock),
-                };
-                return Ok(Received {
-                    reader,
-                    content_type: incoming.content_type,
-                    filename: incoming.filename,
-                    size: incoming.size,
-                });
+                return Ok(released(http_client, &opts, &c, incoming, check, r, dec));
             }
             Step::Failed(e) => {
                 // a producer that may be waiting for this consumer is told it left (§12.5)
@@ -136,6 +93,67 @@ pub(crate) async fn receive(
                 return Err(e);
             }
         }
+    }
+}
+
+/// The core's configuration from the caller's options.
+fn receive_config(opts: &ReceiveOptions, encrypted: bool) -> Result<ReceiveConfig, Error> {
+    Ok(ReceiveConfig {
+        relay: opts.target.relay_base()?,
+        path: opts.target.path.clone(),
+        token: opts.target.token.clone(),
+        rendezvous: opts.rendezvous,
+        timeout_s: opts.timeout.map(|d| d.as_secs_f64()),
+        encrypted,
+        size: opts.size,
+        receipt: ReceiptOption::from(opts.receipt).on(),
+        resume_s: resume_seconds(Some(resume_option(opts.resume)))?,
+        ciphertext: opts.ciphertext,
+    })
+}
+
+/// What `receive` resolves with: the response body through the core's checks, decrypted, its
+/// receipt (§12.2) and progress, in a [`Reader`].
+fn released(
+    http_client: &reqwest::Client,
+    opts: &ReceiveOptions,
+    c: &Consumer,
+    incoming: Incoming,
+    check: BodyCheck,
+    r: reqwest::Response,
+    dec: Option<(Decryptor, bool)>,
+) -> Received {
+    let meter = Meter::new(incoming.progress_total, opts.on_progress.clone());
+    let (dec, slow) = match dec {
+        Some((d, slow)) => (Some(d), slow),
+        None => (None, false),
+    };
+    let manual = ReceiptOption::from(opts.receipt).manual();
+    let receipt = ConsumerReceipt::new(c.receipt_plan(), dec.is_some(), manual);
+    let clock = Instant::now();
+    let reader = Reader {
+        body: r.bytes_stream().boxed(),
+        core: ConsumerBody::new(check),
+        receipt,
+        dec,
+        slow_header: slow,
+        job: None,
+        leftover: Bytes::new(),
+        error: None,
+        done: false,
+        meter,
+        http: http_client.clone(),
+        clock,
+        resumer: c.resumer(),
+        resuming: None,
+        last_word: None,
+        stall: StallWatch::new(clock),
+    };
+    Received {
+        reader,
+        content_type: incoming.content_type,
+        filename: incoming.filename,
+        size: incoming.size,
     }
 }
 

@@ -25,7 +25,9 @@ use super::presence;
 use super::receipt::{with_receipt, Receipt};
 use super::stall::{self, StallTimer};
 use super::stop::Abort;
-use crate::client::consumer::{BodyCheck, Consumer, ConsumerBody, ResumeStep, Resumer, Step};
+use crate::client::consumer::{
+    BodyCheck, Consumer, ConsumerBody, Incoming, ResumeStep, Resumer, Step,
+};
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::rate::RateMeter;
 use crate::client::request::{Headers, Request};
@@ -109,55 +111,69 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                 let body = response.take().and_then(body_stream).ok_or_else(|| {
                     Error::new(ErrorCode::RelayError, "the relay's response has no body")
                 })?;
-                let meter = Rc::new(RefCell::new(RateMeter::new(
-                    now_ms(),
-                    incoming.progress_total,
-                )));
-                let resume = consumer.resumer().map(|r| Resume {
-                    resumer: r,
-                    dec: decryptor.clone(),
-                    signal: p.signal.clone(),
-                    meter: meter.clone(),
-                    on_progress: p.on_progress.clone(),
-                });
-                let mut stream = checked(body, Rc::new(abort), check, resume);
-                if let Some(dec) = &decryptor {
-                    stream = match super::webcrypto::active() {
-                        Some(w) => super::webcrypto::decrypt_stream(stream, dec.clone(), w),
-                        None => decrypt_stream(stream, dec.clone()),
-                    };
-                }
-                let manual = p.receipt.manual();
-                let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);
-                stream = with_receipt(stream, receipt.clone());
-                stream = chunks::metered(stream, meter, p.on_progress.clone());
-                let out = Object::new();
-                let set = |k: &str, v: JsValue| Reflect::set(&out, &k.into(), &v).map(|_| ());
-                let js = |e: JsValue| {
-                    super::error::from_js(
-                        &e,
-                        Default::default(),
-                        ErrorCode::Unsupported,
-                        "building the result",
-                    )
-                };
-                set("stream", chunks::to_js(stream).map_err(js)?.into()).map_err(js)?;
-                if manual {
-                    set("confirm", receipt.confirm_fn().into()).map_err(js)?;
-                }
-                if let Some(ct) = incoming.content_type {
-                    set("contentType", ct.into()).map_err(js)?;
-                }
-                if let Some(name) = incoming.filename {
-                    set("filename", name.into()).map_err(js)?;
-                }
-                if let Some(n) = incoming.size {
-                    set("size", (n as f64).into()).map_err(js)?;
-                }
-                return Ok(out.into());
+                return released(&consumer, incoming, check, body, abort, decryptor, &p);
             }
         }
     }
+}
+
+/// The stream `receive` resolves with, and what the producer said about it: the body through
+/// the core's checks ([`checked`]), decrypted, its receipt (§12.2) and progress.
+fn released(
+    consumer: &Consumer,
+    incoming: Incoming,
+    check: BodyCheck,
+    body: Input,
+    abort: Abort,
+    decryptor: Option<Rc<RefCell<Decryptor>>>,
+    p: &Parsed,
+) -> Result<JsValue, Error> {
+    let meter = Rc::new(RefCell::new(RateMeter::new(
+        now_ms(),
+        incoming.progress_total,
+    )));
+    let resume = consumer.resumer().map(|r| Resume {
+        resumer: r,
+        dec: decryptor.clone(),
+        signal: p.signal.clone(),
+        meter: meter.clone(),
+        on_progress: p.on_progress.clone(),
+    });
+    let mut stream = checked(body, Rc::new(abort), check, resume);
+    if let Some(dec) = &decryptor {
+        stream = match super::webcrypto::active() {
+            Some(w) => super::webcrypto::decrypt_stream(stream, dec.clone(), w),
+            None => decrypt_stream(stream, dec.clone()),
+        };
+    }
+    let manual = p.receipt.manual();
+    let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);
+    stream = with_receipt(stream, receipt.clone());
+    stream = chunks::metered(stream, meter, p.on_progress.clone());
+    let out = Object::new();
+    let set = |k: &str, v: JsValue| Reflect::set(&out, &k.into(), &v).map(|_| ());
+    let js = |e: JsValue| {
+        super::error::from_js(
+            &e,
+            Default::default(),
+            ErrorCode::Unsupported,
+            "building the result",
+        )
+    };
+    set("stream", chunks::to_js(stream).map_err(js)?.into()).map_err(js)?;
+    if manual {
+        set("confirm", receipt.confirm_fn().into()).map_err(js)?;
+    }
+    if let Some(ct) = incoming.content_type {
+        set("contentType", ct.into()).map_err(js)?;
+    }
+    if let Some(name) = incoming.filename {
+        set("filename", name.into()).map_err(js)?;
+    }
+    if let Some(n) = incoming.size {
+        set("size", (n as f64).into()).map_err(js)?;
+    }
+    Ok(out.into())
 }
 
 /// What the body stream needs to resume after a break (§12.3).
@@ -246,42 +262,9 @@ fn checked(body: Input, abort: Rc<Abort>, check: BodyCheck, resume: Option<Resum
                     };
                 }
             };
-            let step = match b.resume.as_mut() {
-                Some(r) => {
-                    let mut dec = r.dec.as_ref().map(|d| d.borrow_mut());
-                    let dec = dec.as_deref_mut();
-                    b.core
-                        .on_break(failure, Some(&mut r.resumer), dec, now_ms())
-                }
-                None => b.core.on_break(failure, None, None, now_ms()),
-            };
-            let step = match step {
-                ResumeStep::Failed(e) => {
-                    b.done = true;
-                    return Some((Err(e), b));
-                }
-                step => step,
-            };
-            // a step other than a failure comes only with a resumer
-            let Some(r) = b.resume.as_mut() else {
+            if let Err(e) = resume_or_fail(&mut b, failure).await {
                 b.done = true;
-                let e = "internal error in the SDK's consumer: a resume without a resumer";
-                return Some((Err(Error::new(ErrorCode::Unsupported, e)), b));
-            };
-            if matches!(step, ResumeStep::Call(_)) {
-                r.progress(true);
-            }
-            let resumed = resume_after_break(r, step).await;
-            r.progress(false);
-            match resumed {
-                Ok((input, check, at)) => {
-                    b.input = input;
-                    b.core.on_resumed(check, at);
-                }
-                Err(e) => {
-                    b.done = true;
-                    return Some((Err(e), b));
-                }
+                return Some((Err(e), b));
             }
         }
     })
@@ -289,6 +272,38 @@ fn checked(body: Input, abort: Rc<Abort>, check: BodyCheck, resume: Option<Resum
 }
 
 type Input = JsValueStream;
+
+/// A break in the body (§12.3), as the core decides it: with a resumer the sides meet again
+/// and the body goes on from the new input; otherwise (or when resuming fails) the error the
+/// stream ends with.
+async fn resume_or_fail(b: &mut Body, failure: Failure) -> Result<(), Error> {
+    let step = match b.resume.as_mut() {
+        Some(r) => {
+            let mut dec = r.dec.as_ref().map(|d| d.borrow_mut());
+            let dec = dec.as_deref_mut();
+            b.core
+                .on_break(failure, Some(&mut r.resumer), dec, now_ms())
+        }
+        None => b.core.on_break(failure, None, None, now_ms()),
+    };
+    if let ResumeStep::Failed(e) = step {
+        return Err(e);
+    }
+    // a step other than a failure comes only with a resumer
+    let Some(r) = b.resume.as_mut() else {
+        let e = "internal error in the SDK's consumer: a resume without a resumer";
+        return Err(Error::new(ErrorCode::Unsupported, e));
+    };
+    if matches!(step, ResumeStep::Call(_)) {
+        r.progress(true);
+    }
+    let resumed = resume_after_break(r, step).await;
+    r.progress(false);
+    let (input, check, at) = resumed?;
+    b.input = input;
+    b.core.on_resumed(check, at);
+    Ok(())
+}
 
 /// The next piece of `input`, or (with `stall`) the stall call the core's watch asks for
 /// once the read waited long enough (§12.4); the read is then left pending in `input` and
