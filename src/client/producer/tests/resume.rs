@@ -1,0 +1,311 @@
+//! Resuming a cut or stalled upload (§12.3, §12.4).
+
+use super::*;
+
+/// §12.3: a cut streaming upload meets the consumer on the channel with its window, goes
+/// on at the consumer's offset on the Data API channel, and counts the resume.
+#[test]
+fn a_cut_upload_resumes_at_the_consumers_offset() {
+    let mut mem = OriginMemory::new();
+    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+    c.resume_s = Some(10.0);
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    let Step::Rendezvous(r) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(r.headers.contains(&(
+        crate::protocol::headers::HELLO,
+        "httpipe=1; transfer=TID; presence; receipt; attest; resume".into()
+    )));
+    let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
+    // the answer names a cluster node (§13.3) ...
+    p.on_response(200, &h, "http://10.0.0.11:8080/p\n");
+    assert!(p.resumes());
+    let Step::Stream(first) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(first.url, "http://10.0.0.11:8080/p");
+    // while it streams, a failure of its own is told on the channel, as a last word
+    let aborted = Error::new(ErrorCode::Aborted, "gone");
+    let notice = p
+        .failure_notice(&aborted)
+        .expect("a notice while streaming");
+    assert!(notice.last_word);
+    assert!(notice.headers.contains(&(
+        crate::protocol::headers::HELLO,
+        "httpipe-resume=1; failed=ABORTED".into()
+    )));
+    p.observe(1000.0, 100, 500);
+    let cut = Failure::network(Cause {
+        name: String::new(),
+        message: "reset".into(),
+    });
+    p.on_stream_failed(StreamFailure {
+        failure: cut,
+        replay: None,
+        response_started: true,
+        source_error: None,
+    });
+    let Step::Receipt(call) = p.poll(&mut mem) else {
+        panic!("the producer meets the consumer on the channel")
+    };
+    assert_eq!(
+        call.url,
+        format!(
+            "http://h:1/connect/v0/p?mode=await-reader&channel={}&timeout=10",
+            crate::protocol::channel::channel_id("TID")
+        )
+    );
+    assert!(call.headers.contains(&(
+        crate::protocol::headers::HELLO,
+        "httpipe-resume=1; from=100; to=500".into()
+    )));
+    // nobody yet (408): call again; then the consumer asks for byte 300
+    let none = receipt::Committer::new().commitment();
+    p.on_receipt(408, &NoHeaders, "", &none, None);
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    // a balancer whose upstream died answers 502 / 504: not now, call again (§13.4)
+    for gateway in [502, 504] {
+        p.on_receipt(gateway, &NoHeaders, "Bad Gateway", &none, None);
+        let Step::Sleep(ms) = p.poll(&mut mem) else {
+            panic!("{gateway} is repeated")
+        };
+        assert_eq!(ms, RESUME_RETRY_MS);
+        p.on_slept();
+        let Step::Receipt(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+    }
+    // meeting: the consumer hears a failure from the notice, not a withdrawal (§3.10)
+    assert!(p.withdrawal(&aborted).is_none());
+    let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
+    p.on_receipt(200, &ask, "", &none, None);
+    let Step::ResumeFrom(300) = p.poll(&mut mem) else {
+        panic!()
+    };
+    let Step::Stream(up) = p.poll(&mut mem) else {
+        panic!()
+    };
+    // ... which may have died: the resumed upload goes to the relay's own URL (§12.3)
+    assert_eq!(
+        up.url,
+        format!(
+            "http://h:1/p?channel={}",
+            crate::protocol::channel::channel_id("TID")
+        )
+    );
+    // resumed: the consumer waits for this upload on the channel's data URL, where only a
+    // withdrawal reaches it (a resumed upload that fails before it reaches the relay: a source
+    // that changed), and the notice goes too (§3.10, §12.3)
+    let w = p.withdrawal(&aborted).expect("a withdrawal on the channel");
+    assert_eq!(
+        (w.method, w.url.as_str()),
+        (Method::Delete, up.url.as_str())
+    );
+    assert!(w
+        .headers
+        .contains(&crate::protocol::channel::key_header("TID")));
+    assert!(p.failure_notice(&aborted).is_some());
+    assert!(up
+        .headers
+        .contains(&(X_PIPING, "httpipe-resume=300".into())));
+    assert!(!up.headers.iter().any(|(n, _)| *n == CONTENT_TYPE));
+    p.on_stream_log(OK_LOG.as_bytes());
+    p.on_stream_end();
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    // delivered by the relay: the receipt call offers the resume, no notice is due
+    assert!(p.delivered());
+    assert_eq!(p.failure_notice(&aborted), None);
+    let mut k = receipt::Committer::new();
+    k.update(b"x");
+    let ours = k.commitment();
+    let text = receipt::receipt_text("TID", receipt::Outcome::Ok, &ours, None);
+    p.on_receipt(200, &vec![(PEER_HELLO, text.as_str())], "", &ours, None);
+    let Step::Done(rep) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(rep.resumes, 1);
+    // an offset older than the window fails, with the numbers
+    let mut p = consumer_left(&mut mem, &h, 10.0, 100, 500);
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=50")];
+    p.on_receipt(200, &ask, "", &none, None);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::PeerDisconnected);
+    assert!(e.message.contains("100..500"), "{e}");
+    // the resume time runs out
+    let mut p = consumer_left(&mut mem, &h, 3.0, 0, 10);
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_failure(Failure::network(Cause {
+        name: String::new(),
+        message: "refused".into(),
+    }));
+    let Step::Sleep(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_slept();
+    p.observe(2500.0, 0, 10);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::PeerDisconnected);
+    assert!(e.message.contains("within 3 s to resume"), "{e}");
+    // regression: a resume time of 1 s made no call (polled 10 ms after the break)
+    let mut p = consumer_left(&mut mem, &h, 1.0, 0, 10);
+    p.observe(10.0, 0, 10);
+    let Step::Receipt(r) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(r.url.ends_with("timeout=1"), "{}", r.url);
+}
+
+/// §12.4: a blocked streaming upload asks on the channel; nothing (408, a failed call)
+/// changes nothing; the consumer waiting too turns it into a resume at its offset, with
+/// the verdict taken on the window the call offered.
+#[test]
+fn a_stalled_upload_resumes_when_the_consumer_waits_too() {
+    let mut mem = OriginMemory::new();
+    let none = receipt::Committer::new().commitment();
+    let start = |mem: &mut OriginMemory, resume: bool| {
+        let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+        c.resume_s = resume.then_some(10.0);
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        assert!(p.stall_call().is_none(), "not before the upload");
+        let Step::Rendezvous(_) = p.poll(mem) else {
+            panic!()
+        };
+        let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
+        p.on_response(200, &h, "http://h:1/p\n");
+        let Step::Stream(_) = p.poll(mem) else {
+            panic!()
+        };
+        p
+    };
+    assert!(
+        start(&mut mem, false).stall_call().is_none(),
+        "no resume, no call"
+    );
+    let mut p = start(&mut mem, true);
+    p.observe(0.0, 100, 500);
+    let call = p.stall_call().expect("a stall call");
+    assert_eq!(
+        call.url,
+        format!(
+            "http://h:1/connect/v0/p?mode=await-reader&channel={}&timeout=2",
+            crate::protocol::channel::channel_id("TID")
+        )
+    );
+    assert!(call.headers.contains(&(
+        crate::protocol::headers::HELLO,
+        "httpipe-resume=1; from=100; to=500".into()
+    )));
+    assert!(p.stall_call().is_none(), "one at a time");
+    assert!(!p.on_stall_answer(Some((408, &NoHeaders)), &none, None));
+    assert!(p.stall_call().is_some());
+    assert!(!p.on_stall_answer(None, &none, None), "a failed call");
+    // the consumer waits too: resume at its offset, on the window offered
+    assert!(p.stall_call().is_some());
+    p.observe(0.0, 400, 900);
+    let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
+    assert!(p.on_stall_answer(Some((200, &ask)), &none, None));
+    let Step::ResumeFrom(300) = p.poll(&mut mem) else {
+        panic!("resumes at the consumer's offset")
+    };
+    assert_eq!(p.resumed(), 1);
+    let Step::Stream(up) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(
+        up.url,
+        format!(
+            "http://h:1/p?channel={}",
+            crate::protocol::channel::channel_id("TID")
+        )
+    );
+    // an offset outside the offered window fails with the numbers
+    let mut p = start(&mut mem, true);
+    p.observe(0.0, 100, 500);
+    assert!(p.stall_call().is_some());
+    let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=50")];
+    assert!(p.on_stall_answer(Some((200, &ask)), &none, None));
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::PeerDisconnected);
+    assert!(e.message.contains("100..500"), "{e}");
+    // the upload ended (the relay's success) while the call was out: the consumer's
+    // receipt it met is the receipt
+    let mut p = start(&mut mem, true);
+    assert!(p.stall_call().is_some());
+    p.on_stream_log(OK_LOG.as_bytes());
+    p.on_stream_end();
+    let text = receipt::receipt_text("TID", receipt::Outcome::Ok, &none, None);
+    assert!(p.on_stall_answer(Some((200, &vec![(PEER_HELLO, text.as_str())])), &none, None));
+    let Step::Done(rep) = p.poll(&mut mem) else {
+        panic!("the receipt that met the stall call confirms the delivery")
+    };
+    assert_eq!(rep.receipt.map(|r| r.bytes), Some(0));
+    // a cancelled receipt meanwhile ends the send
+    let mut p = start(&mut mem, true);
+    assert!(p.stall_call().is_some());
+    let text = receipt::receipt_text("TID", receipt::Outcome::Cancelled, &none, None);
+    assert!(p.on_stall_answer(Some((200, &vec![(PEER_HELLO, text.as_str())])), &none, None));
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::PeerDisconnected);
+}
+
+/// §12.4 timing, on a fake clock: no watch without resume; a body blocked less than
+/// STALL_AFTER_S sleeps until then; then the call, repeated while the body stays
+/// blocked; a call out (or no upload yet) looks again a second later.
+#[test]
+fn the_stall_watch_asks_after_ten_blocked_seconds_and_repeats() {
+    let mut mem = OriginMemory::new();
+    let start = |mem: &mut OriginMemory, resume: bool| {
+        let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+        c.resume_s = resume.then_some(60.0);
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        let Step::Rendezvous(_) = p.poll(mem) else {
+            panic!()
+        };
+        let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
+        p.on_response(200, &h, "http://h:1/p\n");
+        p
+    };
+    let mut off = start(&mut mem, false);
+    assert!(matches!(off.poll_stall(60_000.0), StallStep::Off));
+    let mut p = start(&mut mem, true);
+    // before the upload: nothing to ask about yet, look again later
+    p.observe(20_000.0, 0, 0);
+    assert!(matches!(p.poll_stall(20_000.0), StallStep::WakeAt(t) if t == 21_000.0));
+    let Step::Stream(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.observe(20_000.0, 0, 64);
+    assert!(matches!(p.poll_stall(0.0), StallStep::WakeAt(t) if t == 30_000.0));
+    p.observe(26_000.0, 0, 64);
+    assert!(matches!(p.poll_stall(4_000.0), StallStep::WakeAt(t) if t == 32_000.0));
+    p.observe(32_000.0, 0, 64);
+    let StallStep::Call(call) = p.poll_stall(10_000.0) else {
+        panic!("blocked 10 s: the stall call")
+    };
+    assert!(call.url.contains("mode=await-reader"), "{}", call.url);
+    // one at a time
+    assert!(matches!(p.poll_stall(10_500.0), StallStep::WakeAt(t) if t == 33_000.0));
+    let none = receipt::Committer::new().commitment();
+    assert!(!p.on_stall_answer(Some((408, &NoHeaders)), &none, None));
+    // still blocked after the 408: ask again at once
+    p.observe(34_000.0, 0, 64);
+    assert!(matches!(p.poll_stall(12_000.0), StallStep::Call(_)));
+}
