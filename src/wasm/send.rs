@@ -118,16 +118,8 @@ async fn send_inner(
         if let Some(e) = peer_left.take() {
             producer.on_peer_left(e);
         }
-        {
-            let w = window.borrow();
-            producer.observe(now_ms(), w.low(), w.high());
-        }
-        if producer.is_reconnecting() != reconnecting {
-            // "connection lost — resuming…" and back (§12.3)
-            reconnecting = !reconnecting;
-            report_resume(&meter, &p.on_progress, reconnecting, producer.resumed());
-        }
-        attest(&mut producer, &ended, &ours);
+        observe(&mut producer, &window, &ended, &ours);
+        report_resume(&producer, &mut reconnecting, &meter, &p.on_progress);
         let step = MEMORY.with(|m| producer.poll(&mut m.borrow_mut()));
         page_left.update(&producer);
         match step {
@@ -278,12 +270,18 @@ struct Upload<'a> {
     ended: &'a Cell<bool>,
 }
 
-/// Tells the core what was sent once the source ended, when it states its end (§12.2).
-fn attest(
+/// The clock and the replay window, for the core (§12.3); once the source ended, what was
+/// sent, when the core states its end (§12.2).
+fn observe(
     producer: &mut Producer<View>,
+    window: &RefCell<ReplayWindow<Kept>>,
     ended: &Cell<bool>,
     ours: &dyn Fn(&Producer<View>) -> Sent,
 ) {
+    {
+        let w = window.borrow();
+        producer.observe(now_ms(), w.low(), w.high());
+    }
     if ended.get() && producer.needs_end() {
         let (sent, _) = ours(producer);
         producer.attest(sent);
@@ -346,15 +344,20 @@ fn met(
     );
 }
 
-/// Progress says "reconnecting" while the sides meet again, and how many breaks were resumed.
+/// Progress says "connection lost — resuming…" while the core meets the consumer again, and
+/// back, with how many breaks were resumed (§12.3).
 fn report_resume(
+    producer: &Producer<View>,
+    reconnecting: &mut bool,
     meter: &RefCell<RateMeter>,
     on_progress: &Option<Function>,
-    reconnecting: bool,
-    resumed: u32,
 ) {
+    if producer.is_reconnecting() == *reconnecting {
+        return;
+    }
+    *reconnecting = !*reconnecting;
     let mut m = meter.borrow_mut();
-    m.set_resume(reconnecting, resumed);
+    m.set_resume(*reconnecting, producer.resumed());
     Parsed::report_progress(on_progress, m.report(now_ms()));
 }
 
@@ -486,11 +489,8 @@ async fn stall_watch(
     while !calls.ended.get() {
         let step = {
             let mut p = producer.borrow_mut();
-            let w = up.window.borrow();
-            let now = now_ms();
-            p.observe(now, w.low(), w.high());
-            attest(&mut p, up.ended, up.ours);
-            p.poll_stall(watch.blocked_ms(now))
+            observe(&mut p, up.window, up.ended, up.ours);
+            p.poll_stall(watch.blocked_ms(now_ms()))
         };
         let call = match step {
             StallStep::Off => return futures::future::pending().await,
