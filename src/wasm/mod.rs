@@ -40,6 +40,7 @@ pub mod pagehide;
 pub mod presence;
 pub mod receipt;
 pub mod receive;
+pub mod runtime_crypto;
 pub mod scrypt;
 pub mod send;
 pub mod stall;
