@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use httpipe::client::Error as NetError;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStdin, Command};
 
 use crate::exit::{from_net, CliError, Exit, Role};
 use crate::interrupt;
@@ -331,7 +331,7 @@ pub(crate) async fn run_consumer<S: Source>(
     progress: &Progress,
 ) -> Result<u64, CliError> {
     let mut job = Job::spawn(argv, Stdio::piped(), Stdio::inherit())?;
-    let Some(mut stdin) = job.child.stdin.take() else {
+    let Some(stdin) = job.child.stdin.take() else {
         return Err(CliError::generic(
             "command has no stdin pipe",
             "report this bug",
@@ -340,16 +340,47 @@ pub(crate) async fn run_consumer<S: Source>(
     #[cfg(unix)]
     enlarge_pipe(std::os::fd::AsRawFd::as_raw_fd(&stdin));
     let _running = interrupt::command_running();
+    let (fed, total) = feed_consumer(&mut job, stdin, source, progress).await?;
+    let whole = fed == ConsumerFed::Whole;
+    if whole {
+        source.handed_over().await;
+    }
+    let status = match fed {
+        ConsumerFed::Exited(Some(s)) => s,
+        _ => job.exit().await?,
+    };
+    if status.success() {
+        Ok(total)
+    } else {
+        Err(job.failed(status, Exit::ConsumerFailed, "consumer", whole))
+    }
+}
+
+/// How feeding a consumer command's stdin stopped, short of an error.
+#[derive(Debug, PartialEq, Eq)]
+enum ConsumerFed {
+    /// The stream's clean end: the command was given the whole stream.
+    Whole,
+    /// The command exited first (`None`: waiting for it failed; [`Job::exit`] waits again).
+    Exited(Option<ExitStatus>),
+    /// The command closed its stdin early (like `head`).
+    StdinClosed,
+}
+
+/// Feeds `source` into the consumer command's `stdin` until the stream's clean end, the
+/// command's exit or its closing stdin; returns how it stopped and the bytes fed. On an
+/// error the command is terminated before its stdin is closed; stdin is closed either way.
+async fn feed_consumer<S: Source>(
+    job: &mut Job,
+    mut stdin: ChildStdin,
+    source: &mut S,
+    progress: &Progress,
+) -> Result<(ConsumerFed, u64), CliError> {
     let mut total = 0u64;
-    let mut exited: Option<ExitStatus> = None;
-    let mut whole = false;
     loop {
         let next = tokio::select! {
             c = source.next_chunk() => Some(c),
-            s = job.child.wait() => {
-                exited = s.ok();
-                break;
-            }
+            s = job.child.wait() => return Ok((ConsumerFed::Exited(s.ok()), total)),
             _ = interrupt::signal() => None,
         };
         // interrupted: the command stops before its stdin ends (never a clean end)
@@ -358,60 +389,51 @@ pub(crate) async fn run_consumer<S: Source>(
             drop(stdin);
             return Err(interrupt::stopped());
         };
-        match next {
+        let chunk = match next {
             Err(e) => {
                 job.terminate().await;
                 drop(stdin);
                 return Err(from_net(&e, Role::Consumer));
             }
-            Ok(None) => {
-                whole = true;
-                break;
-            }
-            Ok(Some(chunk)) => {
-                let data = chunk.as_ref();
-                let wrote = tokio::select! {
-                    w = stdin.write_all(data) => Some(w),
-                    s = job.child.wait() => {
-                        exited = s.ok();
-                        break;
-                    }
-                    _ = interrupt::signal() => None,
-                };
-                let Some(wrote) = wrote else {
-                    job.terminate().await;
-                    drop(stdin);
-                    return Err(interrupt::stopped());
-                };
-                match wrote {
-                    Ok(()) => {
-                        total += data.len() as u64;
-                        progress.inc(data.len() as u64);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
-                    Err(e) => {
-                        job.terminate().await;
-                        return Err(CliError::generic(
-                            format!("feeding `{}` failed: {e}", job.display),
-                            "check the command",
-                        ));
-                    }
-                }
-            }
+            Ok(None) => return Ok((ConsumerFed::Whole, total)),
+            Ok(Some(chunk)) => chunk,
+        };
+        let data = chunk.as_ref();
+        if let Some(stopped) = write_consumer_chunk(job, &mut stdin, data).await? {
+            return Ok((stopped, total));
         }
+        total += data.len() as u64;
+        progress.inc(data.len() as u64);
     }
-    drop(stdin);
-    if whole {
-        source.handed_over().await;
-    }
-    let status = match exited {
-        Some(s) => s,
-        None => job.exit().await?,
+}
+
+/// Writes one chunk into the consumer command's `stdin`: `None` once written, else how
+/// feeding stopped. On an interrupt or a write error the command is terminated (its stdin
+/// still open: the caller closes it after).
+async fn write_consumer_chunk(
+    job: &mut Job,
+    stdin: &mut ChildStdin,
+    data: &[u8],
+) -> Result<Option<ConsumerFed>, CliError> {
+    let wrote = tokio::select! {
+        w = stdin.write_all(data) => Some(w),
+        s = job.child.wait() => return Ok(Some(ConsumerFed::Exited(s.ok()))),
+        _ = interrupt::signal() => None,
     };
-    if status.success() {
-        Ok(total)
-    } else {
-        Err(job.failed(status, Exit::ConsumerFailed, "consumer", whole))
+    let Some(wrote) = wrote else {
+        job.terminate().await;
+        return Err(interrupt::stopped());
+    };
+    match wrote {
+        Ok(()) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Some(ConsumerFed::StdinClosed)),
+        Err(e) => {
+            job.terminate().await;
+            Err(CliError::generic(
+                format!("feeding `{}` failed: {e}", job.display),
+                "check the command",
+            ))
+        }
     }
 }
 
