@@ -87,69 +87,13 @@ pub(crate) async fn send(s: SendArgs, keys: Keys) -> Result<(), CliError> {
 async fn send_files(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
     let entries = tarball::entries(&s.files)?;
     let recipients = recipients(&keys)?;
-    let (filename, size, content_type) = match entries.as_slice() {
-        [one] => (one.name.clone(), one.size, None),
-        many => (
-            format!("httpipe-{}-files.tar", many.len()),
-            tarball::archive_size(many),
-            Some("application/x-tar".to_string()),
-        ),
-    };
+    let (filename, size, content_type) = files_offer(&entries);
     // Nothing agreed beforehand: a short code (PROTOCOL.md §14) carries the path and the key.
     let by_code = keys.stream_path.is_none() && keys.passphrase.is_none() && recipients.is_empty();
     let (target, recipients) = if by_code {
-        if format(&keys)? != Format::AgeRt {
-            return Err(CliError::usage(
-                "a transfer by short code is age-rt (PROTOCOL.md §14.2)",
-                "leave out --encryption-mode, or agree on -s and a passphrase instead",
-            ));
-        }
-        let relay = target(&keys, String::new())?; // the code chooses the path
-        let offer =
-            transfer::CodeOffer::new(Some(filename.clone()), Some(size), content_type.clone());
-        eprintln!("waiting for a free code on the relay…");
-        let show = |code: &str| {
-            eprintln!("Code: {code}");
-            eprintln!("On the other side, run:");
-            eprintln!("  {}", receive_hint(&relay, None, false, Some(code)));
-            if relay.token.is_some() {
-                // a relay in auth mode: the receiver needs a code token too (PROTOCOL.md §6)
-                eprintln!("  (with a code token for this relay in HTTPIPE_ACCESS_TOKEN)");
-            }
-            eprintln!("(the code works once; waiting for the receiver)");
-        };
-        let k = transfer::code_send(&relay, offer, show)
-            .await
-            .map_err(|e| from_net(&e, Role::Producer))?;
-        let target = StreamTarget {
-            path: k.path.clone(),
-            ..relay
-        };
-        (target, vec![k.recipient.clone()])
+        send_target_by_code(&keys, &filename, size, content_type.clone()).await?
     } else {
-        let path = match keys.stream_path.clone() {
-            Some(p) => config::check_stream_path(Some(p))?,
-            None => format!("/s/{}", random_token(16)?),
-        };
-        let mut generated = None;
-        if recipients.is_empty() && keys.passphrase.is_none() {
-            let p = random_passphrase()?;
-            keys.passphrase = Some(p.clone());
-            generated = Some(p);
-        }
-        let target = target(&keys, path)?;
-        eprintln!("On the other side, run:");
-        eprintln!(
-            "  {}",
-            receive_hint(&target, generated.as_deref(), !recipients.is_empty(), None)
-        );
-        if generated.is_none() && recipients.is_empty() {
-            eprintln!("  (with the same passphrase in HTTPIPE_PASSPHRASE)");
-        }
-        if keys.access_token.is_some() {
-            eprintln!("  (with a read token for this path in HTTPIPE_ACCESS_TOKEN)");
-        }
-        (target, recipients)
+        (send_target_by_path(&mut keys, &recipients)?, recipients)
     };
     let spec = SendSpec {
         target,
@@ -175,6 +119,86 @@ async fn send_files(s: SendArgs, mut keys: Keys) -> Result<(), CliError> {
     progress.finish();
     delivered(&d);
     Ok(())
+}
+
+/// What `send` offers the receiver (file name, size, content type): one file as itself,
+/// several as one tar archive.
+fn files_offer(entries: &[tarball::Entry]) -> (String, u64, Option<String>) {
+    match entries {
+        [one] => (one.name.clone(), one.size, None),
+        many => (
+            format!("httpipe-{}-files.tar", many.len()),
+            tarball::archive_size(many),
+            Some("application/x-tar".to_string()),
+        ),
+    }
+}
+
+/// `send` by short code: waits on the relay for a free code, shows it with the command the
+/// other side runs, and waits for the receiver. The code's keys give the stream's target and
+/// its one recipient.
+async fn send_target_by_code(
+    keys: &Keys,
+    filename: &str,
+    size: u64,
+    content_type: Option<String>,
+) -> Result<(StreamTarget, Vec<String>), CliError> {
+    if format(keys)? != Format::AgeRt {
+        return Err(CliError::usage(
+            "a transfer by short code is age-rt (PROTOCOL.md §14.2)",
+            "leave out --encryption-mode, or agree on -s and a passphrase instead",
+        ));
+    }
+    let relay = target(keys, String::new())?; // the code chooses the path
+    let offer = transfer::CodeOffer::new(Some(filename.to_string()), Some(size), content_type);
+    eprintln!("waiting for a free code on the relay…");
+    let show = |code: &str| {
+        eprintln!("Code: {code}");
+        eprintln!("On the other side, run:");
+        eprintln!("  {}", receive_hint(&relay, None, false, Some(code)));
+        if relay.token.is_some() {
+            // a relay in auth mode: the receiver needs a code token too (PROTOCOL.md §6)
+            eprintln!("  (with a code token for this relay in HTTPIPE_ACCESS_TOKEN)");
+        }
+        eprintln!("(the code works once; waiting for the receiver)");
+    };
+    let k = transfer::code_send(&relay, offer, show)
+        .await
+        .map_err(|e| from_net(&e, Role::Producer))?;
+    let target = StreamTarget {
+        path: k.path.clone(),
+        ..relay
+    };
+    Ok((target, vec![k.recipient.clone()]))
+}
+
+/// `send` to the agreed stream path (`-s`), else a random one, and shows the command the
+/// other side runs. With neither recipients nor a passphrase, a generated passphrase goes
+/// into `keys` (and into that command).
+fn send_target_by_path(keys: &mut Keys, recipients: &[String]) -> Result<StreamTarget, CliError> {
+    let path = match keys.stream_path.clone() {
+        Some(p) => config::check_stream_path(Some(p))?,
+        None => format!("/s/{}", random_token(16)?),
+    };
+    let mut generated = None;
+    if recipients.is_empty() && keys.passphrase.is_none() {
+        let p = random_passphrase()?;
+        keys.passphrase = Some(p.clone());
+        generated = Some(p);
+    }
+    let target = target(keys, path)?;
+    eprintln!("On the other side, run:");
+    eprintln!(
+        "  {}",
+        receive_hint(&target, generated.as_deref(), !recipients.is_empty(), None)
+    );
+    if generated.is_none() && recipients.is_empty() {
+        eprintln!("  (with the same passphrase in HTTPIPE_PASSPHRASE)");
+    }
+    if keys.access_token.is_some() {
+        eprintln!("  (with a read token for this path in HTTPIPE_ACCESS_TOKEN)");
+    }
+    Ok(target)
 }
 
 async fn send_entries<S: Sink>(
