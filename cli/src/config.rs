@@ -284,52 +284,38 @@ pub fn check_mode(file: &Keys, expected: &str, source: &str) -> Result<(), CliEr
 /// Reads `HTTPIPE_<KEY>`, else `ZEBRASTREAM_<KEY>`, for every key but `mode`.
 /// Empty values count as unset.
 pub fn keys_from_env(get: &dyn Fn(&str) -> Option<String>) -> Result<Keys, CliError> {
-    let lookup = |key: &str| -> Option<(String, String)> {
-        let upper = key.to_ascii_uppercase();
-        ["HTTPIPE_", "ZEBRASTREAM_"].iter().find_map(|prefix| {
-            let var = format!("{prefix}{upper}");
-            get(&var).filter(|v| !v.is_empty()).map(|v| (var, v))
-        })
-    };
-    let string = |key: &str| lookup(key).map(|(_, v)| v);
-    let number = |key: &str| -> Result<Option<u64>, CliError> {
-        match lookup(key) {
-            None => Ok(None),
-            Some((var, v)) => v.trim().parse::<u64>().map(Some).map_err(|_| {
-                CliError::usage(
-                    format!("{var}={v:?} is not a whole number of seconds"),
-                    format!("set {var} to e.g. 30, or unset it"),
-                )
-            }),
-        }
-    };
-    let flag = |key: &str| -> Result<Option<bool>, CliError> {
-        match lookup(key) {
-            None => Ok(None),
-            Some((var, v)) => parse_bool(&v).map(Some).ok_or_else(|| {
-                CliError::usage(
-                    format!("{var}={v:?} is not true or false"),
-                    format!("set {var} to true or false"),
-                )
-            }),
-        }
-    };
-    let list = |key: &str| {
-        string(key).map(|v| {
-            v.split(|c: char| c == ',' || c.is_whitespace())
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-    };
-    let paths = |key: &str| {
-        lookup(key).map(|(_, v)| {
-            std::env::split_paths(&v)
-                .filter(|p| !p.as_os_str().is_empty())
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-        })
-    };
+    reject_empty_env_passphrase(get)?;
+    let env = EnvKeys { get };
+    Ok(Keys {
+        mode: None,
+        stream_path: env.string("stream_path"),
+        connect_url: env.string("connect_url"),
+        relay: env.string("relay"),
+        connect_timeout: env.number("connect_timeout")?,
+        access_token: env.string("access_token"),
+        passphrase: env.string("passphrase"),
+        content_type: env.string("content_type"),
+        auto_flush_delay: env.number("auto_flush_delay")?,
+        encryption_mode: env.string("encryption_mode"),
+        unbuffered_input: env.flag("unbuffered_input")?,
+        unbuffered_output: env.flag("unbuffered_output")?,
+        command: env.string("command").map(CommandSpec::Line),
+        log_level: env.string("log_level"),
+        recipients: env.list("recipients"),
+        recipients_file: env.string("recipients_file"),
+        identities: env.paths("identities"),
+        serve: env.flag("serve")?,
+        resume: env.string("resume").map(ResumeSpec::Text),
+        resume_window: env.string("resume_window").map(SizeSpec::Text),
+        no_receipt: env.flag("no_receipt")?,
+        receipt_timeout: env.number("receipt_timeout")?,
+        ciphertext: env.flag("ciphertext")?,
+        ciphertext_receipt: env.flag("ciphertext_receipt")?,
+    })
+}
+
+/// A set but empty passphrase variable is an error, not an unset one.
+fn reject_empty_env_passphrase(get: &dyn Fn(&str) -> Option<String>) -> Result<(), CliError> {
     // Empty means unset for every key but the passphrase: an empty one set by mistake
     // (`HTTPIPE_PASSPHRASE="$UNSET_VAR"`) would silently send unencrypted (PROTOCOL.md §11.3).
     for var in ["HTTPIPE_PASSPHRASE", "ZEBRASTREAM_PASSPHRASE"] {
@@ -340,32 +326,73 @@ pub fn keys_from_env(get: &dyn Fn(&str) -> Option<String>) -> Result<Keys, CliEr
             ));
         }
     }
-    Ok(Keys {
-        mode: None,
-        stream_path: string("stream_path"),
-        connect_url: string("connect_url"),
-        relay: string("relay"),
-        connect_timeout: number("connect_timeout")?,
-        access_token: string("access_token"),
-        passphrase: string("passphrase"),
-        content_type: string("content_type"),
-        auto_flush_delay: number("auto_flush_delay")?,
-        encryption_mode: string("encryption_mode"),
-        unbuffered_input: flag("unbuffered_input")?,
-        unbuffered_output: flag("unbuffered_output")?,
-        command: string("command").map(CommandSpec::Line),
-        log_level: string("log_level"),
-        recipients: list("recipients"),
-        recipients_file: string("recipients_file"),
-        identities: paths("identities"),
-        serve: flag("serve")?,
-        resume: string("resume").map(ResumeSpec::Text),
-        resume_window: string("resume_window").map(SizeSpec::Text),
-        no_receipt: flag("no_receipt")?,
-        receipt_timeout: number("receipt_timeout")?,
-        ciphertext: flag("ciphertext")?,
-        ciphertext_receipt: flag("ciphertext_receipt")?,
-    })
+    Ok(())
+}
+
+/// The settings in the environment, key by key, for [`keys_from_env`]: `HTTPIPE_<KEY>`,
+/// else `ZEBRASTREAM_<KEY>`; empty values count as unset.
+struct EnvKeys<'a> {
+    get: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl EnvKeys<'_> {
+    /// The variable that sets `key`, and its value.
+    fn lookup(&self, key: &str) -> Option<(String, String)> {
+        let upper = key.to_ascii_uppercase();
+        ["HTTPIPE_", "ZEBRASTREAM_"].iter().find_map(|prefix| {
+            let var = format!("{prefix}{upper}");
+            (self.get)(&var).filter(|v| !v.is_empty()).map(|v| (var, v))
+        })
+    }
+
+    fn string(&self, key: &str) -> Option<String> {
+        self.lookup(key).map(|(_, v)| v)
+    }
+
+    /// Whole seconds.
+    fn number(&self, key: &str) -> Result<Option<u64>, CliError> {
+        match self.lookup(key) {
+            None => Ok(None),
+            Some((var, v)) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+                CliError::usage(
+                    format!("{var}={v:?} is not a whole number of seconds"),
+                    format!("set {var} to e.g. 30, or unset it"),
+                )
+            }),
+        }
+    }
+
+    fn flag(&self, key: &str) -> Result<Option<bool>, CliError> {
+        match self.lookup(key) {
+            None => Ok(None),
+            Some((var, v)) => parse_bool(&v).map(Some).ok_or_else(|| {
+                CliError::usage(
+                    format!("{var}={v:?} is not true or false"),
+                    format!("set {var} to true or false"),
+                )
+            }),
+        }
+    }
+
+    /// Separated by commas or whitespace.
+    fn list(&self, key: &str) -> Option<Vec<String>> {
+        self.string(key).map(|v| {
+            v.split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+    }
+
+    /// Separated as in `PATH`.
+    fn paths(&self, key: &str) -> Option<Vec<String>> {
+        self.lookup(key).map(|(_, v)| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        })
+    }
 }
 
 fn parse_bool(v: &str) -> Option<bool> {
