@@ -208,18 +208,51 @@ fn route(
     }
 
     // Data API (§3)
+    let data = match data_request(&state, &req, conn.as_ref(), path) {
+        Ok(d) => d,
+        Err(resp) => return Handler::Now(*resp),
+    };
+    if method == Method::GET {
+        return Handler::Consumer(consumer_handler(state, req, data));
+    }
+    let handler = if producing {
+        producer_handler(state, req, data)
+    } else {
+        delete_handler(state, req, data)
+    };
+    match handler {
+        Ok(f) => Handler::Boxed(f),
+        Err(r) => Handler::Now(rejection(&r)),
+    }
+}
+
+/// A Data API request (§3) read into what its handler needs.
+struct DataRequest {
+    params: Params,
+    meet: Meet,
+    /// The §14.5 code channel hold: kept until the response has ended (`held_until_sent`).
+    code: Option<crate::crowd::Hold>,
+}
+
+/// Reads a Data API request (§3): `n`, the channel, the method and the token mode it needs,
+/// the token, then the §14.5 code channel hold, checked in that order. A refusal is the
+/// answer (boxed: the rare path).
+fn data_request(
+    state: &Shared,
+    req: &Request<RequestBody>,
+    conn: Option<&ConnInfo>,
+    path: String,
+) -> Result<DataRequest, Box<Resp>> {
+    let refuse = |r: Rejection| Box::new(rejection(&r));
+    let method = req.method().clone();
+    let producing = method == Method::POST || method == Method::PUT;
     let params = Params::parse(req.uri().query());
-    let n = match params.get(query::N).map(query::parse_n) {
-        Ok(Some(n)) => n,
-        Ok(None) => return Handler::Now(rejection(&Rejection::InvalidN)),
-        Err(r) => return Handler::Now(rejection(&r)),
-    };
+    let n = params.get(query::N).map_err(refuse)?;
+    let n = query::parse_n(n).ok_or_else(|| refuse(Rejection::InvalidN))?;
     // §5.1 "Data API channels": the same check as the Connect API's `channel`
-    let channel = match params.channel(req.headers()) {
-        Ok(c) => c.map(str::to_string),
-        Err(r) => return Handler::Now(rejection(&r)),
-    };
-    let client = state.client(req.headers(), conn.as_ref());
+    let channel = params.channel(req.headers()).map_err(refuse)?;
+    let channel = channel.map(str::to_string);
+    let client = state.client(req.headers(), conn);
     // §14.5: a code channel's pipe; a GET on pipe `a` is a lookup and never waits
     let code_pipe = paths::code_channel(&path).map(|(_, pipe)| pipe);
     let first_pipe = code_pipe == Some(paths::CODE_FIRST_PIPE);
@@ -235,96 +268,113 @@ fn route(
         .get("service-worker")
         .is_some_and(|v| v.as_bytes() == b"script");
     let need = match method {
-        Method::GET if service_worker => return Handler::Now(rejection(&Rejection::ServiceWorker)),
+        Method::GET if service_worker => return Err(refuse(Rejection::ServiceWorker)),
         _ if producing && req.headers().contains_key(http::header::CONTENT_RANGE) => {
-            return Handler::Now(rejection(&Rejection::ContentRange))
+            return Err(refuse(Rejection::ContentRange))
         }
         Method::GET => Mode::Read,
         // §3.10: DELETE is a producer that withdraws
         _ if producing || method == Method::DELETE => Mode::Write,
-        _ => return Handler::Now(rejection(&Rejection::UnsupportedMethod(method.to_string()))),
+        _ => return Err(refuse(Rejection::UnsupportedMethod(method.to_string()))),
     };
     if let Some(auth) = &state.auth {
-        if let Err(r) = auth.check(req.headers(), req.uri(), need, &meet.path) {
-            return Handler::Now(r.response());
-        }
+        auth.check(req.headers(), req.uri(), need, &meet.path)
+            .map_err(|r| Box::new(r.response()))?;
     }
     // §14.5 rules 1 and 3, after the token (a request refused for it takes nothing); held
     // until the response has ended (`held_until_sent`)
     let code = match code_pipe.map(|_| state.data.crowd.code_request(client, meet.producer_first)) {
         None => None,
         Some(Ok(hold)) => hold,
-        Some(Err(r)) => return Handler::Now(rejection(&r)),
+        Some(Err(r)) => return Err(refuse(r)),
     };
-    if method == Method::GET {
-        let hangup = Hangup::of(req.extensions());
-        // A consumer forwarded by another node: its receipt is that node's confirmation (§13.3).
-        let (ack, body) = if crate::cluster::forward::confirms(req.headers()) {
-            (Ack::confirmed_by(req.into_body()), None)
-        } else {
-            let ack = match req.extensions().get::<Arc<ConnFd>>() {
-                Some(conn) => Ack::Tcp {
-                    conn: conn.clone(),
-                    h1: req.version() < http::Version::HTTP_2,
-                },
-                None => Ack::Ended,
-            };
-            // A body (if a GET has one) stays unread until the answer, then drains
-            // (request_body.rs).
-            (ack, Some(req.into_body()))
+    Ok(DataRequest { params, meet, code })
+}
+
+/// A Data API consumer's (GET) handler: [`data::consumer::handle`]'s future, unboxed.
+fn consumer_handler(
+    state: Shared,
+    req: Request<RequestBody>,
+    data: DataRequest,
+) -> impl Future<Output = Resp> + Send + 'static {
+    let DataRequest { meet, code, .. } = data;
+    let hangup = Hangup::of(req.extensions());
+    // A consumer forwarded by another node: its receipt is that node's confirmation (§13.3).
+    let (ack, body) = if crate::cluster::forward::confirms(req.headers()) {
+        (Ack::confirmed_by(req.into_body()), None)
+    } else {
+        let ack = match req.extensions().get::<Arc<ConnFd>>() {
+            Some(conn) => Ack::Tcp {
+                conn: conn.clone(),
+                h1: req.version() < http::Version::HTTP_2,
+            },
+            None => Ack::Ended,
         };
-        let consumer = data::consumer::handle(state.data.clone(), ack, hangup, meet);
-        return Handler::Consumer(consumer.map(move |resp| {
-            drop(body);
-            held_until_sent(resp, code)
-        }));
-    }
-    if producing {
-        let part = match part_of(&params) {
-            Ok(p) => p,
-            Err(r) => return Handler::Now(rejection(&r)),
-        };
-        let plane = state.data.clone();
-        let (parts, body) = req.into_parts();
-        let hangup = Hangup::of(&parts.extensions);
-        let handler: Boxed = match part {
-            Some(part) => Box::pin(data::segmented::handle(
-                plane,
-                parts.headers,
-                body,
-                hangup,
-                meet,
-                part,
-            )),
-            None => Box::pin(data::stream::handle(
-                plane,
-                parts.version,
-                parts.headers,
-                body,
-                hangup,
-                meet,
-            )),
-        };
-        return Handler::Boxed(Box::pin(
-            handler.map(move |resp| held_until_sent(resp, code)),
-        ));
-    }
+        // A body (if a GET has one) stays unread until the answer, then drains
+        // (request_body.rs).
+        (ack, Some(req.into_body()))
+    };
+    let consumer = data::consumer::handle(state.data.clone(), ack, hangup, meet);
+    consumer.map(move |resp| {
+        drop(body);
+        held_until_sent(resp, code)
+    })
+}
+
+/// A Data API producer's (POST/PUT) handler: a stream, or a part of a segmented upload (§4).
+fn producer_handler(
+    state: Shared,
+    req: Request<RequestBody>,
+    data: DataRequest,
+) -> Result<Boxed, Rejection> {
+    let DataRequest { params, meet, code } = data;
+    let part = part_of(&params)?;
+    let plane = state.data.clone();
+    let (parts, body) = req.into_parts();
+    let hangup = Hangup::of(&parts.extensions);
+    let handler: Boxed = match part {
+        Some(part) => Box::pin(data::segmented::handle(
+            plane,
+            parts.headers,
+            body,
+            hangup,
+            meet,
+            part,
+        )),
+        None => Box::pin(data::stream::handle(
+            plane,
+            parts.version,
+            parts.headers,
+            body,
+            hangup,
+            meet,
+        )),
+    };
+    Ok(Box::pin(
+        handler.map(move |resp| held_until_sent(resp, code)),
+    ))
+}
+
+/// A Data API DELETE's handler: a segmented upload abandoned (§4), or a producer that
+/// withdraws (§3.10).
+fn delete_handler(
+    state: Shared,
+    req: Request<RequestBody>,
+    data: DataRequest,
+) -> Result<Boxed, Rejection> {
+    let DataRequest { params, meet, code } = data;
     // DELETE with `upload=ID` (§4 "Abandoning"): a segmented upload given up
-    match params.get(upload::UPLOAD) {
-        Ok(Some(id)) => {
-            let (plane, id) = (state.data.clone(), id.to_string());
-            let abandon = async move { data::segmented::abandon(plane, meet, &id).await };
-            return Handler::Boxed(Box::pin(
-                abandon.map(move |resp| held_until_sent(resp, code)),
-            ));
-        }
-        Ok(None) => {}
-        Err(r) => return Handler::Now(rejection(&r)),
+    if let Some(id) = params.get(upload::UPLOAD)? {
+        let (plane, id) = (state.data.clone(), id.to_string());
+        let abandon = async move { data::segmented::abandon(plane, meet, &id).await };
+        return Ok(Box::pin(
+            abandon.map(move |resp| held_until_sent(resp, code)),
+        ));
     }
     // DELETE (§3.10): a producer that withdraws; its request body, if any, is not read
     let hangup = Hangup::of(req.extensions());
     let withdraw = data::stream::withdraw(state.data.clone(), hangup, meet);
-    Handler::Boxed(Box::pin(
+    Ok(Box::pin(
         withdraw.map(move |resp| held_until_sent(resp, code)),
     ))
 }
