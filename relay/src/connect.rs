@@ -32,39 +32,10 @@ pub async fn handle(
     path: String,
 ) -> Resp {
     let params = Params::parse(uri.query());
-    let get = |name: &'static str| params.get(name);
-    let want = match wanted(&params) {
-        Ok(w) => w,
-        Err(r) => return rejection(&r),
-    };
-    let timeout = match params.seconds(query::TIMEOUT) {
-        Ok(t) => t,
-        Err(r) => return rejection(&r),
-    };
-    let redirect = match params.flag(query::REDIRECT) {
-        Ok(r) => r,
-        Err(r) => return rejection(&r),
-    };
-    // §5.1: a channel is a side room of Connect callers; `redirect` makes no sense there
-    let channel = match params.channel(&headers) {
-        Ok(Some(_)) if redirect => return rejection(&Rejection::InvalidParameter(query::CHANNEL)),
+    let (call, hello) = match connect_call(&state, &params, &headers, &uri, &path) {
         Ok(c) => c,
-        Err(r) => return rejection(&r),
+        Err(resp) => return *resp,
     };
-    let hello = match hello_of(&headers) {
-        Ok(h) => h,
-        Err(r) => return rejection(&r),
-    };
-    let linger = match params.seconds(query::LINGER) {
-        Ok(l) => l.map(|l| l.min(Duration::from_secs_f64(LINGER_MAX_S))),
-        Err(r) => return rejection(&r),
-    };
-    if let Some(auth) = &state.auth {
-        // on a channel too: the token is checked on the stream path itself (§5.1)
-        if let Err(r) = auth.check(&headers, &uri, token_mode(want), &path) {
-            return r.response();
-        }
-    }
 
     // §9, §14.5: what this caller's address may hold; kept until the answer
     let client = state.client(&headers, conn.as_ref());
@@ -78,37 +49,129 @@ pub async fn handle(
         Ok(hold) => hold,
         Err(r) => return rejection(&r),
     };
-    let mut wait = state.data.hub.await_peer(&path, channel, want, hello);
-    if let Some(l) = linger {
+    let peer_hello = match await_connect_peer(&state, &path, &call, hello, waiting, &hangup).await {
+        Ok(h) => h,
+        Err(resp) => return *resp,
+    };
+    connect_answer(
+        &state,
+        &headers,
+        &uri,
+        conn.as_ref(),
+        &path,
+        &call,
+        peer_hello,
+    )
+}
+
+/// A Connect call's parameters (§5, §5.1), checked.
+struct ConnectCall<'a> {
+    params: &'a Params,
+    want: Await,
+    timeout: Option<Duration>,
+    redirect: bool,
+    channel: Option<&'a str>,
+    linger: Option<Duration>,
+}
+
+/// Reads a Connect call: its parameters and its hello (which goes to the peer), then the
+/// token, checked in that order. A refusal is the answer (boxed: the rare path).
+fn connect_call<'a>(
+    state: &Shared,
+    params: &'a Params,
+    headers: &HeaderMap,
+    uri: &Uri,
+    path: &str,
+) -> Result<(ConnectCall<'a>, Option<String>), Box<Resp>> {
+    let refuse = |r: Rejection| Box::new(rejection(&r));
+    let want = wanted(params).map_err(refuse)?;
+    let timeout = params.seconds(query::TIMEOUT).map_err(refuse)?;
+    let redirect = params.flag(query::REDIRECT).map_err(refuse)?;
+    // §5.1: a channel is a side room of Connect callers; `redirect` makes no sense there
+    let channel = match params.channel(headers) {
+        Ok(Some(_)) if redirect => return Err(refuse(Rejection::InvalidParameter(query::CHANNEL))),
+        Ok(c) => c,
+        Err(r) => return Err(refuse(r)),
+    };
+    let hello = hello_of(headers).map_err(refuse)?;
+    let linger = params.seconds(query::LINGER).map_err(refuse)?;
+    let linger = linger.map(|l| l.min(Duration::from_secs_f64(LINGER_MAX_S)));
+    if let Some(auth) = &state.auth {
+        // on a channel too: the token is checked on the stream path itself (§5.1)
+        auth.check(headers, uri, token_mode(want), path)
+            .map_err(|r| Box::new(r.response()))?;
+    }
+    let call = ConnectCall {
+        params,
+        want,
+        timeout,
+        redirect,
+        channel,
+        linger,
+    };
+    Ok((call, hello))
+}
+
+/// Waits for the Connect call's peer (its `timeout`, §5), holding `waiting` (§9) meanwhile;
+/// answers the peer's hello. A timeout, a relay shutting down or a caller gone is the answer.
+async fn await_connect_peer(
+    state: &Shared,
+    path: &str,
+    call: &ConnectCall<'_>,
+    hello: Option<String>,
+    waiting: Option<crate::crowd::Hold>,
+    hangup: &Hangup,
+) -> Result<Option<String>, Box<Resp>> {
+    let mut wait = state
+        .data
+        .hub
+        .await_peer(path, call.channel, call.want, hello);
+    if let Some(l) = call.linger {
         wait.linger_until(std::time::Instant::now() + l);
     }
     let waited = async {
-        match timeout {
+        match call.timeout {
             None => Some(wait.ready().await),
             Some(t) => tokio::time::timeout(t, wait.ready()).await.ok(),
         }
     };
+    let shutting_down = || Box::new(rejection(&Rejection::ShuttingDown));
     let peer_hello = tokio::select! {
         r = waited => r,
-        _ = state.data.reached(Phase::Draining) => return rejection(&Rejection::ShuttingDown),
+        _ = state.data.reached(Phase::Draining) => return Err(shutting_down()),
         // the caller is gone (hyper didn't notice: bytes pipelined behind, §3.6)
-        _ = hangup.hung_up() => return rejection(&Rejection::ShuttingDown),
+        _ = hangup.hung_up() => return Err(shutting_down()),
     };
     drop((wait, waiting));
     let Some(peer_hello) = peer_hello else {
-        return text(StatusCode::REQUEST_TIMEOUT, format!("{CONNECT_TIMEOUT}\n"));
+        let timed_out = text(StatusCode::REQUEST_TIMEOUT, format!("{CONNECT_TIMEOUT}\n"));
+        return Err(Box::new(timed_out));
     };
+    Ok(peer_hello)
+}
 
+/// A Connect call's answer once its peer came (§5): the data URL, as a 200 or (`redirect`)
+/// a 307, with the peer's hello.
+fn connect_answer(
+    state: &Shared,
+    headers: &HeaderMap,
+    uri: &Uri,
+    conn: Option<&ConnInfo>,
+    path: &str,
+    call: &ConnectCall<'_>,
+    peer_hello: Option<String>,
+) -> Resp {
     // In a cluster without --public-url, the owner's own URL: the data requests skip the
     // extra hop (§13.3); with it, the public URL (clients can't reach the nodes).
     let base = match (&state.cluster, &state.config.public_url) {
         (Some(c), None) => c.node_url().to_string(),
-        _ => state.base_url(&headers, &uri, conn.as_ref()),
+        _ => state.base_url(headers, uri, conn),
     };
     let data_url = format!("{base}{path}");
-    if redirect {
+    if call.redirect {
         // A token given in the query (for <video src>-style consumers) travels on.
-        let location = match (get(query::ACCESS_TOKEN), request_token(&headers, &uri)) {
+        let in_query = call.params.get(query::ACCESS_TOKEN);
+        let location = match (in_query, request_token(headers, uri)) {
             (Ok(Some(_)), Some(t)) => {
                 let q: String = form_urlencoded::Serializer::new(String::new())
                     .append_pair(query::ACCESS_TOKEN, &t)
