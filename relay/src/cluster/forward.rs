@@ -18,6 +18,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use httpipe::protocol::paths;
 use hyper::body::Incoming;
+use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -124,16 +125,49 @@ pub async fn forward(
     req: Request<RequestBody>,
     draining: impl Future<Output = ()>,
 ) -> Result<Resp, Failed> {
+    let (mut sender, conn) = match connect_to_owner(owner).await {
+        Ok(c) => c,
+        Err(why) => return Err(Failed::Unreachable(Box::new(req), why)),
+    };
+    let (upstream, hangup, confirm) = forwarded_request(req);
+
+    let hung_up = {
+        let hangup = hangup.clone();
+        async move { hangup.hung_up().await }
+    };
+    let mut hung_up: Pin<Box<dyn Future<Output = ()> + Send + Sync>> = Box::pin(hung_up);
+    let answer = tokio::select! {
+        r = sender.send_request(upstream) => r,
+        // The client left while the owner had not answered (a waiting peer, §3.6): dropping
+        // `conn` closes the connection, and the owner sees the same hang-up.
+        _ = hung_up.as_mut() => return Err(Failed::Broken("the client hung up".into())),
+        _ = draining => return Err(Failed::ShuttingDown),
+    };
+    let resp = match answer {
+        Ok(r) => r,
+        Err(e) => return Err(Failed::Broken(format!("{owner}: {e}"))),
+    };
+    let (mut parts, body) = resp.into_parts();
+    strip(&mut parts.headers);
+    let body = Relayed {
+        inner: body,
+        conn: Some(conn),
+        hung_up,
+        confirm,
+        relayed: 0,
+    }
+    .boxed();
+    Ok(http::Response::from_parts(parts, body))
+}
+
+/// Opens the connection to `owner` (`http://host:port`, §13.3): its sender and the
+/// connection's task. Why the owner could not be reached, if it could not.
+async fn connect_to_owner(owner: &str) -> Result<(http1::SendRequest<Upstream>, Conn), String> {
     let authority = match owner.parse::<Uri>() {
         Ok(u) if u.scheme_str() == Some("http") && u.authority().is_some() => {
             u.authority().map(|a| a.to_string()).unwrap_or_default()
         }
-        _ => {
-            return Err(Failed::Unreachable(
-                Box::new(req),
-                format!("node URL {owner:?} is not http://HOST:PORT"),
-            ))
-        }
+        _ => return Err(format!("node URL {owner:?} is not http://HOST:PORT")),
     };
     let addr = if authority.contains(':') {
         authority.clone()
@@ -142,25 +176,20 @@ pub async fn forward(
     };
     let tcp = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addr)).await {
         Ok(Ok(t)) => t,
-        Ok(Err(e)) => return Err(Failed::Unreachable(Box::new(req), format!("{owner}: {e}"))),
-        Err(_) => {
-            return Err(Failed::Unreachable(
-                Box::new(req),
-                format!("{owner}: connect timed out"),
-            ))
-        }
+        Ok(Err(e)) => return Err(format!("{owner}: {e}")),
+        Err(_) => return Err(format!("{owner}: connect timed out")),
     };
     let _ = tcp.set_nodelay(true);
     let socket = match tcp.as_fd().try_clone_to_owned() {
         Ok(s) => s,
-        Err(e) => return Err(Failed::Unreachable(Box::new(req), format!("{owner}: {e}"))),
+        Err(e) => return Err(format!("{owner}: {e}")),
     };
-    let (mut sender, conn) = match hyper::client::conn::http1::Builder::new()
+    let (sender, conn) = match http1::Builder::new()
         .handshake::<_, Upstream>(TokioIo::new(tcp))
         .await
     {
         Ok(x) => x,
-        Err(e) => return Err(Failed::Unreachable(Box::new(req), format!("{owner}: {e}"))),
+        Err(e) => return Err(format!("{owner}: {e}")),
     };
     let conn = Conn {
         task: tokio::spawn(async move {
@@ -170,7 +199,13 @@ pub async fn forward(
         }),
         socket: Some(socket),
     };
+    Ok((sender, conn))
+}
 
+/// The request as forwarded to the owner (§13.3): hop-by-hop headers stripped, the hop count
+/// one more, HTTP/1.1; a Data API consumer's body is its delivery confirmation. With the
+/// client's hang-up, and what confirming a consumer's delivery takes.
+fn forwarded_request(req: Request<RequestBody>) -> (Request<Upstream>, Hangup, Option<Confirm>) {
     let (mut parts, body) = req.into_parts();
     let hangup = Hangup::of(&parts.extensions);
     let http2 = parts.version >= Version::HTTP_2;
@@ -217,35 +252,7 @@ pub async fn forward(
     } else {
         (Upstream::Client(body), None)
     };
-    let upstream = Request::from_parts(parts, body);
-
-    let hung_up = {
-        let hangup = hangup.clone();
-        async move { hangup.hung_up().await }
-    };
-    let mut hung_up: Pin<Box<dyn Future<Output = ()> + Send + Sync>> = Box::pin(hung_up);
-    let answer = tokio::select! {
-        r = sender.send_request(upstream) => r,
-        // The client left while the owner had not answered (a waiting peer, §3.6): dropping
-        // `conn` closes the connection, and the owner sees the same hang-up.
-        _ = hung_up.as_mut() => return Err(Failed::Broken("the client hung up".into())),
-        _ = draining => return Err(Failed::ShuttingDown),
-    };
-    let resp = match answer {
-        Ok(r) => r,
-        Err(e) => return Err(Failed::Broken(format!("{owner}: {e}"))),
-    };
-    let (mut parts, body) = resp.into_parts();
-    strip(&mut parts.headers);
-    let body = Relayed {
-        inner: body,
-        conn: Some(conn),
-        hung_up,
-        confirm,
-        relayed: 0,
-    }
-    .boxed();
-    Ok(http::Response::from_parts(parts, body))
+    (Request::from_parts(parts, body), hangup, confirm)
 }
 
 /// The forwarded request's body: the client's, or (a consumer) the delivery confirmation.
