@@ -110,6 +110,7 @@ export interface SendOptions extends CommonOptions {
    * post-quantum "age1pq1..." (ML-KEM-768 + X25519, age 1.3), not both kinds at once
    * (UNSUPPORTED: the X25519 stanza would give up the post-quantum protection). Each entry is
    * one key or a recipients file's text (one key per line, `#` comments and blank lines ignored).
+   * An empty list is UNSUPPORTED (never a plain transfer): leave the option out for one.
    */
   recipients?: string[];
   /** Encrypted format, default 'age-rt' (real-time records); 'age' for the age CLI. */

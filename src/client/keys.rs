@@ -65,13 +65,20 @@ fn non_empty(passphrase: Option<&str>) -> Result<Option<&str>, Error> {
 }
 
 /// The encryptor for a passphrase or recipients in `format`; `None` when neither is given
-/// (a plain transfer).
+/// (a plain transfer). Recipients given as an empty list are refused, as an empty passphrase
+/// is: a list that came out empty must not turn encryption off.
 pub fn encryptor(
     passphrase: Option<&str>,
-    recipients: &[String],
+    recipients: Option<&[String]>,
     format: Format,
 ) -> Result<Option<Encryptor>, Error> {
     let passphrase = non_empty(passphrase)?;
+    if recipients.is_some_and(<[String]>::is_empty) {
+        return Err(Error::usage(
+            "`recipients` is empty: give at least one recipient (age1...), or leave the option out for an unencrypted transfer",
+        ));
+    }
+    let recipients = recipients.unwrap_or_default();
     match (passphrase, recipients.is_empty()) {
         (Some(_), false) => Err(Error::usage(
             "use either `passphrase` or `recipients`, not both (age allows one scrypt stanza only)",
@@ -126,14 +133,14 @@ mod tests {
     #[test]
     fn an_empty_passphrase_is_refused_on_both_sides() {
         for e in [
-            encryptor(Some(""), &[], Format::AgeRt).err(),
+            encryptor(Some(""), None, Format::AgeRt).err(),
             decryptor(Some(""), &[]).err(),
         ] {
             let e = e.expect("refused");
             assert_eq!(e.code, ErrorCode::Unsupported);
             assert!(e.message.contains("`passphrase` is empty"), "{e}");
         }
-        assert!(encryptor(Some("p"), &[], Format::AgeRt).is_ok());
+        assert!(encryptor(Some("p"), None, Format::AgeRt).is_ok());
     }
 
     #[test]
@@ -145,7 +152,7 @@ mod tests {
         // recipients: one per entry, or a file of two, encrypt to both
         let file = format!("# team\n{ra}\n\n  {rb}  \n");
         for recipients in [vec![ra.clone(), rb.clone()], vec![file]] {
-            let mut enc = encryptor(None, &recipients, Format::AgeRt)
+            let mut enc = encryptor(None, Some(&recipients), Format::AgeRt)
                 .expect("ok")
                 .expect("an encryptor");
             let mut wire = Vec::new();
@@ -163,9 +170,12 @@ mod tests {
 
     #[test]
     fn bad_key_options_are_usage_errors_that_keep_secrets() {
-        assert!(encryptor(None, &[], Format::AgeRt).expect("ok").is_none());
+        assert!(encryptor(None, None, Format::AgeRt).expect("ok").is_none());
+        // a list that came out empty is not "no encryption"
+        let none_given = encryptor(None, Some(&[]), Format::AgeRt).err();
+        assert!(none_given.is_some_and(|e| e.message.contains("`recipients` is empty")));
         assert!(decryptor(None, &[]).expect("ok").is_none());
-        let both = encryptor(Some("pw"), &["age1x".into()], Format::AgeRt).err();
+        let both = encryptor(Some("pw"), Some(&["age1x".into()]), Format::AgeRt).err();
         assert_eq!(both.map(|e| e.code), Some(ErrorCode::Unsupported));
         let empty = decryptor(None, &["# just a comment\n\n".into()]).err();
         assert!(empty.is_some_and(|e| e.message.contains("entry 1 holds no key")));

@@ -58,7 +58,9 @@ pub(super) async fn prepare(http: &reqwest::Client, o: &SendOptions) -> Result<P
     }
     // a passphrase's scrypt runs at the start of the upload, beside the consumer's
     // (`Encoder::start`)
-    let enc = keys::encryptor(o.passphrase.as_deref(), &o.recipients, o.format)?;
+    // natively an empty list is the default: no recipients given
+    let recipients = (!o.recipients.is_empty()).then_some(o.recipients.as_slice());
+    let enc = keys::encryptor(o.passphrase.as_deref(), recipients, o.format)?;
     if o.resume_window > MAX_WINDOW {
         return Err(Error::usage(format!(
             "`resume_window` must be at most {MAX_WINDOW} bytes (1 GiB), got {}",

@@ -32,8 +32,7 @@ fn to_js(e: crate::crypto::Error) -> JsValue {
 /// `format` 'age-rt' (default) or 'age'. The rules are the core's (`crate::client::keys`).
 pub fn encryptor_for(o: &Options) -> Result<Encryptor, Error> {
     let format = keys::format_of(o.format.as_deref())?;
-    let recipients = o.recipients.as_deref().unwrap_or_default();
-    keys::encryptor(o.passphrase.as_deref(), recipients, format)?
+    keys::encryptor(o.passphrase.as_deref(), o.recipients.as_deref(), format)?
         .ok_or_else(|| Error::usage("encryption needs `passphrase` or `recipients`"))
 }
 

@@ -182,10 +182,10 @@ impl Parsed {
         self.o.rendezvous.unwrap_or(true)
     }
 
-    /// True when any encryption option is set.
+    /// True when any encryption option is set (`recipients: []` too: the encryptor refuses it).
     pub fn encrypted(&self) -> bool {
         self.o.passphrase.is_some()
-            || self.o.recipients.as_ref().is_some_and(|r| !r.is_empty())
+            || self.o.recipients.is_some()
             || self.o.identities.as_ref().is_some_and(|r| !r.is_empty())
     }
 

@@ -226,6 +226,23 @@ test("an empty passphrase is refused on both sides (UNSUPPORTED)", async () => {
   }
 });
 
+// Regression: `recipients: []` (a list that came out empty) sent the data in the clear and
+// resolved like any plain send; it is refused before anything waits, as in encryptStream.
+test('recipients: [] is refused before anything waits (UNSUPPORTED), never sent in the clear', async () => {
+  const path = uniquePath('norecipients');
+  for (const call of [
+    () => sdk.send('TOP SECRET', { relay: relay.http, path, recipients: [], rendezvous: false }),
+    () => sdk.openWriter({ relay: relay.http, path, recipients: [], rendezvous: false }).done,
+  ]) {
+    const e = await within(rejection(call()), 5_000, 'the refusal');
+    assert.equal(e.code, 'UNSUPPORTED', e.message);
+    assert.match(e.message, /`recipients` is empty/);
+  }
+  // nothing reached the relay: a consumer there finds no sender
+  const res = await fetch(`${relay.http}${path}`, { signal: AbortSignal.timeout(1_500) }).catch((e) => e);
+  assert.ok(res instanceof Error, `no sender on the path (got ${res.status})`);
+});
+
 test('receipt: false on either side: the relay\'s verdict, no receipt', async () => {
   for (const [s, r] of [[{ receipt: false }, {}], [{}, { receipt: false }]]) {
     const path = uniquePath('off');
