@@ -317,10 +317,10 @@ async fn read(r: ReadArgs, keys: Keys) -> Result<(), CliError> {
             settle(rx, complete).await;
             let copied = copied?;
             progress.finish();
-            if let Copied::OutputClosed(n) = copied {
-                tracing::info!("stdout closed after {n} bytes; the rest of the stream was dropped");
+            match copied {
+                Copied::OutputClosed(n) => Err(crate::stdio::output_closed(n)),
+                Copied::Complete(_) => Ok(()),
             }
-            Ok(())
         }
     })
     .await

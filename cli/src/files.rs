@@ -270,13 +270,38 @@ fn destination(output: Option<&Path>, sent_name: Option<&str>) -> Result<Dest, C
             None => return Ok(Dest::Stdout),
         },
     };
+    refuse_existing(&dest)?;
+    Ok(Dest::File(dest))
+}
+
+/// Where a receive writes until the stream's clean end: `DEST.httpipe-part`.
+fn part_path(dest: &Path) -> PathBuf {
+    let mut part = dest.as_os_str().to_owned();
+    part.push(".httpipe-part");
+    PathBuf::from(part)
+}
+
+/// `dest` is refused when it exists (never overwritten) or when a receive that did not
+/// finish (killed) left its part file: both before anything is received.
+fn refuse_existing(dest: &Path) -> Result<(), CliError> {
     if dest.exists() {
         return Err(CliError::generic(
             format!("{} already exists", dest.display()),
             "it is never overwritten; choose another place with -o",
         ));
     }
-    Ok(Dest::File(dest))
+    let part = part_path(dest);
+    if part.exists() {
+        return Err(CliError::generic(
+            format!(
+                "{} is left from an earlier receive of {} that did not finish",
+                part.display(),
+                dest.display()
+            ),
+            "delete it to receive into that name again, or choose another place with -o",
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
@@ -284,12 +309,10 @@ pub(crate) async fn receive(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> 
 }
 
 async fn receive_files(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
+    // a named file is checked before the rendezvous (a sender's name only after it)
     if let Some(o) = r.output.as_deref() {
-        if o != Path::new("-") && !o.is_dir() && o.exists() {
-            return Err(CliError::generic(
-                format!("{} already exists", o.display()),
-                "it is never overwritten; choose another place with -o",
-            ));
+        if o != Path::new("-") && !o.is_dir() {
+            refuse_existing(o)?;
         }
     }
     let (spec, offer) = match r.code.as_deref() {
@@ -344,7 +367,10 @@ async fn receive_files(r: ReceiveArgs, keys: Keys) -> Result<(), CliError> {
                 let progress = Progress::new(true, size, "received");
                 let copied = crate::stdio::copy_to_stdout(&mut rx, &progress).await?;
                 progress.finish();
-                Ok(matches!(copied, Copied::Complete(_)))
+                match copied {
+                    Copied::OutputClosed(n) => Err(crate::stdio::output_closed(n)),
+                    Copied::Complete(_) => Ok(true),
+                }
             }
             Dest::File(dest) => receive_to_file(&mut rx, &dest, size).await.map(|()| true),
         }
@@ -361,9 +387,7 @@ async fn receive_to_file(
     dest: &Path,
     size: Option<u64>,
 ) -> Result<(), CliError> {
-    let mut part = dest.as_os_str().to_owned();
-    part.push(".httpipe-part");
-    let part = PathBuf::from(part);
+    let part = part_path(dest);
     let file = tokio::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

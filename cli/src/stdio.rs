@@ -33,6 +33,18 @@ fn stdout_fd() -> std::io::Stdout {
     std::io::stdout()
 }
 
+/// Standard output closed before the stream's end (`read | head`): the rest was not read
+/// and the sender is told the receiver cancelled, so this is no exit 0 (which says the
+/// transfer completed); `read -- COMMAND` is the way to keep only part of a stream.
+pub(crate) fn output_closed(written: u64) -> CliError {
+    CliError::generic(
+        format!(
+            "stdout was closed after {written} bytes, before the stream's end: the rest was not read (the sender was told)"
+        ),
+        "to keep only the start of a stream, run the reader as `httpipe read -- head -c N`",
+    )
+}
+
 /// Copies `source` to standard output (each chunk is written as soon as the thread gets it,
 /// so `read -u` needs nothing more). Like [`crate::pipe::copy_from_source`]: a closed output
 /// (broken pipe) ends the copy with [`Copied::OutputClosed`] and what was written; a failed

@@ -540,6 +540,45 @@ fn a_quiet_producer_command_learns_that_its_consumer_left() {
     wd.clean_error(5, &["consumer"]);
 }
 
+/// `read | head`: a reader whose stdout closed before the stream's end exited 0, which
+/// says the transfer completed (a new user's trial found it); now exit 1 and one line, and
+/// its sender hears that the receiver left.
+#[cfg(unix)]
+#[test]
+fn a_reader_whose_stdout_closes_early_does_not_report_success() {
+    let relay = Relay::start();
+    let path = unique_path("stdout-closed");
+    let mut w = Proc::spawn(
+        "write -- 20 MB",
+        write_cmd(&relay, &path).args([
+            "--resume",
+            "2",
+            "--",
+            "head",
+            "-c",
+            "20000000",
+            "/dev/zero",
+        ]),
+        In::Null,
+        Out::Null,
+    );
+    let url = relay.connect_url();
+    let read = ["read", "-s", &path, "-U", &url, "--resume", "2"];
+    let rd = run(
+        "read | head -c 10",
+        Command::new("bash")
+            .args([
+                "-c",
+                "set -o pipefail; \"$0\" \"$@\" | head -c 10 > /dev/null",
+            ])
+            .arg(httpipe_bin())
+            .args(read),
+        CHILD_TIMEOUT,
+    );
+    rd.clean_error(1, &["stdout was closed", "read -- head"]);
+    w.wait(CHILD_TIMEOUT).clean_error(5, &["receiver"]);
+}
+
 /// A terminal's Ctrl-C reaches the consumer command too, which may die of it before this
 /// process reacts: the interrupt is what is reported, not "fix the command" (exit 7).
 #[cfg(unix)]
@@ -945,7 +984,8 @@ fn live_lines_arrive_before_the_producer_ends() {
 }
 
 /// `receive -o FILE`: the file appears only after a complete transfer; a cut one leaves
-/// neither FILE nor FILE.httpipe-part; an existing FILE is never overwritten.
+/// neither FILE nor FILE.httpipe-part; an existing FILE is never overwritten, and a part file
+/// a killed receive left is refused before the rendezvous.
 #[cfg(unix)]
 #[test]
 fn receive_saves_only_complete_transfers() {
@@ -983,6 +1023,24 @@ fn receive_saves_only_complete_transfers() {
     )
     .clean_error(1, &["already exists"]);
     assert_same_bytes(&read(&out), &data, "the existing file");
+
+    // A part file that a killed receive left: refused before the rendezvous (it was refused
+    // only after the sender had been met, failing it too), and left as it is.
+    let left = d.join("left.bin");
+    let left_part = d.join("left.bin.httpipe-part");
+    std::fs::write(&left_part, b"half").expect("write the part file");
+    let t = Instant::now();
+    run(
+        "receive -o left.bin",
+        httpipe(["receive", "-s", &path, "-U", &url, "-t", "5", "-o"]).arg(&left),
+        Duration::from_secs(20),
+    )
+    .clean_error(1, &["left from an earlier receive", "delete it"]);
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "it waited for a sender"
+    );
+    assert_eq!(read(&left_part), b"half", "the part file");
 
     // Cut: the producer is killed mid-stream.
     let path = unique_path("recv-cut");
