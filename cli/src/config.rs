@@ -594,16 +594,24 @@ pub fn check_stream_path(path: Option<String>) -> Result<String, CliError> {
             "give -s/--stream-path /some/path, HTTPIPE_STREAM_PATH, or stream_path in the config file",
         ));
     };
+    // the rule for a path as sent (PROTOCOL.md §11.6) is the core's; here a usage error
+    if let Err(e) = httpipe::client::stream_path(&p) {
+        let what = e.message.replacen("`path`", "the stream path", 1);
+        return Err(CliError::usage(
+            what,
+            "give -s a path such as /team/reports",
+        ));
+    }
+    if p.chars().any(char::is_whitespace) {
+        return Err(CliError::usage(
+            format!("stream path {p:?} has spaces"),
+            "use a path without spaces, such as /team/reports",
+        ));
+    }
     if !p.starts_with('/') {
         return Err(CliError::usage(
             format!("stream path {p:?} doesn't start with /"),
             format!("use -s /{p}"),
-        ));
-    }
-    if p.len() > 1024 || p.contains(['?', '#']) || p.chars().any(char::is_whitespace) {
-        return Err(CliError::usage(
-            format!("stream path {p:?} is not usable"),
-            "use at most 1024 bytes without spaces, '?' or '#'",
         ));
     }
     Ok(p)
@@ -918,5 +926,11 @@ mod tests {
         assert!(check_stream_path(Some("a".into())).is_err());
         assert!(check_stream_path(None).is_err());
         assert!(check_stream_path(Some("/a?b".into())).is_err());
+        // the core's rule (PROTOCOL.md §11.6), a usage error; no suggestion that fails again
+        for bad in ["/", "/a/../x", "../x", "/a b", "a b"] {
+            let e = check_stream_path(Some(bad.into())).expect_err(bad);
+            assert_eq!(e.exit, crate::exit::Exit::Usage, "{bad}");
+            assert!(!e.fix.starts_with("use -s"), "{bad}: {}", e.fix);
+        }
     }
 }

@@ -61,4 +61,4 @@ pub use rate::Progress;
 pub use receipt::ReceiptReport;
 pub use resume::{agree, DEFAULT_WINDOW, MAX_WINDOW};
 pub use transport::{Transport, UploadMode};
-pub use urls::ConnectMode;
+pub use urls::{stream_path, ConnectMode};
