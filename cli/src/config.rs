@@ -122,7 +122,21 @@ pub fn resume_time(keys: &Keys) -> Result<Option<Duration>, CliError> {
             _ => t.trim().parse::<u64>().map_err(|_| bad(t))?,
         },
     };
+    let seconds = at_most_max_wait("--resume", seconds)?;
     Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
+}
+
+/// `seconds` if the core takes it (at most [`httpipe::client::MAX_WAIT_S`], 23 days), else a
+/// usage error naming `flag` (the core would refuse it only later, as UNSUPPORTED).
+fn at_most_max_wait(flag: &str, seconds: u64) -> Result<u64, CliError> {
+    let max = httpipe::client::MAX_WAIT_S as u64;
+    if seconds > max {
+        return Err(CliError::usage(
+            format!("{flag} {seconds} is more than the {max} seconds (23 days) a wait can last"),
+            format!("give {flag} at most {max}"),
+        ));
+    }
+    Ok(seconds)
 }
 
 /// How long the producer waits for the receipt (§12.2), when given: at least a second.
@@ -132,7 +146,11 @@ pub fn receipt_timeout(keys: &Keys) -> Result<Option<Duration>, CliError> {
             "--receipt-timeout 0 would never wait for the receipt",
             "give a number of seconds (default 120), or turn receipts off with --no-receipt",
         )),
-        t => Ok(t.map(Duration::from_secs)),
+        Some(t) => Ok(Some(Duration::from_secs(at_most_max_wait(
+            "--receipt-timeout",
+            t,
+        )?))),
+        None => Ok(None),
     }
 }
 
@@ -926,6 +944,10 @@ mod tests {
         assert!(check_stream_path(Some("a".into())).is_err());
         assert!(check_stream_path(None).is_err());
         assert!(check_stream_path(Some("/a?b".into())).is_err());
+        // a wait longer than the core takes: a usage error now, not UNSUPPORTED later
+        let e = at_most_max_wait("--resume", 99_999_999_999).expect_err("too long");
+        assert_eq!(e.exit, crate::exit::Exit::Usage);
+        assert_eq!(at_most_max_wait("--resume", 300), Ok(300));
         // the core's rule (PROTOCOL.md §11.6), a usage error; no suggestion that fails again
         for bad in ["/", "/a/../x", "../x", "/a b", "a b"] {
             let e = check_stream_path(Some(bad.into())).expect_err(bad);

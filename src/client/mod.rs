@@ -56,6 +56,7 @@ pub(crate) mod urls;
 // else is the drivers' business (`pub(crate)`).
 pub use code::{Code, CodeKeys, Offer};
 pub use error::{Error, ErrorCode};
+pub use options::MAX_WAIT_S;
 pub use parts::PartCutter;
 pub use rate::Progress;
 pub use receipt::ReceiptReport;
