@@ -82,9 +82,21 @@ fn clap_error(e: &clap::Error) -> i32 {
             Exit::Usage.code()
         }
         _ => {
+            // the message up to clap's usage block: its first line and the lines that
+            // complete it (the missing arguments' names), as one line
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            let what = first.strip_prefix("error: ").unwrap_or(first);
+            let message: Vec<&str> = rendered
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let message = message.join(" ");
+            let what = message.strip_prefix("error: ").unwrap_or(&message);
+            let what = if what.is_empty() {
+                "invalid arguments"
+            } else {
+                what
+            };
             eprintln!("httpipe: {what}; see `httpipe --help`");
             Exit::Usage.code()
         }

@@ -1171,6 +1171,20 @@ fn exit_2_usage_errors() {
 
     run("unknown flag", &mut httpipe(["write", "--bogus"]), t).clean_error(2, &["--bogus"]);
     run("unknown subcommand", &mut httpipe(["frobnicate"]), t).clean_error(2, &["frobnicate"]);
+    // the missing argument is named (its name was on a line of its own, and was lost), and a
+    // stream path or a wait the core would refuse is a usage error too, not exit 1 later
+    run("send without files", &mut httpipe(["send"]), t).clean_error(2, &["<FILE>"]);
+    for (name, args) in [
+        ("dot segments", ["-s", "/a/../x", "--resume", "5"]),
+        ("the root", ["-s", "/", "--resume", "5"]),
+        (
+            "a wait past 23 days",
+            ["-s", "/x", "--resume", "99999999999"],
+        ),
+    ] {
+        let mut cmd = httpipe(["write", "-U", &url]);
+        run(name, cmd.args(args), t).clean_error(2, &["give"]);
+    }
     run(
         "write-only option on read",
         &mut httpipe(["read", "-c", "text/plain", "-s", "/x"]),
