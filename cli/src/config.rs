@@ -512,10 +512,15 @@ pub fn load_file_layer(
     } else {
         return Ok(None);
     };
+    // a config file that can't be read is a usage error (exit 2), as a missing one is
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        CliError::generic(
+        let fix = match e.kind() {
+            std::io::ErrorKind::InvalidData => "a config file is YAML text in UTF-8",
+            _ => "check that it exists and is readable",
+        };
+        CliError::usage(
             format!("can't read config file {}: {e}", path.display()),
-            "check that it exists and is readable",
+            fix,
         )
     })?;
     let keys = parse_config(&text, &path.display().to_string())?;

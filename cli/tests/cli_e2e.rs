@@ -1205,6 +1205,19 @@ fn exit_2_usage_errors() {
     )
     .clean_error(2, &["streampath", "unknown-key.yaml"]);
 
+    // a config file that is not UTF-8 text, or missing, is a usage error too
+    let binary = d.join("binary.yaml");
+    std::fs::write(&binary, b"\xff\xfe").expect("write");
+    run(
+        "config that is not text",
+        &mut httpipe(["write", "-f", &binary.display().to_string()]),
+        t,
+    )
+    .clean_error(2, &["binary.yaml", "UTF-8"]);
+    let missing = d.join("missing.yaml").display().to_string();
+    run("missing config", &mut httpipe(["write", "-f", &missing]), t)
+        .clean_error(2, &["missing.yaml"]);
+
     let read_cfg = d.join("read-mode.yaml");
     std::fs::write(
         &read_cfg,
