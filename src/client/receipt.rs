@@ -184,7 +184,7 @@ fn unconfirmed(why: impl std::fmt::Display) -> Error {
 
 /// The producer's error for a negative receipt `text` (§12.2): `cancelled`, or `failed` with
 /// the receiver's code (also the error's peer code, for a producer that acts on it: a wrong
-/// passphrase); `how_far` says where the receiver stopped ("after 3 of 5 bytes"). `None` when
+/// passphrase); `how_far` says where the receiver stopped ("after 3 of the 5 bytes sent"). `None` when
 /// `text` is no negative receipt.
 pub fn negative_verdict(text: &str, how_far: &str) -> Option<Error> {
     if item(text, RECEIPT_VERSION) != Some(VERSION_1) {
@@ -228,7 +228,7 @@ pub fn verify(
     };
     // A negative receipt needs no MAC: it can only make the send fail, which anyone on the
     // path could do anyway by cutting it; and a consumer that failed on a wrong key has none.
-    let how_far = format!("after {bytes} of {} bytes", ours.bytes);
+    let how_far = format!("after {bytes} of the {} bytes sent", ours.bytes);
     if let Some(e) = negative_verdict(text, &how_far) {
         return Err(e);
     }
@@ -519,7 +519,7 @@ mod tests {
         let e = verify(&t, "T", &c, None).unwrap_err();
         assert_eq!(e.code, ErrorCode::PeerDisconnected);
         assert!(
-            e.message.contains("cancelled after 1 of 3"),
+            e.message.contains("cancelled after 1 of the 3 bytes sent"),
             "{}",
             e.message
         );
