@@ -83,6 +83,36 @@ fn usage_errors() {
     assert!(matches!(late.finish(&mut Vec::new()), Err(Error::Usage(_))));
 }
 
+/// A byte changed in a stanza makes it open with no key, which is what a wrong key looks like:
+/// the message says both, not "wrong passphrase" as a fact (a new user's trial, 2026-12-06).
+#[test]
+fn a_damaged_stanza_is_not_called_a_wrong_key_for_certain() {
+    let ct = encrypt_pieces(
+        Encryptor::with_passphrase_work_factor(Format::AgeRt, "pw", 4).unwrap(),
+        b"x",
+        &[],
+    );
+    let body = ct.iter().position(|&b| b == b'\n').unwrap() + 1; // the stanza's line
+                                                                 // another base64 letter, not a flipped bit (which may make no base64 at all)
+    let damage = |ct: &[u8]| {
+        let mut d = ct.to_vec();
+        d[body + 20] = if d[body + 20] == b'A' { b'B' } else { b'A' };
+        d
+    };
+    let damaged = damage(&ct); // in the scrypt stanza's salt
+    let e = decrypt(&[Identity::passphrase("pw")], &damaged)
+        .1
+        .unwrap_err();
+    assert_eq!(e, Error::WrongPassphrase);
+    assert!(e.to_string().contains(", or a damaged header"), "{e}");
+    let (id, r) = x25519();
+    let ct = encrypt_pieces(Encryptor::new(Format::AgeRt, &[r]).unwrap(), b"x", &[]);
+    let damaged = damage(&ct); // in the X25519 stanza's share
+    let e = decrypt(&[id], &damaged).1.unwrap_err();
+    assert_eq!(e, Error::NoMatchingIdentity);
+    assert!(e.to_string().contains(", or a damaged header"), "{e}");
+}
+
 #[test]
 fn wrong_key_and_passphrase() {
     let (_, r) = x25519();

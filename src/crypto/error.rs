@@ -12,9 +12,11 @@ use core::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
-    /// None of the given X25519 identities matches any recipient stanza of the header.
+    /// None of the given identities opens any recipient stanza of the header (a wrong key, or a
+    /// stanza damaged in transit: the two can't be told apart).
     NoMatchingIdentity,
-    /// The file is passphrase-encrypted (`scrypt` stanza) and no given passphrase opens it.
+    /// The file is passphrase-encrypted (`scrypt` stanza) and no given passphrase opens it (a
+    /// wrong passphrase, or a damaged stanza).
     WrongPassphrase,
     /// The header is not well-formed; the string says what is wrong (C2SP age "header failure").
     HeaderMalformed(String),
@@ -110,9 +112,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::NoMatchingIdentity => {
-                f.write_str("no identity matches any recipient of this file (wrong key?)")
+                // A stanza damaged in transit opens with no key either: the two look the same.
+                f.write_str("no identity matches any recipient of this file: a wrong key, or a damaged header")
             }
-            Error::WrongPassphrase => f.write_str("wrong passphrase"),
+            Error::WrongPassphrase => f.write_str("wrong passphrase, or a damaged header"),
             Error::HeaderMalformed(m) => write!(f, "malformed age header: {m}"),
             Error::HeaderTooLarge { limit } => {
                 write!(
