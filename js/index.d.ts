@@ -84,7 +84,7 @@ export interface CommonOptions {
   token?: string;
   /** Meet the peer on the Connect API first (PROTOCOL.md §5). Default true. */
   rendezvous?: boolean;
-  /** Seconds to wait for the peer (with rendezvous; without it, the consumer's wait), then CONNECT_TIMEOUT. Default: no limit; at most 2 000 000 (23 days). */
+  /** Seconds to wait for the peer (with rendezvous; without it, the consumer's wait), then CONNECT_TIMEOUT. Default: no limit; at most 2 000 000 (23 days). The relay counts whole seconds: a fraction is rounded up (0.3 → 1 s; PROTOCOL.md §11.2). */
   timeout?: number;
   /** Aborting it aborts the transfer (ABORTED; the peer sees the abort). */
   signal?: AbortSignal;
