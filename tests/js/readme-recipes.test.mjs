@@ -30,7 +30,7 @@
 //   daemon=TEXT       background commands containing TEXT are servers: stopped at the end
 //   ports=N,M         more port numbers in the block to replace by free ports
 //   env="K=V K=V"     environment for the block (e.g. a connect URL a config file names)
-//   relay=none        the block starts its own relay (e.g. `cargo run -p httpipe-relay`)
+//   relay=none        the block starts its own relay (e.g. `cargo run --release --bin httpipe-relay`)
 //   cwd=root          run in the repository root itself, not the scratch directory: for
 //                     blocks that write no files and run cargo (which finds the workspace from
 //                     the directory: through the symlinks it would rebuild everything)
