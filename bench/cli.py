@@ -39,7 +39,7 @@ BEFORE = os.environ.get("HTTPIPE_CLI_BEFORE", "")
 def build():
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "httpipe-relay", "-p", "httpipe-cli"],
                    cwd=ROOT, check=True)
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "httpipe", "--example", "age"],
+    subprocess.run(["cargo", "build", "--release", "-q", "--example", "age"],
                    cwd=ROOT, check=True)
 
 

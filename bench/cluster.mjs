@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Relay cluster: a pair split across two nodes vs the same pair on one node (throughput, relay CPU per GiB, rendezvous latency) and Redis commands per transfer
 //
-//   cargo build --release -p httpipe-relay && node bench/cluster.mjs
+//   cargo build --release && node bench/cluster.mjs
 //   BENCH_MB=512 RUNS=5 PAIRS=500 node bench/cluster.mjs
 //
 // Two `httpipe-relay --cluster` nodes A and B on one throw-away redis-server (PROTOCOL.md §13),

@@ -36,7 +36,7 @@
 //
 // Targets (issue 9): pipeline-plain ≥ 500 000 records/s; ≥ 3× the faster Redis variant;
 // ≥ 0.9× relay-handwritten. Needs pkg/ (scripts/build-sdk.sh), the relay binary
-// (cargo build --release -p httpipe-relay; honours CARGO_TARGET_DIR / HTTPIPE_RELAY_BIN) and
+// (cargo build --release; honours CARGO_TARGET_DIR / HTTPIPE_RELAY_BIN) and
 // /usr/bin/redis-server.
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -3,7 +3,7 @@
 // PIPING_SERVER_RUST names its binary, piping-server-rust (the leanest peer); same run,
 // loopback. Prints every figure and the ratio ours/theirs for each peer.
 //
-//   cargo build --release -p httpipe-relay --example h2_bench && node bench/relay.mjs
+//   cargo build --release --example h2_bench && node bench/relay.mjs
 //   BENCH_MB=256 node bench/relay.mjs   (bytes per single-stream run, default 512 MiB)
 //   PIPING_SERVER_RUST=/path/to/piping-server node bench/relay.mjs
 //     piping-server-rust is not on crates.io: build it from its repository
@@ -339,7 +339,7 @@ async function smallTransfer(s, n) {
 
 // ---------------------------------------------------------------- main
 if (!fs.existsSync(OURS) || !fs.existsSync(H2_CLIENT)) {
-  console.error(`${OURS} or ${H2_CLIENT} missing: run cargo build --release -p httpipe-relay --example h2_bench`);
+  console.error(`${OURS} or ${H2_CLIENT} missing: run cargo build --release --example h2_bench`);
   process.exit(1);
 }
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-bench-'));

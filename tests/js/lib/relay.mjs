@@ -42,7 +42,7 @@ process.on('exit', () => { for (const proc of running) proc.kill('SIGKILL'); });
 
 export async function startRelay(opts = {}) {
   if (!fs.existsSync(RELAY_BIN)) {
-    throw new Error(`relay binary not found at ${RELAY_BIN}: run cargo build --release -p httpipe-relay`);
+    throw new Error(`relay binary not found at ${RELAY_BIN}: run cargo build --release`);
   }
   const args = ['--host', '127.0.0.1', '--http-port', String(opts.port ?? 0), '--https-port', '0',
     '--www', path.join(ROOT, 'www'), '--sdk-dir', path.join(ROOT, 'pkg'), ...(opts.args || [])];
