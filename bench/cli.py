@@ -37,7 +37,7 @@ BEFORE = os.environ.get("HTTPIPE_CLI_BEFORE", "")
 
 
 def build():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "httpipe-relay", "-p", "httpipe-cli"],
+    subprocess.run(["cargo", "build", "--release", "-q"],
                    cwd=ROOT, check=True)
     subprocess.run(["cargo", "build", "--release", "-q", "--example", "age"],
                    cwd=ROOT, check=True)

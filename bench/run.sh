@@ -74,7 +74,7 @@ done
 if [ "$needs_build" = 1 ]; then
   echo "== building the release relay, CLI and the h2 bench client; the SDK into pkg/ =="
   # one command, so the relay is built once with the same features as npm start's
-  cargo build --release -p httpipe-relay -p httpipe-cli --bins --example h2_bench
+  cargo build --release --bins --example h2_bench
   [ -f pkg/index.js ] || scripts/build-sdk.sh
 fi
 

@@ -12,6 +12,6 @@ case "$target" in /*) ;; *) target="$root/$target" ;; esac
 bin="$target/release/httpipe-relay"
 if [ ! -x "$bin" ]; then
   echo "[relay] building httpipe-relay (release) first: $bin is missing" >&2
-  (cd "$root" && cargo build --release -p httpipe-relay -p httpipe-cli) >&2
+  (cd "$root" && cargo build --release) >&2
 fi
 exec "$bin" "$@"

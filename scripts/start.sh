@@ -13,7 +13,9 @@ done
 scripts/setup.sh core
 scripts/build-sdk.sh
 scripts/build-www.sh
-cargo build --release -p httpipe-relay -p httpipe-cli
+# the relay and the CLI: the workspace's default members (Cargo.toml), so `cargo run --release
+# --bin httpipe-relay` (docs/relay.md) reuses this build
+cargo build --release
 bin="${CARGO_TARGET_DIR:-target}/release/httpipe-relay"
 echo "[start] The httpipe CLI is at ${CARGO_TARGET_DIR:-target}/release/httpipe (or: cargo install --path cli)" >&2
 cat >&2 <<'MSG'

@@ -50,8 +50,9 @@ bounded 300 tests/types/run.sh
 
 if compgen -G "tests/js/*.test.mjs" >/dev/null; then
   step "JavaScript tests (Node, Deno, Workers, Chromium, the README's recipes)"
-  # the release relay and CLI, as npm start builds them (the README's recipes run both)
-  cargo build --release -p httpipe-relay -p httpipe-cli
+  # the release relay and CLI, as npm start builds them (the README's recipes run both, and
+  # docs/relay.md's `cargo run --release --bin httpipe-relay` reuses the build)
+  cargo build --release
   # no single test may take more than 10 minutes
   bounded 2400 node --test --test-concurrency=1 --test-timeout=600000 --test-force-exit tests/js/
 fi
