@@ -1,5 +1,5 @@
-//! `Client::connect` (the mirror of `wasm/connect.rs`): one wait on the Connect API
-//! (`PROTOCOL.md` §5) as the core's [`Rendezvous`] says.
+//! `Client::connect` (the mirror of `wasm/connect.rs`): a wait on the Connect API
+//! (`PROTOCOL.md` §5, §11.2), its calls as the core's [`Rendezvous`] says.
 
 use std::time::Duration;
 
@@ -16,23 +16,23 @@ pub(crate) async fn connect(
     timeout: Option<Duration>,
 ) -> Result<String, Error> {
     let base = target.relay_base()?;
-    let r = Rendezvous::new(
+    let mut r = Rendezvous::new(
         &base,
         &target.path,
         mode,
         timeout.map(|d| d.as_secs_f64()),
         target.token.as_deref(),
     )?;
-    match text_request(
-        http_client,
-        r.request(),
-        None,
-        &Stop::new(),
-        TimeoutAs::Stop,
-    )
-    .await
-    {
-        Ok(a) => r.on_response(a.status, &a.body),
-        Err(f) => Err(r.on_failure(f)),
+    let stop = Stop::new();
+    // one call after another while the core says the wait goes on (§11.2)
+    loop {
+        match text_request(http_client, r.request(), None, &stop, TimeoutAs::Stop).await {
+            Ok(a) => {
+                if let Some(url) = r.on_response(a.status, &a.body)? {
+                    return Ok(url);
+                }
+            }
+            Err(f) => return Err(r.on_failure(f)),
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! `connect`: the Connect API on its own (rendezvous, `PROTOCOL.md` §5), driving the core's
-//! `Rendezvous`.
+//! `connect`: the Connect API on its own (rendezvous, `PROTOCOL.md` §5, §11.2), driving the
+//! core's `Rendezvous`.
 
 use wasm_bindgen::prelude::*;
 
@@ -26,15 +26,22 @@ async fn connect_inner(options: &JsValue) -> Result<String, Error> {
     let p = Parsed::from_js(options)?;
     let mode = ConnectMode::parse(p.o.mode.as_deref().unwrap_or(""))?;
     let mut abort = Abort::new(p.signal.clone())?;
-    let r = Rendezvous::new(
+    let mut r = Rendezvous::new(
         &p.relay()?,
         p.path()?,
         mode,
         p.o.timeout,
         p.o.token.as_deref(),
     )?;
-    match exchange(r.request(), &mut abort, None).await {
-        Ok((status, _, body)) => r.on_response(status, &body),
-        Err(f) => Err(r.on_failure(f)),
+    // one call after another while the core says the wait goes on (§11.2)
+    loop {
+        match exchange(r.request(), &mut abort, None).await {
+            Ok((status, _, body)) => {
+                if let Some(url) = r.on_response(status, &body)? {
+                    return Ok(url);
+                }
+            }
+            Err(f) => return Err(r.on_failure(f)),
+        }
     }
 }

@@ -128,9 +128,7 @@ impl Consumer {
                                 c.encrypted,
                                 c.resume_s.is_some(),
                             ));
-                            let req = r.request().clone();
                             self.state = State::AwaitRendezvous(r);
-                            return Step::Rendezvous(req);
                         }
                         Ok(Begin::Data(url)) => self.state = State::Get(url),
                         Err(e) => self.state = State::Failed(Some(e)),
@@ -167,9 +165,13 @@ impl Consumer {
                         e.take().unwrap_or_else(|| misuse("poll after the failure")),
                     )
                 }
-                State::AwaitRendezvous(_)
-                | State::AwaitHead { .. }
-                | State::AwaitErrorBody { .. } => {
+                State::AwaitRendezvous(r) => {
+                    return match r.issue() {
+                        Some(req) => Step::Rendezvous(req),
+                        None => Step::Failed(misuse("poll while waiting for an answer")),
+                    }
+                }
+                State::AwaitHead { .. } | State::AwaitErrorBody { .. } => {
                     return Step::Failed(misuse("poll while waiting for an answer"))
                 }
             }
@@ -178,17 +180,19 @@ impl Consumer {
 
     /// The answer to [`Step::Rendezvous`].
     pub fn on_response(&mut self, status: u16, headers: &dyn Headers, body: &str) {
-        self.state = match &self.state {
-            State::AwaitRendezvous(r) => match r.on_response(status, body) {
-                Ok(url) => {
-                    self.on_rendezvous_head(status, headers);
-                    self.data_url = Some(url.clone());
-                    State::Get(url)
-                }
-                Err(e) => State::Failed(Some(e)),
-            },
-            _ => State::Failed(Some(misuse("an answer nobody asked for"))),
+        let answer = match &mut self.state {
+            State::AwaitRendezvous(r) => r.on_response(status, body),
+            _ => Err(misuse("an answer nobody asked for")),
         };
+        match answer {
+            Ok(None) => {} // the wait goes on: the next call (§11.2)
+            Ok(Some(url)) => {
+                self.on_rendezvous_head(status, headers);
+                self.data_url = Some(url.clone());
+                self.state = State::Get(url);
+            }
+            Err(e) => self.state = State::Failed(Some(e)),
+        }
     }
 
     /// The head of the [`Step::Rendezvous`] answer, before its body is read: a `200` met a

@@ -10,7 +10,8 @@ impl<T: ByteChunk> Producer<T> {
         let what = self.stream_what();
         match &mut self.state {
             State::AwaitRendezvous(r) => match r.on_response(status, body) {
-                Ok(url) => {
+                Ok(None) => {} // the wait goes on: the next call (§11.2)
+                Ok(Some(url)) => {
                     let peer = peer_hello(headers);
                     self.peer_sends_receipts = peer.receipt;
                     self.peer_decrypts = peer.decrypts;

@@ -303,9 +303,10 @@ impl<T: ByteChunk> Producer<T> {
             }
             let step = match &mut self.state {
                 State::Start => self.start(),
-                State::AwaitRendezvous(_) => {
-                    Some(Step::Failed(misuse("poll before the rendezvous answer")))
-                }
+                State::AwaitRendezvous(r) => Some(match r.issue() {
+                    Some(req) => Step::Rendezvous(req),
+                    None => Step::Failed(misuse("poll before the rendezvous answer")),
+                }),
                 State::Plan(url) => {
                     let url = std::mem::take(url);
                     self.plan(url, memory);
@@ -355,9 +356,8 @@ impl<T: ByteChunk> Producer<T> {
     fn start(&mut self) -> Option<Step> {
         match self.begin() {
             Ok(Begin::Rendezvous(r)) => {
-                let req = r.request().clone();
                 self.state = State::AwaitRendezvous(r);
-                Some(Step::Rendezvous(req))
+                None
             }
             Ok(Begin::Data(url)) => {
                 self.state = State::Plan(url);

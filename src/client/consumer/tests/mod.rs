@@ -26,6 +26,33 @@ fn cfg(rendezvous: bool, encrypted: bool) -> ReceiveConfig {
 }
 
 #[test]
+fn a_wait_without_timeout_goes_on_call_after_call() {
+    // §11.2: a 408 to a 60 s call is the next call, with the hello, until the producer comes
+    let mut c = Consumer::new(ReceiveConfig {
+        timeout_s: None,
+        ..cfg(true, false)
+    })
+    .unwrap();
+    for _ in 0..3 {
+        let Step::Rendezvous(r) = c.poll() else {
+            panic!()
+        };
+        assert!(r.url.ends_with("mode=await-writer&timeout=60"), "{}", r.url);
+        assert!(r
+            .headers
+            .iter()
+            .any(|(k, _)| *k == crate::protocol::headers::HELLO));
+        c.on_response(408, &NoHeaders, "[ERROR:CONNECT_TIMEOUT]\n");
+    }
+    let Step::Rendezvous(_) = c.poll() else {
+        panic!()
+    };
+    c.on_response(200, &NoHeaders, "http://h:1/p\n");
+    let Step::Get(g) = c.poll() else { panic!() };
+    assert_eq!(g.url, "http://h:1/p");
+}
+
+#[test]
 fn rendezvous_get_and_metadata() {
     let mut c = Consumer::new(cfg(true, false)).unwrap();
     let Step::Rendezvous(r) = c.poll() else {

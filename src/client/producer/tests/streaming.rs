@@ -3,13 +3,40 @@
 use super::*;
 
 #[test]
+fn a_rendezvous_408_with_time_left_is_the_next_call() {
+    // §11.2: cfg's 10 s wait in calls of at most 60 s is one call; 70 s is two
+    let mut mem = OriginMemory::new();
+    let mut c = cfg(UploadMode::Auto, true, true);
+    c.timeout_s = Some(70.0);
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    let Step::Rendezvous(r) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(r.url.ends_with("&timeout=60"), "{}", r.url);
+    p.on_response(408, &NoHeaders, "[ERROR:CONNECT_TIMEOUT]\n");
+    let Step::Rendezvous(r) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(r.url.ends_with("&timeout=10"), "{}", r.url);
+    p.on_response(408, &NoHeaders, "[ERROR:CONNECT_TIMEOUT]\n");
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::ConnectTimeout);
+}
+
+#[test]
 fn rendezvous_then_streaming_success_is_remembered() {
     let mut mem = OriginMemory::new();
     let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Auto, true, true)).unwrap();
     let Step::Rendezvous(r) = p.poll(&mut mem) else {
         panic!()
     };
-    assert_eq!(r.url, "http://h:1/connect/v0/p?mode=await-reader");
+    // no call waits longer than 60 s for its head (§11.2)
+    assert_eq!(
+        r.url,
+        "http://h:1/connect/v0/p?mode=await-reader&timeout=60"
+    );
     p.on_response(200, &NoHeaders, "http://h:1/p\n");
     let Step::Stream(req) = p.poll(&mut mem) else {
         panic!()
