@@ -594,7 +594,7 @@ export interface CsvDecodeOptions {
   delimiter?: string;
 }
 export interface CsvEncodeOptions {
-  /** Column names, in order (default: the keys of the first record, for object records). */
+  /** Column names, in order (default: the keys of the first record, for object records; a later record with another field is then INVALID_RECORD, never dropped). */
   columns?: string[];
   /** Write the column row first (default true for object records). */
   header?: boolean;

@@ -283,7 +283,10 @@ class CsvEncoder {
     if (!this.started) {
       this.started = true;
       const isObject = r !== null && typeof r === 'object' && !Array.isArray(r);
-      if (this.columns === null && isObject) this.columns = Object.keys(r);
+      if (this.columns === null && isObject) {
+        this.columns = Object.keys(r);
+        this.named = new Set(this.columns); // taken from the first record: later ones are checked
+      }
       if (this.header === undefined) this.header = this.columns !== null;
       if (this.header) {
         if (this.columns === null) throw unsupported('csv.encode: `header: true` needs `columns` (records are arrays)');
@@ -301,12 +304,23 @@ class CsvEncoder {
       line = this.fields(r, r.length, null, n);
     } else if (r !== null && typeof r === 'object') {
       if (cols === null) throw invalid(`csv.encode: row ${n}: an object record needs \`columns\` (the first record was an array)`);
+      if (this.named) this.checkNamed(r, n);
       line = this.fields(cols, cols.length, r, n);
     } else {
       throw invalid(`csv.encode: row ${n}: a record must be an object or an array, not ${r === null ? 'null' : typeof r}`);
     }
     this.rows++;
     return head + line + this.eol;
+  }
+
+  /** Columns taken from the first record: a later record's field outside them would be lost. */
+  checkNamed(r, n) {
+    for (const k in r) {
+      if (Object.hasOwn(r, k) && !this.named.has(k)) {
+        const cols = this.columns.map((c) => JSON.stringify(c)).join(', ');
+        throw invalid(`csv.encode: row ${n} has the field ${JSON.stringify(k)}, not among the columns the first record gave (${cols}); give \`columns\` to choose them`);
+      }
+    }
   }
 
   /** The fields of one row: `a`'s values, or (`r` given) `r`'s values under the names `a`. */

@@ -318,6 +318,16 @@ test('objects: columns from the first record, header once, CRLF by default; eol 
   assert.equal(encodeText([]), '');
 });
 
+// A new user's trial: [{a,b},{a,c,d}] came out as a,b / 1,2 / 3, — c and d lost, no error.
+test('objects: a later record with a field the first record did not have is refused, not dropped', () => {
+  assert.throws(() => encodeText([{ a: 1, b: 2 }, { a: 3, c: 4, d: 'secret field' }]),
+    (e) => e.code === 'INVALID_RECORD'
+      && e.message === 'csv.encode: row 3 has the field "c", not among the columns the first record gave ("a", "b"); give `columns` to choose them');
+  // missing fields are empty; inherited ones are not fields; given columns choose
+  assert.equal(encodeText([{ a: 1, b: 2 }, Object.assign(Object.create({ z: 9 }), { a: 3 })]), 'a,b\r\n1,2\r\n3,\r\n');
+  assert.equal(encodeText([{ a: 1, b: 2 }, { a: 3, c: 4 }], { columns: ['a'] }), 'a\r\n1\r\n3\r\n');
+});
+
 test('arrays: no header unless columns are given; width must match the columns', () => {
   assert.equal(encodeText([[1, 2], [3, 4, 5]]), '1,2\r\n3,4,5\r\n');
   assert.equal(encodeText([[1, 2]], { columns: ['x', 'y'] }), 'x,y\r\n1,2\r\n');
