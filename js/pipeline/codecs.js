@@ -75,7 +75,7 @@ function encodeNdjson({ replacer } = {}) {
         for (const r of records) {
           n++;
           let j;
-          try { j = JSON.stringify(r, replacer); } catch (e) { throw invalid(`ndjson.encode: record ${n}: ${e.message}`, e); }
+          try { j = JSON.stringify(r, replacer); } catch (e) { throw invalid(`ndjson.encode: record ${n}: ${String(e.message).split('\n')[0]}`, e); } // one line: V8's circular-structure message has three
           if (j === undefined) throw invalid(`ndjson.encode: record ${n} (${typeof r}) has no JSON form`);
           s += j;
           s += '\n';

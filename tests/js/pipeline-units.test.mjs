@@ -138,7 +138,7 @@ test('ndjson decode/encode: lines split anywhere, CRLF, blank lines, unicode; ba
   await assert.rejects(collected([enc.encode('"unterminated'), new Uint8Array([0xe2, 0x82])], ndjson.decode()), (e) => e.code === 'INVALID_RECORD');
   await assert.rejects(collected([() => 1], ndjson.encode()), (e) => e.code === 'INVALID_RECORD' && /record 1/.test(e.message));
   const cyclic = {}; cyclic.self = cyclic;
-  await assert.rejects(collected([cyclic], ndjson.encode()), (e) => e.code === 'INVALID_RECORD');
+  await assert.rejects(collected([cyclic], ndjson.encode()), (e) => e.code === 'INVALID_RECORD' && !e.message.includes('\n')); // one line (V8 says it in three)
 });
 
 test('lines: LF and CRLF, a last line without newline, skipEmpty', async () => {

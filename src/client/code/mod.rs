@@ -100,7 +100,7 @@ enum Late {
 /// this code's exchange (§14.4).
 fn busy_pipe(pipe: Pipe) -> Error {
     match pipe {
-        Pipe::C => wrong_code("someone else is answering on this code's channel; make a new code"),
+        Pipe::C => wrong_code("someone else is answering on this code's channel"),
         Pipe::A | Pipe::B => wrong_code("someone else answered this code first"),
     }
 }

@@ -146,7 +146,7 @@ impl CodeSender {
         let refused = |c: Vec<u8>| SenderReply {
             c,
             result: Err(wrong_code(
-                "the receiver used another code, or someone else tried this one; make a new code",
+                "the receiver used another code, or someone else tried this one",
             )),
         };
         // Not the right receiver's message: answer with bytes no confirmation matches, so the
