@@ -1,6 +1,6 @@
 //! wasm-bindgen-test unit tests of the SDK bindings that need a JavaScript runtime (Node, via
 //! `wasm-bindgen-test-runner`):
-//! `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test --target wasm32-unknown-unknown --test wasm_bindings`
+//! `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings`
 #![cfg(target_arch = "wasm32")]
 
 use httpipe::client::ErrorCode;

@@ -117,7 +117,7 @@ impl Rendezvous {
 /// data URL.
 #[derive(Debug)]
 pub enum Begin {
-    Rendezvous(Rendezvous),
+    Rendezvous(Box<Rendezvous>),
     Data(String),
 }
 
@@ -131,7 +131,8 @@ impl Begin {
         token: Option<&str>,
     ) -> Result<Self, Error> {
         if rendezvous {
-            Rendezvous::new(base, path, mode, timeout_s, token).map(Begin::Rendezvous)
+            Rendezvous::new(base, path, mode, timeout_s, token)
+                .map(|r| Begin::Rendezvous(Box::new(r)))
         } else {
             base.data_url(path).map(Begin::Data)
         }

@@ -123,7 +123,7 @@ impl Consumer {
                     let token = c.token.as_deref();
                     match Begin::new(&c.relay, &c.path, mode, c.rendezvous, c.timeout_s, token) {
                         Ok(Begin::Rendezvous(r)) => {
-                            let r = r.with_hello(consumer_hello(
+                            let r = (*r).with_hello(consumer_hello(
                                 c.receipt,
                                 c.encrypted,
                                 c.resume_s.is_some(),

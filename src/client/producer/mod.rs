@@ -356,7 +356,7 @@ impl<T: ByteChunk> Producer<T> {
     fn start(&mut self) -> Option<Step> {
         match self.begin() {
             Ok(Begin::Rendezvous(r)) => {
-                self.state = State::AwaitRendezvous(r);
+                self.state = State::AwaitRendezvous(*r);
                 None
             }
             Ok(Begin::Data(url)) => {
@@ -425,11 +425,9 @@ impl<T: ByteChunk> Producer<T> {
             c.token.as_deref(),
         )?;
         Ok(match (begin, &c.receipt) {
-            (Begin::Rendezvous(r), Some(rc)) => Begin::Rendezvous(r.with_hello(producer_hello(
-                &rc.transfer,
-                rc.wait,
-                c.resume_s.is_some(),
-            ))),
+            (Begin::Rendezvous(r), Some(rc)) => Begin::Rendezvous(Box::new(
+                (*r).with_hello(producer_hello(&rc.transfer, rc.wait, c.resume_s.is_some())),
+            )),
             (b, _) => b,
         })
     }
