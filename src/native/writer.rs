@@ -40,18 +40,16 @@ pub(crate) async fn open_writer(
         tx,
         stop,
     } = prepare(http, &opts).await?;
-    // The rendezvous happens here, so the writer exists once the consumer does.
-    let first = match driver.poll() {
-        Step::Rendezvous(req) => {
-            driver.rendezvous(&req).await;
-            match driver.poll() {
-                Step::Failed(e) => return Err(e),
-                s => s,
-            }
-        }
-        Step::Failed(e) => return Err(e),
-        s => s,
-    };
+    // The rendezvous happens here, so the writer exists once the consumer does: every call of
+    // it, as long as the core asks for the next one (§11.2).
+    let mut first = driver.poll();
+    while let Step::Rendezvous(req) = first {
+        driver.rendezvous(&req).await;
+        first = driver.poll();
+    }
+    if let Step::Failed(e) = first {
+        return Err(e);
+    }
     let (cmd_tx, cmd_rx) = mpsc::channel(CMD_CHANNEL);
     let task_stop = stop.clone();
     // tracked: a program that exits after dropping the writer waits for its last words
