@@ -24,7 +24,7 @@ pub(crate) async fn connect(
         target.token.as_deref(),
     )?;
     let stop = Stop::new();
-    // one call after another while the core says the wait goes on (§11.2)
+    // one call after another while the core's `Rendezvous` says the wait goes on
     loop {
         match text_request(http_client, r.request(), None, &stop, TimeoutAs::Stop).await {
             Ok(a) => {

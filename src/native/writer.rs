@@ -41,7 +41,7 @@ pub(crate) async fn open_writer(
         stop,
     } = prepare(http, &opts).await?;
     // The rendezvous happens here, so the writer exists once the consumer does: every call of
-    // it, as long as the core asks for the next one (§11.2).
+    // it, as long as the core asks for the next one.
     let mut first = driver.poll();
     while let Step::Rendezvous(req) = first {
         driver.rendezvous(&req).await;

@@ -33,7 +33,7 @@ async fn connect_inner(options: &JsValue) -> Result<String, Error> {
         p.o.timeout,
         p.o.token.as_deref(),
     )?;
-    // one call after another while the core says the wait goes on (§11.2)
+    // one call after another while the core's `Rendezvous` says the wait goes on
     loop {
         match exchange(r.request(), &mut abort, None).await {
             Ok((status, _, body)) => {
