@@ -443,6 +443,11 @@ mod tests {
             let r = plan.request(o, &plain(b""), None).unwrap();
             assert!(r.last_word);
             assert_eq!(r.url.ends_with("&linger=60"), lingers, "{o:?}: {}", r.url);
+            // hung up after the wait for it: the relay keeps the hello, and an open call kept
+            // a Node process alive 15 s after its receive() failed
+            if lingers {
+                assert_eq!(r.timeout_ms, Some(2000.0), "{o:?}");
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! The requests the sans-IO machines ask an adapter to make (`fetch` in wasm, reqwest
 //! natively), and the response headers they read back.
 
-use crate::protocol::hello::LAST_WORD_LINGER_S;
+use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, LAST_WORD_LINGER_S};
 use crate::protocol::query;
 
 /// The two methods the client uses.
@@ -60,7 +60,9 @@ impl Request {
 
     /// This channel call (§5.1) as a last word whose hello lingers on the channel for
     /// [`LAST_WORD_LINGER_S`] after its caller left (`linger`): a peer still reading bytes
-    /// that were in flight meets it after this side's process or page is gone.
+    /// that were in flight meets it after this side's process or page is gone. Hung up when
+    /// unanswered after [`FAILURE_NOTICE_WAIT_MS`] (§5.1): the relay keeps the hello, and an
+    /// open call would only keep the caller's process alive (Node, while a `fetch` is out).
     pub fn into_lingering_last_word(mut self) -> Self {
         self.url = format!(
             "{}&{}={}",
@@ -68,6 +70,7 @@ impl Request {
             query::LINGER,
             LAST_WORD_LINGER_S as u64
         );
+        self.timeout_ms = Some(FAILURE_NOTICE_WAIT_MS);
         self.into_last_word()
     }
 

@@ -83,6 +83,26 @@ for (const upload of ['stream', 'segmented']) {
     } finally { child.kill(); }
   });
 
+  // The consumer's `failed` receipt after TRUNCATED goes out in the background and lingers at
+  // the relay (§5.1): its call kept a Node process alive 15 s (the call's timeout) after
+  // receive() failed; it is hung up after FAILURE_NOTICE_WAIT_MS (2 s).
+  if (upload === 'stream') {
+    test('a consumer process exits within seconds of its TRUNCATED error, not after its receipt call\'s 15 s', async () => {
+      const p = uniquePath('kill-exit');
+      const producer = runChild([CHILD, 'send', relay.http, p, '-1', '{}']);
+      const consumer = runChild([CHILD, 'receive', relay.http, p, JSON.stringify({ resume: 1 })]);
+      try {
+        await consumer.waitFor((e) => e.event === 'progress' && e.bytes >= 2 << 20);
+        producer.kill('SIGKILL');
+        const err = await consumer.waitFor((e) => e.event === 'error' || e.event === 'done');
+        assert.equal(err.code, 'TRUNCATED', JSON.stringify(err));
+        const t0 = Date.now();
+        await within(consumer.exited, 10_000, 'the consumer process exits');
+        assert.ok(Date.now() - t0 < 6000, `exited ${Date.now() - t0} ms after its error`);
+      } finally { producer.kill(); consumer.kill(); }
+    });
+  }
+
   test(`consumer cancels → producer PEER_DISCONNECTED (${upload})`, async () => {
     const p = uniquePath('cancel');
     const { stream } = randomSource(1 << 30, 64 * 1024);
