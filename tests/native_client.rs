@@ -161,6 +161,31 @@ async fn within<F: std::future::Future>(what: &str, f: F) -> F::Output {
     }
 }
 
+/// A writer and its consumer, met: the consumer's stream starts before the first write (the
+/// writer's upload is at the relay once `open_writer` returned, PROTOCOL.md §12.5). Each side
+/// is bounded on its own, so that a hang names its side.
+async fn open_pair(
+    c: &Client,
+    so: SendOptions,
+    ro: ReceiveOptions,
+) -> (httpipe::native::Writer, httpipe::native::Reader) {
+    let receiving = {
+        let c = c.clone();
+        tokio::spawn(async move { c.receive(ro).await })
+    };
+    let w = within("open_writer (until its consumer came)", c.open_writer(so))
+        .await
+        .expect("open_writer");
+    let received = within(
+        "receive (its stream starts before the writer's first byte)",
+        receiving,
+    )
+    .await
+    .expect("join")
+    .expect("receive");
+    (w, received.reader)
+}
+
 async fn read_all(mut r: httpipe::native::Reader) -> Result<Vec<u8>, Error> {
     let mut all = Vec::new();
     while let Some(c) = r.next_chunk().await? {
@@ -391,23 +416,22 @@ async fn writer_lines(passphrase: Option<&str>) {
     so.passphrase = passphrase.map(str::to_string);
     let mut ro = ReceiveOptions::new(t);
     ro.passphrase = passphrase.map(str::to_string);
-    let (w, rx) = within("open", async {
-        tokio::join!(c.open_writer(so), c.receive(ro))
-    })
-    .await;
-    let mut w = w.expect("open_writer");
-    let mut reader = rx.expect("receive").reader;
+    let (mut w, mut reader) = open_pair(&c, so, ro).await;
     for i in 0..3 {
         let line = format!("{{\"event\":{i}}}\n");
         w.write_all(line.as_bytes()).await.expect("write");
         w.flush().await.expect("flush");
         let mut got = Vec::new();
         while got.len() < line.len() {
-            let chunk = tokio::time::timeout(Duration::from_secs(5), reader.next_chunk())
-                .await
-                .expect("the flushed line arrives before the writer finishes")
-                .expect("read")
-                .expect("not the end yet");
+            // `within`'s bound, not less: the first read runs scrypt with a passphrase, on a
+            // machine that runs the other tests too (unflushed, it would never come)
+            let chunk = within(
+                "the flushed line, before the writer finishes",
+                reader.next_chunk(),
+            )
+            .await
+            .expect("read")
+            .expect("not the end yet");
             got.extend_from_slice(&chunk);
         }
         assert_eq!(got, line.as_bytes());
@@ -446,20 +470,16 @@ async fn writer_auto_flush_and_async_write() {
         so.passphrase = passphrase.map(str::to_string);
         let mut ro = ReceiveOptions::new(t);
         ro.passphrase = passphrase.map(str::to_string);
-        let (w, rx) = within("open", async {
-            tokio::join!(c.open_writer(so), c.receive(ro))
-        })
-        .await;
-        let mut w = w.expect("open_writer");
-        let mut reader = rx.expect("receive").reader;
+        let (mut w, mut reader) = open_pair(&c, so, ro).await;
         let started = Instant::now();
         // Through AsyncWrite, without any flush.
         AsyncWriteExt::write_all(&mut w, b"tick\n")
             .await
             .expect("write");
-        let chunk = tokio::time::timeout(Duration::from_secs(5), reader.next_chunk())
+        // `within`'s bound (scrypt runs in the first read with a passphrase): unflushed, the
+        // line would never come before finish
+        let chunk = within("the auto-flushed line", reader.next_chunk())
             .await
-            .expect("auto-flushed")
             .expect("read")
             .expect("data");
         assert_eq!(&chunk[..], b"tick\n");
@@ -489,12 +509,7 @@ async fn writer_abort_and_dropped_send_truncate_the_consumer() {
         so.passphrase = passphrase.map(str::to_string);
         let mut ro = ReceiveOptions::new(t);
         ro.passphrase = passphrase.map(str::to_string);
-        let (w, rx) = within("open", async {
-            tokio::join!(c.open_writer(so), c.receive(ro))
-        })
-        .await;
-        let mut w = w.expect("open_writer");
-        let mut reader = rx.expect("receive").reader;
+        let (mut w, mut reader) = open_pair(&c, so, ro).await;
         w.write_all(b"partial").await.expect("write");
         w.flush().await.expect("flush");
         let first = within("read", reader.next_chunk()).await.expect("read");
@@ -560,15 +575,12 @@ async fn consumer_leaving_is_peer_disconnected() {
 
     // A writer: write_all fails soon after.
     let t = target(&relay, "leave-w");
-    let (w, rx) = within("open", async {
-        tokio::join!(
-            c.open_writer(SendOptions::new(t.clone())),
-            c.receive(ReceiveOptions::new(t.clone()))
-        )
-    })
+    let (mut w, mut reader) = open_pair(
+        &c,
+        SendOptions::new(t.clone()),
+        ReceiveOptions::new(t.clone()),
+    )
     .await;
-    let mut w = w.expect("open_writer");
-    let mut reader = rx.expect("receive").reader;
     let chunk = vec![0u8; 256 * 1024];
     w.write_all(&chunk).await.expect("write");
     within("read", reader.next_chunk()).await.expect("read");
@@ -840,15 +852,12 @@ async fn io_errors_carry_the_code() {
     let relay = start_relay(&[]);
     let c = client();
     let t = target(&relay, "io");
-    let (w, rx) = within("open", async {
-        tokio::join!(
-            c.open_writer(SendOptions::new(t.clone())),
-            c.receive(ReceiveOptions::new(t.clone()))
-        )
-    })
+    let (mut w, mut reader) = open_pair(
+        &c,
+        SendOptions::new(t.clone()),
+        ReceiveOptions::new(t.clone()),
+    )
     .await;
-    let mut w = w.expect("open_writer");
-    let mut reader = rx.expect("receive").reader;
     w.write_all(b"abc").await.expect("write");
     w.flush().await.expect("flush");
     let mut buf = [0u8; 2];
