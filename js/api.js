@@ -76,9 +76,28 @@ function markReady() {
   if (!errorClassSet) {
     wasm.setErrorClass(HttpipeError);
     wasm.setRuntimeCrypto(runtimeCrypto());
+    wasm.setFetchDispatcher(nodeDispatcher());
     errorClassSet = true;
   }
   wasmState.initialised = true;
+}
+
+// ---- Node's fetch without its 300-s cuts (src/wasm/http.rs, setFetchDispatcher) ----------
+// Node's fetch (undici) fails a request as a network failure when its response head took
+// 300 s (headersTimeout) or its body said nothing for 300 s (bodyTimeout): a consumer whose
+// sender's first byte comes later, a short code's sender waiting for its receiver. Every wait
+// of the SDK has its own bound, so in Node each request goes to Node's global dispatcher —
+// whatever the application set there (a proxy) — with those two off.
+const UNDICI_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+function nodeDispatcher() {
+  const proc = globalThis.process;
+  if (typeof globalThis.Deno !== 'undefined' || proc?.release?.name !== 'node'
+    || globalThis.navigator?.userAgent === 'Cloudflare-Workers') return null;
+  return {
+    dispatch(opts, handler) {
+      return globalThis[UNDICI_DISPATCHER].dispatch({ ...opts, headersTimeout: 0, bodyTimeout: 0 }, handler);
+    },
+  };
 }
 
 // ---- the runtime's own ChaCha20-Poly1305 and scrypt (src/crypto/runtime.rs) -------------

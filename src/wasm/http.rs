@@ -42,7 +42,28 @@ fn init_for(req: &Request) -> Result<Object, JsValue> {
         // outlives the page if it is closed right now (see `pagehide.rs`)
         Reflect::set(&init, &"keepalive".into(), &JsValue::TRUE)?;
     }
+    DISPATCHER.with(|d| match &*d.borrow() {
+        Some(d) => Reflect::set(&init, &"dispatcher".into(), d).map(drop),
+        None => Ok(()),
+    })?;
     Ok(init)
+}
+
+thread_local! {
+    /// Node's: see [`set_fetch_dispatcher`].
+    static DISPATCHER: RefCell<Option<JsValue>> = const { RefCell::new(None) };
+}
+
+/// `setFetchDispatcher(dispatcher | null)`, called by the package in Node: every request goes
+/// through `dispatcher` (`fetch`'s `dispatcher` option, undici's). Node's `fetch` fails a
+/// request whose response head took 300 s, or whose body said nothing for 300 s, as a network
+/// failure: a consumer whose producer's first byte comes later, a short code's sender waiting
+/// for its receiver (§14.2). Every wait here has its own bound in the core (§11.2, §12.4,
+/// §12.5), so the package's dispatcher hands each request to Node's own with those two off.
+#[wasm_bindgen(js_name = setFetchDispatcher)]
+pub fn set_fetch_dispatcher(dispatcher: JsValue) {
+    let d = (!dispatcher.is_null() && !dispatcher.is_undefined()).then_some(dispatcher);
+    DISPATCHER.with(|cell| *cell.borrow_mut() = d);
 }
 
 /// Sends the core's `req` (no body) with `keepalive`, so that the browser finishes it after the

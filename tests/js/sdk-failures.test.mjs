@@ -239,6 +239,21 @@ test('relay stopped mid-transfer (and not back) → both sides reject after thei
   await own.stop();
 });
 
+// Node's fetch cut every wait longer than 300 s as NETWORK ("check that a relay runs"): a
+// consumer whose producer's first byte came later (a writer with a slow source), a short
+// code's sender whose receiver came later. The child shortens Node's limits to 3 s.
+test('Node\'s fetch limits: a first byte or a code\'s receiver after them is waited for', async () => {
+  const child = runChild([path.join(ROOT, 'tests/js/lib/node-fetch-limits-child.mjs'), relay.http]);
+  const r = await child.waitFor((e) => 'control' in e, 45_000);
+  assert.equal(r.control.ok, false, `the shortened limits are in force: ${JSON.stringify(r.control)}`);
+  assert.ok(r.slowFirstByte.ok, JSON.stringify(r.slowFirstByte));
+  assert.deepEqual(r.slowFirstByte.value, { text: 'late\n', relayState: '[STATE:TRANSFER_SUCCESSFUL]' });
+  assert.ok(r.codeWait.ok, JSON.stringify(r.codeWait));
+  assert.deepEqual(r.codeWait.value, { text: 'by code\n', relayState: '[STATE:TRANSFER_SUCCESSFUL]' });
+  // through the application's own dispatcher (a proxy agent would be kept)
+  assert.ok(r.dispatched > 5, `${r.dispatched} requests through it`);
+});
+
 test('relay not reachable → NETWORK', async () => {
   await assert.rejects(sdk.receive({ relay: 'http://127.0.0.1:9', path: '/x' }), isCode('NETWORK'));
   await assert.rejects(sdk.send('x', { relay: 'http://127.0.0.1:9', path: '/x', rendezvous: false, upload: 'segmented' }), isCode('NETWORK'));
