@@ -57,9 +57,8 @@ thread_local! {
 /// `setFetchDispatcher(dispatcher | null)`, called by the package in Node: every request goes
 /// through `dispatcher` (`fetch`'s `dispatcher` option, undici's). Node's `fetch` fails a
 /// request whose response head took 300 s, or whose body said nothing for 300 s, as a network
-/// failure: a consumer whose producer's first byte comes later, a short code's sender waiting
-/// for its receiver (§14.2). Every wait here has its own bound in the core (§11.2, §12.4,
-/// §12.5), so the package's dispatcher hands each request to Node's own with those two off.
+/// failure (a runtime fact, `PROTOCOL.md` §10); the core bounds every wait it asks for, so the
+/// package's dispatcher hands each request to Node's own with those two limits off.
 #[wasm_bindgen(js_name = setFetchDispatcher)]
 pub fn set_fetch_dispatcher(dispatcher: JsValue) {
     let d = (!dispatcher.is_null() && !dispatcher.is_undefined()).then_some(dispatcher);
