@@ -4,12 +4,11 @@
 // transfer waits longer than 300 s:
 //   node node-fetch-limits-child.mjs <relay>
 // Prints one JSON line: { control, slowFirstByte, codeWait, dispatched }.
-import { PKG } from './sdk.mjs';
+import { PKG, sleep } from './sdk.mjs';
 
 const relay = process.argv[2];
 const sdk = await import(PKG);
 const WAIT_MS = 8000;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const outcome = (p) => p.then((v) => ({ ok: true, value: v }), (e) => ({ ok: false, code: e.code ?? e.cause?.code, message: String(e.message) }));
 
 await fetch(`${relay}/version`); // loads Node's undici, which sets its global dispatcher
