@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::protocol::control::{Code, LogLine};
 use crate::protocol::headers::ERROR_CODE;
 
-use super::request::Headers;
+use super::request::{Headers, OnTimeout, Request};
 
 /// A stable, machine-readable error code (the `code` of the JavaScript `HttpipeError`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -234,6 +234,19 @@ pub enum StopReason {
     Internal,
 }
 
+/// A request that gave up after its `timeout_ms`, in whole milliseconds (no float formatter
+/// in the module, issue #27), as [`Failure::timed_out`]'s cause.
+#[derive(Debug)]
+pub struct TimedOut(pub u64);
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no answer within {} ms", self.0)
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
 /// A request that failed below HTTP, as an adapter saw it.
 #[derive(Debug, Clone)]
 pub struct Failure {
@@ -266,6 +279,15 @@ impl Failure {
             network: false,
             coded: None,
             cause,
+        }
+    }
+
+    /// `req` got no answer within its `timeout_ms`: what its [`OnTimeout`] says that means.
+    pub fn timed_out(req: &Request) -> Self {
+        let cause = TimedOut(req.timeout_ms.unwrap_or(0.0) as u64);
+        match req.on_timeout {
+            OnTimeout::NoPeer => Failure::stopped(StopReason::Timeout, Some(Arc::new(cause))),
+            OnTimeout::Hung => Failure::network(cause),
         }
     }
 
@@ -433,6 +455,29 @@ impl From<crate::crypto::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// §11, "A request's own timeout": what the core decided when it built the request.
+    #[test]
+    fn a_timeout_means_no_peer_or_a_request_that_hung() {
+        let mut req = Request::get("http://h/connect/v0/p?timeout=30", Vec::new());
+        req.timeout_ms = Some(32_000.0);
+        let f = Failure::timed_out(&req);
+        assert_eq!(f.stop, StopReason::Timeout);
+        let e = f.into_error(ErrorCode::Network, "rendezvous");
+        assert_eq!(e.code, ErrorCode::ConnectTimeout);
+        let f = Failure::timed_out(&req.clone().hung_on_timeout());
+        assert_eq!((f.stop, f.network), (StopReason::None, true));
+        let e = f.into_error(ErrorCode::Network, "resuming");
+        assert_eq!(e.code, ErrorCode::Network);
+        assert!(
+            e.message.contains("no answer within 32000 ms"),
+            "{}",
+            e.message
+        );
+        // a last word never stops anything else
+        let w = Request::get("http://h/x", Vec::new()).into_last_word();
+        assert_eq!(w.on_timeout, OnTimeout::Hung);
+    }
 
     /// §3.10, §11.3: the code `producer-withdrew` is a cut stream; other codes are not.
     #[test]

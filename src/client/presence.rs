@@ -56,6 +56,7 @@ impl PresenceChannel {
             self.token.as_deref(),
             Some(hello),
         )
+        .map(Request::hung_on_timeout)
     }
 
     /// The consumer gave up (`outcome`: `cancelled`, or `failed` with its code) after its
@@ -236,6 +237,8 @@ mod tests {
         let PresenceStep::Call(req) = k.poll(0.0) else {
             panic!()
         };
+        // late: it hung, a network failure (§11), as `down()` below
+        assert_eq!(req.on_timeout, crate::client::request::OnTimeout::Hung);
         let id = crate::protocol::channel::channel_id("TID-presence");
         assert_eq!(
             req.url,

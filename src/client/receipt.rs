@@ -377,6 +377,8 @@ impl ReceiptPlan {
             self.token.as_deref(),
             Some(text),
         )
+        // a delivery the relay did not answer in time hung: it is made again (§12.2)
+        .map(Request::hung_on_timeout)
         .map(|r| match outcome {
             // a side that failed may be gone before its peer reads up to the cut (§5.1)
             Outcome::Cancelled | Outcome::Failed(_) => r.into_lingering_last_word(),
@@ -410,6 +412,7 @@ pub fn channel_request(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::request::OnTimeout;
 
     fn plain(bytes: &[u8]) -> Commitment {
         let mut c = Committer::new();
@@ -442,6 +445,8 @@ mod tests {
         ] {
             let r = plan.request(o, &plain(b""), None).unwrap();
             assert!(r.last_word);
+            // a delivery the relay did not answer in time hung: made again (§11)
+            assert_eq!(r.on_timeout, OnTimeout::Hung, "{o:?}");
             assert_eq!(r.url.ends_with("&linger=60"), lingers, "{o:?}: {}", r.url);
             // hung up after the wait for it: the relay keeps the hello, and an open call kept
             // a Node process alive 15 s after its receive() failed
@@ -583,5 +588,7 @@ mod tests {
             .headers
             .contains(&(HELLO, "httpipe-receipt=1".to_string())));
         assert_eq!(r.timeout_ms, Some(32_000.0));
+        // the producer's wait for the receipt: its timeout is "no receipt" (§11)
+        assert_eq!(r.on_timeout, OnTimeout::NoPeer);
     }
 }

@@ -23,6 +23,26 @@ impl Method {
     }
 }
 
+/// What it means when a request's [`Request::timeout_ms`] passes without an answer: decided
+/// where the request is built, reported by the driver as [`Failure::timed_out`] (`PROTOCOL.md`
+/// §11, "A request's own timeout").
+///
+/// [`Failure::timed_out`]: super::error::Failure::timed_out
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnTimeout {
+    /// Nobody came within the wait the caller asked for (a rendezvous, a consumer's wait for
+    /// its stream, a producer's wait for the receipt, a short code's steps): the operation
+    /// stops with `CONNECT_TIMEOUT` ([`StopReason::Timeout`]), and so do its other requests.
+    ///
+    /// [`StopReason::Timeout`]: super::error::StopReason::Timeout
+    NoPeer,
+    /// The request hung (a connection that carries nothing, §12.4, where the relay would have
+    /// answered in time): a network failure of this request alone, answered as a broken
+    /// connection is (a resume, presence or stall call or a receipt's delivery made again, a
+    /// probe counted as failed, a last word given up).
+    Hung,
+}
+
 /// One HTTP request: method, absolute URL, headers (names from `crate::protocol::headers`).
 /// The body, if any, is given by the step that asked for the request.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +52,8 @@ pub struct Request {
     pub headers: Vec<(&'static str, String)>,
     /// The adapter gives up on this request after this many milliseconds (`None`: never).
     pub timeout_ms: Option<f64>,
+    /// What giving up after `timeout_ms` means.
+    pub on_timeout: OnTimeout,
     /// A last word: a receipt (`docs/PROTOCOL.md` §12.2) or a failure notice (§12.3), which
     /// the caller may be about to stop right after (a page being closed). An adapter whose
     /// runtime cancels a caller's requests when it goes away (a browser page) sends it so
@@ -46,15 +68,25 @@ impl Request {
             url: url.into(),
             headers,
             timeout_ms: None,
+            on_timeout: OnTimeout::NoPeer,
             last_word: false,
         }
     }
 
-    /// This request as a last word (see [`Request::last_word`]).
+    /// This request, whose timeout means it hung ([`OnTimeout::Hung`]).
+    pub fn hung_on_timeout(self) -> Self {
+        Request {
+            on_timeout: OnTimeout::Hung,
+            ..self
+        }
+    }
+
+    /// This request as a last word (see [`Request::last_word`]): nobody waits on it, so its
+    /// timeout stops nothing else ([`OnTimeout::Hung`]).
     pub fn into_last_word(self) -> Self {
         Request {
             last_word: true,
-            ..self
+            ..self.hung_on_timeout()
         }
     }
 

@@ -297,6 +297,8 @@ impl ResumePlan {
             self.token.as_deref(),
             Some(text),
         )
+        // the relay answers a call in time (`408` at its timeout): a late one hung (§12.3)
+        .map(Request::hung_on_timeout)
     }
 }
 
@@ -397,6 +399,9 @@ mod tests {
             transfer: "TID".into(),
         };
         let r = plan.call(ResumeHello::Ask { offset: 5 }, 30.0).unwrap();
+        // the relay answers in time (408): a call that didn't hung, and is made again (§11)
+        assert_eq!(r.on_timeout, crate::client::request::OnTimeout::Hung);
+        assert_eq!(r.timeout_ms, Some(32_000.0));
         assert_eq!(
             r.url,
             format!(

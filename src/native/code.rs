@@ -10,7 +10,7 @@ use std::future::Future;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::http::{self, HeaderView, TimeoutAs};
+use super::http::{self, HeaderView};
 use super::stop::Stop;
 use super::{Client, Target};
 use crate::client::code::{
@@ -20,28 +20,31 @@ use crate::client::error::{Error, Failure};
 use crate::client::request::Request;
 use crate::crypto::OsRandom;
 
-/// A request's `timeout_ms`, from its start through the end of its body.
-#[derive(Clone, Copy)]
-struct Deadline(Option<(Instant, f64)>);
+/// A request's `timeout_ms`, from its start through the end of its body, and what its
+/// passing means.
+#[derive(Clone)]
+struct Deadline(Option<(Instant, Failure)>);
 
 impl Deadline {
     fn of(req: &Request) -> Self {
-        Deadline(
-            req.timeout_ms
-                .map(|ms| (Instant::now() + http::duration_of_ms(ms), ms)),
-        )
+        Deadline(req.timeout_ms.map(|ms| {
+            (
+                Instant::now() + http::duration_of_ms(ms),
+                Failure::timed_out(req),
+            )
+        }))
     }
 
-    /// `f` unless the deadline passes first (a stop: no peer within the timeout).
+    /// `f` unless the deadline passes first ([`Failure::timed_out`]).
     async fn within<T>(
-        self,
+        &self,
         stop: &Stop,
         f: impl Future<Output = Result<T, reqwest::Error>>,
     ) -> Result<T, Failure> {
-        let r = match self.0 {
-            Some((at, ms)) => match tokio::time::timeout_at(at, f).await {
+        let r = match &self.0 {
+            Some((at, elapsed)) => match tokio::time::timeout_at(*at, f).await {
                 Ok(r) => r,
-                Err(_) => return Err(http::timeout_failure(ms, TimeoutAs::Stop)),
+                Err(_) => return Err(elapsed.clone()),
             },
             None => f.await,
         };
@@ -65,7 +68,7 @@ impl Client {
         &self,
         req: &Request,
         body: Option<Vec<u8>>,
-        deadline: Deadline,
+        deadline: &Deadline,
         stop: &Stop,
     ) -> Result<reqwest::Response, Failure> {
         let mut rb = http::build(&self.http, req)?;
@@ -88,7 +91,7 @@ impl Client {
             match m.poll() {
                 CodeStep::Send { req, body } => {
                     let deadline = Deadline::of(&req);
-                    match self.code_request(&req, body, deadline, &stop).await {
+                    match self.code_request(&req, body, &deadline, &stop).await {
                         Ok(resp) => {
                             m.on_head(resp.status().as_u16(), &HeaderView(resp.headers()));
                             answer = Some((resp, deadline));

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::http::{text_request, TimeoutAs};
+use super::http::text_request;
 use super::stop::Stop;
 use super::{ConnectMode, Error, Target};
 use crate::client::rendezvous::Rendezvous;
@@ -26,7 +26,7 @@ pub(crate) async fn connect(
     let stop = Stop::new();
     // one call after another while the core's `Rendezvous` says the wait goes on
     loop {
-        match text_request(http_client, r.request(), None, &stop, TimeoutAs::Stop).await {
+        match text_request(http_client, r.request(), None, &stop).await {
             Ok(a) => {
                 if let Some(url) = r.on_response(a.status, &a.body)? {
                     return Ok(url);

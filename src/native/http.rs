@@ -54,18 +54,6 @@ impl std::error::Error for TransportError {
     }
 }
 
-/// A request that gave up after its `timeout_ms`.
-#[derive(Debug)]
-pub(crate) struct TimedOut(pub f64);
-
-impl fmt::Display for TimedOut {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no answer within {} ms", self.0)
-    }
-}
-
-impl std::error::Error for TimedOut {}
-
 /// The failure of a request that reqwest reported as `e`.
 pub(crate) fn failure(e: reqwest::Error, stop: &Stop) -> Failure {
     let builder = e.is_builder();
@@ -76,22 +64,6 @@ pub(crate) fn failure(e: reqwest::Error, stop: &Stop) -> Failure {
             ..Failure::network(cause)
         },
         r => Failure::stopped(r, Some(Arc::new(cause))),
-    }
-}
-
-/// How an elapsed `timeout_ms` counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TimeoutAs {
-    /// No peer within the timeout ([`StopReason::Timeout`], `CONNECT_TIMEOUT`).
-    Stop,
-    /// A request that hung (a relay probe): a network failure.
-    Network,
-}
-
-pub(crate) fn timeout_failure(ms: f64, how: TimeoutAs) -> Failure {
-    match how {
-        TimeoutAs::Stop => Failure::stopped(StopReason::Timeout, Some(Arc::new(TimedOut(ms)))),
-        TimeoutAs::Network => Failure::network(TimedOut(ms)),
     }
 }
 
@@ -150,15 +122,14 @@ pub(crate) async fn read_text(mut resp: reqwest::Response) -> Result<String, req
 }
 
 /// Makes `req` (with `body`, if any) and reads its short text answer, within its
-/// `timeout_ms` and until `stop`.
+/// `timeout_ms` (then [`Failure::timed_out`]) and until `stop`.
 pub(crate) async fn text_request(
     http: &reqwest::Client,
     req: &Request,
     body: Option<Bytes>,
     stop: &Stop,
-    how: TimeoutAs,
 ) -> Result<Answer, Failure> {
-    text_request_seen(http, req, body, stop, how, |_, _| {}).await
+    text_request_seen(http, req, body, stop, |_, _| {}).await
 }
 
 /// [`text_request`], handing the response's status and headers to `on_head` as soon as they
@@ -168,7 +139,6 @@ pub(crate) async fn text_request_seen(
     req: &Request,
     body: Option<Bytes>,
     stop: &Stop,
-    how: TimeoutAs,
     on_head: impl FnOnce(u16, &HeaderMap),
 ) -> Result<Answer, Failure> {
     let mut rb = build(http, req)?;
@@ -191,7 +161,7 @@ pub(crate) async fn text_request_seen(
         match req.timeout_ms {
             Some(ms) => match tokio::time::timeout(duration_of_ms(ms), exchange).await {
                 Ok(r) => r.map_err(|e| failure(e, stop)),
-                Err(_) => Err(timeout_failure(ms, how)),
+                Err(_) => Err(Failure::timed_out(req)),
             },
             None => exchange.await.map_err(|e| failure(e, stop)),
         }
@@ -204,7 +174,7 @@ pub(crate) async fn text_request_seen(
 
 /// Makes one last word; whether it told the peer ([`LastWords::told`]).
 pub(crate) async fn say(http: reqwest::Client, req: Request) -> bool {
-    let answer = text_request(&http, &req, None, &Stop::new(), TimeoutAs::Network).await;
+    let answer = text_request(&http, &req, None, &Stop::new()).await;
     LastWords::told(answer.ok().map(|a| a.status))
 }
 

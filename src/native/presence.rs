@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use super::http::{duration_of_ms, text_request, HeaderView, TimeoutAs};
+use super::http::{duration_of_ms, text_request, HeaderView};
 use super::stop::Stop;
 use crate::client::error::{Error, StopReason};
 use crate::client::presence::{PresenceCheck, PresenceKeeper, PresenceStep};
@@ -56,12 +56,10 @@ pub(crate) async fn keep(
     let own = Stop::new();
     loop {
         match keeper.poll(ms(clock)) {
-            PresenceStep::Call(req) => {
-                match text_request(&http, &req, None, &own, TimeoutAs::Network).await {
-                    Ok(a) => keeper.on_answer(a.status, &HeaderView(&a.headers), ms(clock)),
-                    Err(f) => keeper.on_failure(f, ms(clock)),
-                }
-            }
+            PresenceStep::Call(req) => match text_request(&http, &req, None, &own).await {
+                Ok(a) => keeper.on_answer(a.status, &HeaderView(&a.headers), ms(clock)),
+                Err(f) => keeper.on_failure(f, ms(clock)),
+            },
             PresenceStep::WakeAt(t) => sleep_until(clock, t).await,
             PresenceStep::PeerLeft(e) => {
                 left.set(e);
@@ -97,7 +95,7 @@ pub(crate) async fn checked<T>(
             },
             PresenceStep::Call(req) => tokio::select! {
                 r = &mut head => return Ok(r),
-                a = text_request(http, &req, None, &stop, TimeoutAs::Network) => match a {
+                a = text_request(http, &req, None, &stop) => match a {
                     Ok(a) => check.on_answer(a.status, ms(clock)),
                     Err(f) => check.on_failure(f, ms(clock)),
                 },

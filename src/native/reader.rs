@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::task::JoinHandle;
 
 use super::chunks::Meter;
-use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
+use super::http::{self, failure, text_request, HeaderView};
 use super::io_error;
 use super::receipt::{deliver, send_last_word};
 use super::receive::get_head;
@@ -445,12 +445,10 @@ async fn resume(
     let stop = Stop::new();
     loop {
         step = match step {
-            ResumeStep::Call(req) => {
-                match text_request(http_client, &req, None, &stop, TimeoutAs::Network).await {
-                    Ok(a) => r.on_call(a.status, &HeaderView(&a.headers), &a.body, now()),
-                    Err(f) => r.on_call_failure(f),
-                }
-            }
+            ResumeStep::Call(req) => match text_request(http_client, &req, None, &stop).await {
+                Ok(a) => r.on_call(a.status, &HeaderView(&a.headers), &a.body, now()),
+                Err(f) => r.on_call_failure(f),
+            },
             ResumeStep::Sleep(ms) => {
                 tokio::time::sleep(http::duration_of_ms(ms)).await;
                 r.on_slept(now())

@@ -8,7 +8,7 @@ use std::time::Instant;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
-use super::http::{self, text_request, HeaderView, TimeoutAs};
+use super::http::{self, text_request, HeaderView};
 use super::stop::Stop;
 use crate::client::consumer::{LastWord, ReceiptWait};
 use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
@@ -25,8 +25,7 @@ pub(crate) async fn deliver(
     loop {
         match delivery.poll(now()) {
             DeliveryStep::Call(req) => {
-                match text_request(http_client, &req, None, &Stop::new(), TimeoutAs::Network).await
-                {
+                match text_request(http_client, &req, None, &Stop::new()).await {
                     Ok(a) => delivery.on_answer(a.status, &HeaderView(&a.headers), &a.body, now()),
                     Err(f) => delivery.on_failure(f, now()),
                 }

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use super::chunks::Meter;
-use super::http::{self, failure, HeaderView, TimeoutAs};
+use super::http::{self, failure, HeaderView};
 use super::presence;
 use super::reader::Reader;
 use super::stall::StallWatch;
@@ -49,8 +49,7 @@ pub(crate) async fn receive(
             Step::Rendezvous(req) => {
                 // the producer's hello counts from the answer's head (§12.5)
                 let head = |status, headers: &_| c.on_rendezvous_head(status, &HeaderView(headers));
-                let how = TimeoutAs::Stop;
-                match http::text_request_seen(http_client, &req, None, &stop, how, head).await {
+                match http::text_request_seen(http_client, &req, None, &stop, head).await {
                     Ok(a) => c.on_response(a.status, &HeaderView(&a.headers), &a.body),
                     Err(f) => c.on_failure(f),
                 }
@@ -167,7 +166,7 @@ pub(super) async fn get_head(
     match req.timeout_ms {
         Some(ms) => match tokio::time::timeout(http::duration_of_ms(ms), fut).await {
             Ok(r) => r.map_err(|e| failure(e, stop)),
-            Err(_) => Err(http::timeout_failure(ms, TimeoutAs::Stop)),
+            Err(_) => Err(crate::client::error::Failure::timed_out(req)),
         },
         None => fut.await.map_err(|e| failure(e, stop)),
     }

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use super::body::{self, Source};
 use super::chunks::{self, Meter, WIRE_CHANNEL};
 use super::crypto::{Encoder, Sealed};
-use super::http::{self, failure, text_request, HeaderView, TimeoutAs};
+use super::http::{self, failure, text_request, HeaderView};
 use super::presence;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
@@ -263,7 +263,7 @@ impl Driver {
     }
 
     pub(super) async fn rendezvous(&mut self, req: &Request) {
-        match text_request(&self.http, req, None, &self.stop, TimeoutAs::Stop).await {
+        match text_request(&self.http, req, None, &self.stop).await {
             Ok(a) => self
                 .producer
                 .on_response(a.status, &HeaderView(&a.headers), &a.body),
@@ -307,14 +307,7 @@ impl Driver {
 
     /// A receipt call (§12.2), or a resume call on the transfer's channel (§12.3).
     async fn receipt(&mut self, req: &Request) {
-        // A resume call that hangs past its timeout is a network failure (called again); the
-        // receipt wait's is no receipt.
-        let how = if self.producer.is_reconnecting() {
-            TimeoutAs::Network
-        } else {
-            TimeoutAs::Stop
-        };
-        match text_request(&self.http, req, None, &self.stop, how).await {
+        match text_request(&self.http, req, None, &self.stop).await {
             Ok(a) => {
                 let (ours, key) = self.sent();
                 self.producer.on_receipt(
@@ -359,9 +352,7 @@ impl Driver {
                 },
                 Step::Part(req) => {
                     let body = concat(self.producer.part_body());
-                    match text_request(&self.http, &req, Some(body), &self.stop, TimeoutAs::Stop)
-                        .await
-                    {
+                    match text_request(&self.http, &req, Some(body), &self.stop).await {
                         Ok(a) => {
                             self.producer
                                 .on_response(a.status, &HeaderView(&a.headers), &a.body)
@@ -383,16 +374,12 @@ impl Driver {
                 Step::Receipt(req) => self.receipt(&req).await,
                 // The core checked the offset against the window (§12.3).
                 Step::ResumeFrom(offset) => self.source.resume_from(offset),
-                Step::Probe(req) => {
-                    match text_request(&self.http, &req, None, &self.stop, TimeoutAs::Network).await
-                    {
-                        Ok(a) => {
-                            self.producer
-                                .on_response(a.status, &HeaderView(&a.headers), &a.body)
-                        }
-                        Err(f) => self.producer.on_failure(f),
-                    }
-                }
+                Step::Probe(req) => match text_request(&self.http, &req, None, &self.stop).await {
+                    Ok(a) => self
+                        .producer
+                        .on_response(a.status, &HeaderView(&a.headers), &a.body),
+                    Err(f) => self.producer.on_failure(f),
+                },
                 Step::Done(r) => {
                     self.end_presence();
                     return Ok(r);

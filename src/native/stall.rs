@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use tokio::time::Sleep;
 
-use super::http::{text_request, Answer, TimeoutAs};
+use super::http::{text_request, Answer};
 use super::stop::Stop;
 use crate::client::request::Request;
 
@@ -64,14 +64,7 @@ impl StallWatch {
     pub(crate) fn call(&mut self, http: &reqwest::Client, req: Request, stop: &Stop) {
         let (http, stop) = (http.clone(), stop.clone());
         self.timer = None;
-        self.call = Some(
-            async move {
-                text_request(&http, &req, None, &stop, TimeoutAs::Network)
-                    .await
-                    .ok()
-            }
-            .boxed(),
-        );
+        self.call = Some(async move { text_request(&http, &req, None, &stop).await.ok() }.boxed());
     }
 
     /// True while a call is out.

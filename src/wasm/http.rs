@@ -13,10 +13,9 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortSignal, Headers, ReadableStream, Response};
 
 use super::bindings::{global_fetch, sleep};
-use super::error::failure;
 use super::js_streams::JsValueStream;
 use super::stop::Abort;
-use crate::client::error::{Failure, StopReason};
+use crate::client::error::Failure;
 use crate::client::request::{Headers as ClientHeaders, LastWords, Request};
 use crate::client::transport::{RuntimeStreams, UploadCut};
 
@@ -148,8 +147,8 @@ pub async fn body_bytes(resp: &Response, limit: usize) -> Result<Vec<u8>, JsValu
     Ok(out)
 }
 
-/// A request with a short text answer (Connect API, segmented part): status, headers, body.
-/// `req.timeout_ms` arms the operation's timeout ([`StopReason::Timeout`]) for its duration.
+/// A request with a short text answer (Connect API, segmented part, probe): status, headers,
+/// body. `req.timeout_ms` is armed as the core's `req.on_timeout` says ([`Abort::arm_for`]).
 pub async fn exchange(
     req: &Request,
     abort: &mut Abort,
@@ -167,47 +166,20 @@ pub async fn exchange_seen(
     body: Option<JsValue>,
     on_head: &mut dyn FnMut(u16, &JsHeaders),
 ) -> Result<(u16, JsHeaders, String), Failure> {
-    if let Some(ms) = req.timeout_ms {
-        abort.arm_timeout(ms);
-    }
-    let signal = abort.signal();
+    let own = abort.arm_for(req);
+    let signal = own.as_ref().unwrap_or(abort).signal();
     let result = match fetch(req, &signal, body, false).await {
         Ok(resp) => {
             on_head(resp.status(), &JsHeaders(resp.headers()));
             match text(&resp, TEXT_LIMIT).await {
                 Ok(t) => Ok((resp.status(), JsHeaders(resp.headers()), t)),
-                Err(e) => Err(abort.failure(&e)),
+                Err(e) => Err(abort.failure_of(req, &own, &e)),
             }
         }
-        Err(e) => Err(abort.failure(&e)),
+        Err(e) => Err(abort.failure_of(req, &own, &e)),
     };
     abort.disarm_timeout();
     result
-}
-
-/// A probe (`req.timeout_ms` on its own controller, so it never stops the operation): `Ok`
-/// with the status if the relay answered at all.
-pub async fn probe(req: &Request, stop: StopReason) -> Result<u16, Failure> {
-    let Ok(controller) = web_sys::AbortController::new() else {
-        return Err(Failure::stopped(stop, None));
-    };
-    let signal = controller.signal();
-    let timer_controller = controller.clone();
-    let cb = Closure::once(move || timer_controller.abort());
-    let handle = super::bindings::set_timeout(
-        cb.as_ref().unchecked_ref(),
-        req.timeout_ms.unwrap_or(f64::from(i32::MAX)),
-    );
-    let r = fetch(req, &signal, None, false).await;
-    super::bindings::clear_timeout(&handle);
-    match r {
-        Ok(resp) => Ok(resp.status()),
-        Err(e) => Err(Failure {
-            // The probe's own timer is not the operation's stop.
-            network: true,
-            ..failure(&e, stop)
-        }),
-    }
 }
 
 thread_local! {

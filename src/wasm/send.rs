@@ -17,9 +17,7 @@ use super::body;
 use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, SourceFailure, View};
 use super::crypto::{encrypt_stream, encryptor_for};
 use super::error::{into_js, to_js};
-use super::http::{
-    exchange, fetch, probe, runtime_streams, say_last_words, text, upload_cut, TEXT_LIMIT,
-};
+use super::http::{exchange, fetch, runtime_streams, say_last_words, text, upload_cut, TEXT_LIMIT};
 use super::options::Parsed;
 use super::pagehide::ProducerPageNotice;
 use super::receipt::{self, Ledger};
@@ -313,8 +311,8 @@ async fn segmented_step(
             sleep(ms).await;
             producer.on_slept();
         }
-        Step::Probe(req) => match probe(&req, abort.reason()).await {
-            Ok(status) => producer.on_response(status, &NoHeaders, ""),
+        Step::Probe(req) => match exchange(&req, abort, None).await {
+            Ok((status, ..)) => producer.on_response(status, &NoHeaders, ""),
             Err(f) => producer.on_failure(f),
         },
         _ => {}

@@ -13,6 +13,7 @@ use web_sys::{AbortController, AbortSignal};
 use super::bindings::{clear_timeout, set_timeout};
 use super::error::failure;
 use crate::client::error::{Error, ErrorCode, Failure, StopReason};
+use crate::client::request::{OnTimeout, Request};
 
 pub struct Abort {
     controller: AbortController,
@@ -139,6 +140,31 @@ impl Abort {
     pub fn disarm_timeout(&mut self) {
         if let Some((handle, _cb)) = self.timer.take() {
             clear_timeout(&handle);
+        }
+    }
+
+    /// Arms what `req.timeout_ms` means ([`OnTimeout`], decided by the core): the operation's
+    /// timeout for a wait for a peer ([`Abort::disarm_timeout`] after), or, for a request that
+    /// would hang, the timeout of a controller of its own (returned; linked to this one), which
+    /// stops that request alone.
+    pub fn arm_for(&mut self, req: &Request) -> Option<Abort> {
+        let ms = req.timeout_ms?;
+        if req.on_timeout == OnTimeout::Hung {
+            if let Ok(mut own) = Abort::new(Some(self.signal())) {
+                own.arm_timeout(ms);
+                return Some(own);
+            }
+        }
+        self.arm_timeout(ms);
+        None
+    }
+
+    /// [`Abort::failure`] of a request armed with [`Abort::arm_for`]: the timeout of its own
+    /// controller is [`Failure::timed_out`].
+    pub fn failure_of(&self, req: &Request, own: &Option<Abort>, e: &JsValue) -> Failure {
+        match own {
+            Some(o) if o.reason() == StopReason::Timeout => Failure::timed_out(req),
+            _ => self.failure(e),
         }
     }
 

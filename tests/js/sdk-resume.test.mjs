@@ -391,3 +391,45 @@ test('the relay restarted on the same port mid-transfer → both sides resume, t
     await own.stop();
   }
 });
+
+// A resume call that gets no answer hung (a link that went down and came back: the
+// connections open while it was down carry nothing, ever; the relay would have answered
+// `408` at the call's timeout), and is made again within the resume time (PROTOCOL.md §11,
+// "A request's own timeout": `OnTimeout::Hung`), as a call that failed at once is. The SDK
+// counted it as "no peer": both sides failed, CONNECT_TIMEOUT and TRUNCATED, 32 s after the
+// cut with 13 s of their 45-s resume time left; the native client called again. Both sides
+// at once: each one's link is down from its cut for 20 s.
+test('a resume call that hangs past its timeout is made again: both sides resume after a link was down for 20 s; exact', { timeout: 120_000 }, async () => {
+  const size = 16 * MiB + 3;
+  const { blob, digest } = await blobOf(size);
+  const run = async (side) => {
+    const proxy = await cutProxy(relayPort());
+    if (side === 'producer') proxy.cutAt(6 * MiB); else proxy.cutDownAt(6 * MiB);
+    proxy.downFromCut();
+    const path = uniquePath(`hung-${side}`);
+    const via = (s) => (s === side ? proxy.url : relay.http);
+    const opts = { resume: 45, passphrase: PASS };
+    try {
+      const sendP = sdk.send(blob, { relay: via('producer'), path, ...opts });
+      sendP.catch(() => {});
+      const r = await sdk.receive({ relay: via('consumer'), path, ...opts });
+      const revived = (async () => {
+        while (proxy.stats.cutAtMs === undefined) await sleep(50);
+        await sleep(proxy.stats.cutAtMs + 20_000 - Date.now());
+        proxy.revive();
+      })();
+      const got = await within(hashStream(r.stream), 80_000, `${side}'s side: receive`);
+      const report = await within(sendP, 20_000, `${side}'s side: send`);
+      await revived;
+      assert.equal(got.bytes, size, side);
+      assert.equal(got.sha256, digest, side);
+      assert.equal(report.resumes, 1, `${side}'s side: one resume`);
+      assert.equal(report.receipt?.bytes, size, `${side}'s side: the receipt confirms every byte`);
+      // the first call waited out its 30 s (+2) before the next one met
+      assert.ok(Date.now() - proxy.stats.cutAtMs > 32_000, `${side}'s side: resumed after ${Date.now() - proxy.stats.cutAtMs} ms`);
+    } finally {
+      await proxy.close();
+    }
+  };
+  await Promise.all([run('producer'), run('consumer')]);
+});

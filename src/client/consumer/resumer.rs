@@ -201,7 +201,7 @@ impl Resumer {
                 };
                 let mut headers = auth_headers(self.plan.token.as_deref());
                 headers.push(channel_key(&self.plan.transfer));
-                let mut req = Request::get(url, headers);
+                let mut req = Request::get(url, headers).hung_on_timeout();
                 req.timeout_ms = Some(RESUMED_GET_TIMEOUT_S * 1000.0);
                 self.state = ResumeState::Getting {
                     clock,

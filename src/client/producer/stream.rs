@@ -96,7 +96,8 @@ impl<T: ByteChunk> Producer<T> {
                     request: Request {
                         timeout_ms: Some(PROBE_TIMEOUT_MS),
                         ..Request::get(format!("{origin}/version"), Vec::new())
-                    },
+                    }
+                    .hung_on_timeout(),
                     tries: 0,
                     cause: failure.cause,
                     issued: false,

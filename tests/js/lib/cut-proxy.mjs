@@ -2,7 +2,9 @@
 // networks do (PROTOCOL.md §12.3): it cuts the connection that carries the Nth byte sent
 // through it (client → relay, counted over all its connections), or stalls every
 // connection without closing it, or the one that carries the Nth byte (a tunnel, an address
-// that changed: later connections pass), and can cut everything at once.
+// that changed: later connections pass), or goes down at a cut until revived (every
+// connection open then or made meanwhile stalls for good: a link that came back, a NAT that
+// forgot its mappings), and can cut everything at once.
 import net from 'node:net';
 
 /**
@@ -10,7 +12,8 @@ import net from 'node:net';
  * @returns {Promise<{ port: number, url: string, cutAt: (...bytes: number[]) => void,
  *   cutDownAt: (...bytes: number[]) => void, flipAt: (...bytes: number[]) => void, stall: () => void,
  *   stallAt: (...bytes: number[]) => void, stallDownAt: (...bytes: number[]) => void, cutAll: () => void,
- *   stats: { up: number, down: number, cuts: number, stalls: number, connections: number },
+ *   downFromCut: () => void, revive: () => void,
+ *   stats: { up: number, down: number, cuts: number, stalls: number, connections: number, cutAtMs?: number },
  *   close: () => Promise<void> }>}
  */
 export async function cutProxy(targetPort) {
@@ -20,6 +23,9 @@ export async function cutProxy(targetPort) {
   /** The same for bytes relay → client. */
   let downCuts = [];
   let stalled = false;
+  /** The next cut takes the link down (`downFromCut`), until `revive`. */
+  let downOnCut = false;
+  let down = false;
   /** Byte counts (client → relay, relay → client) at which the connection carrying that
    * byte stalls: it carries nothing more either way and stays open (a tunnel, a changed
    * address); connections made later pass. */
@@ -31,9 +37,14 @@ export async function cutProxy(targetPort) {
 
   const cut = (pair) => {
     stats.cuts += 1;
+    stats.cutAtMs = Date.now();
     pair.client.resetAndDestroy?.() ?? pair.client.destroy();
     pair.server.destroy();
     pairs.delete(pair);
+    if (downOnCut) {
+      [down, downOnCut] = [true, false];
+      for (const p of pairs) stallPair(p);
+    }
   };
 
   /** Stops a pair for good without closing it: nothing is read (so the sender's buffers
@@ -50,11 +61,14 @@ export async function cutProxy(targetPort) {
     const upstream = net.connect(targetPort, '127.0.0.1');
     const pair = { client, server: upstream };
     pairs.add(pair);
+    if (down) stallPair(pair);
     const drop = () => { client.destroy(); upstream.destroy(); pairs.delete(pair); };
     client.on('error', drop);
-    upstream.on('error', drop);
     client.on('close', drop);
-    upstream.on('close', drop);
+    // a stalled pair's client hears nothing, the relay's end included (its idle timeout)
+    const upstreamGone = () => { if (pair.stalled) upstream.destroy(); else drop(); };
+    upstream.on('error', upstreamGone);
+    upstream.on('close', upstreamGone);
     /**
      * Forwards `from` → `to`, counting in `stats[dir]`; when the count reaches the next of
      * `cutsOf()` the pair is cut, of `stallsOf()` it stalls (either kept to that byte);
@@ -101,6 +115,8 @@ export async function cutProxy(targetPort) {
     cutDownAt: (...bytes) => { downCuts = [...downCuts, ...bytes].sort((a, b) => a - b); },
     flipAt: (...bytes) => { flips = [...flips, ...bytes]; },
     stall: () => { stalled = true; },
+    downFromCut: () => { downOnCut = true; },
+    revive: () => { down = false; },
     stallAt: (...bytes) => { stallsUp = [...stallsUp, ...bytes].sort((a, b) => a - b); },
     stallDownAt: (...bytes) => { stallsDown = [...stallsDown, ...bytes].sort((a, b) => a - b); },
     cutAll: () => { stalled = false; for (const p of [...pairs]) cut(p); },
