@@ -38,7 +38,8 @@ pub(crate) fn payload_aead(file_key: &FileKey, nonce: &[u8; PAYLOAD_NONCE_LEN]) 
 pub(crate) fn header_mac(file_key: &FileKey, header: &[u8]) -> Hmac<Sha256> {
     let key = hkdf32(file_key.as_ref(), &[], b"header");
     // ok: HMAC accepts keys of any length
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.as_ref()).expect("hmac key");
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.as_ref())
+        .unwrap_or_else(|_| unreachable!("hmac key"));
     mac.update(header);
     mac
 }

@@ -59,9 +59,10 @@ pub(crate) fn decode(s: &str, hrp: &str, upper: bool) -> Result<Zeroizing<Vec<u8
 /// Encodes `data` under `hrp` (a valid lowercase human-readable part), uppercased if `upper`.
 pub(crate) fn encode(hrp: &str, data: &[u8], upper: bool) -> String {
     // ok: every caller passes one of the constant HRPs of age's key types, all valid
-    let hrp = Hrp::parse(hrp).expect("valid hrp");
+    let hrp = Hrp::parse(hrp).unwrap_or_else(|_| unreachable!("valid hrp"));
     // ok: Bech32Unlimited has no length limit, the only way encoding can fail
-    let s = bech32::encode::<Bech32Unlimited>(hrp, data).expect("bech32 length");
+    let s = bech32::encode::<Bech32Unlimited>(hrp, data)
+        .unwrap_or_else(|_| unreachable!("bech32 length"));
     if upper {
         s.to_ascii_uppercase()
     } else {

@@ -143,9 +143,10 @@ fn labeled_expand<const L: usize>(prk: &[u8], label: &[u8], info: &[u8]) -> Zero
     full.extend_from_slice(info);
     let mut out = Zeroizing::new([0u8; L]);
     // ok: prk is an HKDF-SHA-256 PRK (32 bytes), L ≤ 32 is far below the 255 * 32 limit
-    let hk = Hkdf::<Sha256>::from_prk(prk).expect("32-byte prk");
+    let hk = Hkdf::<Sha256>::from_prk(prk).unwrap_or_else(|_| unreachable!("32-byte prk"));
     // ok: L ≤ 32 bytes, far below HKDF-SHA-256's 255 * 32 output limit
-    hk.expand(&full, out.as_mut()).expect("short output");
+    hk.expand(&full, out.as_mut())
+        .unwrap_or_else(|_| unreachable!("short output"));
     out
 }
 
