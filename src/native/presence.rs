@@ -34,13 +34,6 @@ impl PeerLeft {
     pub(crate) fn take(&self) -> Option<Error> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
-
-    pub(crate) fn is_set(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
-    }
 }
 
 /// Makes the producer's presence calls as `keeper` says, for as long as the task runs (the

@@ -363,12 +363,8 @@ impl Driver {
                 Step::Sleep(ms) => {
                     tokio::select! {
                         _ = tokio::time::sleep(http::duration_of_ms(ms)) => self.producer.on_slept(),
-                        _ = self.stop.stopped() => {
-                            if self.peer_left.is_set() {
-                                continue;
-                            }
-                            return Err(self.stop.error("segmented upload"));
-                        }
+                        // the consumer's leaving, if that stopped it, is taken at the loop's top
+                        _ = self.stop.stopped() => self.producer.on_stopped(self.stop.reason()),
                     }
                 }
                 Step::Receipt(req) => self.receipt(&req).await,
@@ -450,15 +446,8 @@ impl Driver {
                     }
                 }
                 Ok(None) => {
-                    // A log that ended while our body failed is that failure, not an end.
-                    if let Some(e) = self.source.source_error() {
-                        self.producer.on_source_error(e);
-                    } else if stop.reason() != StopReason::None {
-                        self.producer
-                            .on_source_error(stop.error("streaming upload"));
-                    } else {
-                        self.producer.on_stream_end();
-                    }
+                    let source_error = self.source.source_error();
+                    self.producer.on_stream_end(source_error, stop.reason());
                     break;
                 }
                 Err(f) => {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::client::error::{Error, ErrorCode, StopReason};
+use crate::client::error::{Error, ErrorCode, Failure, StopReason};
 
 #[derive(Clone, Default)]
 pub(crate) struct Stop {
@@ -59,24 +59,19 @@ impl Stop {
         self.inner.token.cancelled().await;
     }
 
-    /// The error to report for an operation (`what`) that was stopped.
+    /// The error to report for an operation (`what`) that was stopped: the core's for the
+    /// stop ([`Failure::into_error`]), with what the stop said.
     pub(crate) fn error(&self, what: &str) -> Error {
-        let r = self
+        let (reason, why) = self
             .inner
             .reason
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        let why = r.1.map(|w| format!(" ({w})")).unwrap_or_default();
-        match r.0 {
-            StopReason::Timeout => Error::new(
-                ErrorCode::ConnectTimeout,
-                format!("{what}: no peer arrived within the timeout{why}"),
-            ),
-            _ => Error::new(
-                ErrorCode::Aborted,
-                format!("{what}: aborted by the caller{why}"),
-            ),
+        let mut e = Failure::stopped(reason, None).into_error(ErrorCode::Aborted, what);
+        if let Some(w) = why {
+            e.message = format!("{} ({w})", e.message);
         }
+        e
     }
 }

@@ -554,5 +554,8 @@ async fn stream_once(
             }
         }
     }
-    producer.borrow_mut().on_stream_end();
+    let source_error = shared.source_error();
+    producer
+        .borrow_mut()
+        .on_stream_end(source_error, abort.reason());
 }

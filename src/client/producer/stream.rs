@@ -34,8 +34,18 @@ impl<T: ByteChunk> Producer<T> {
         Verdict::Pending
     }
 
-    /// The streaming upload's response ended cleanly: the status log decides.
-    pub fn on_stream_end(&mut self) {
+    /// The streaming upload's response ended cleanly: the status log decides, unless the
+    /// request body failed meanwhile. `source_error`: the source failed (§11.2 step 5) — that
+    /// is the verdict, whatever the log says (a runtime may end an errored body as if it were
+    /// complete). `stop`: the operation was stopped (the caller's abort, its timeout); a log
+    /// that did not end in success then reports the stop, not a cut to resume.
+    pub fn on_stream_end(&mut self, source_error: Option<Error>, stop: StopReason) {
+        if let Some(e) = source_error {
+            if matches!(self.state, State::Streaming { .. }) {
+                self.source_failed = true;
+                return self.fail_final(e);
+            }
+        }
         let what = self.stream_what();
         let state = std::mem::replace(&mut self.state, State::Finished(None));
         match state {
@@ -45,6 +55,10 @@ impl<T: ByteChunk> Producer<T> {
                         self.learned = Some((origin(url), true));
                     }
                     self.succeed(Transport::Stream, line);
+                }
+                Err(_) if stop != StopReason::None => {
+                    let e = Failure::stopped(stop, None).into_error(ErrorCode::Network, &what);
+                    self.fail_final(e)
                 }
                 Err(e) => self.fail(e),
             },

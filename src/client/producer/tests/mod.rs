@@ -85,7 +85,7 @@ fn streamed_to_success(p: &mut Producer<Vec<u8>>, mem: &mut OriginMemory, peer: 
         panic!()
     };
     p.on_stream_log(OK_LOG.as_bytes());
-    p.on_stream_end();
+    p.on_stream_end(None, StopReason::None);
 }
 
 fn net() -> Failure {

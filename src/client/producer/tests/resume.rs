@@ -113,7 +113,7 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
         .contains(&(X_PIPING, "httpipe-resume=300".into())));
     assert!(!up.headers.iter().any(|(n, _)| *n == CONTENT_TYPE));
     p.on_stream_log(OK_LOG.as_bytes());
-    p.on_stream_end();
+    p.on_stream_end(None, StopReason::None);
     let Step::Receipt(_) = p.poll(&mut mem) else {
         panic!()
     };
@@ -248,7 +248,7 @@ fn a_stalled_upload_resumes_when_the_consumer_waits_too() {
     let mut p = start(&mut mem, true);
     assert!(p.stall_call().is_some());
     p.on_stream_log(OK_LOG.as_bytes());
-    p.on_stream_end();
+    p.on_stream_end(None, StopReason::None);
     let text = receipt::receipt_text("TID", receipt::Outcome::Ok, &none, None);
     assert!(p.on_stall_answer(Some((200, &vec![(PEER_HELLO, text.as_str())])), &none, None));
     let Step::Done(rep) = p.poll(&mut mem) else {

@@ -45,7 +45,7 @@ fn rendezvous_then_streaming_success_is_remembered() {
     assert!(req.headers.contains(&(X_PIPING, "httpipe-size=10".into())));
     assert_eq!(p.on_stream_log(b"[INFO] x\n"), Verdict::Pending);
     p.on_stream_log(b"[STATE:TRANSFER_SUCCESSFUL]\n");
-    p.on_stream_end();
+    p.on_stream_end(None, StopReason::None);
     let Step::Done(rep) = p.poll(&mut mem) else {
         panic!()
     };
@@ -265,4 +265,63 @@ fn a_bad_path_fails_before_anything_waits() {
     let mut c = cfg(UploadMode::Auto, true, true);
     c.path = "/a?b".into();
     assert!(Producer::<Vec<u8>>::new(c).is_err());
+}
+
+/// §11.2 step 5: a status log that ends while the request body failed is that failure — the
+/// source's error even when the relay says success (a runtime that ends an errored body as
+/// if it were complete), the caller's stop when the log did not end in success (not a cut
+/// that resumes) — and a success line the caller's stop came after is still a success.
+#[test]
+fn a_log_that_ends_while_the_body_failed_is_that_failure() {
+    let start = || {
+        let mut mem = OriginMemory::new();
+        let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Auto, true, true)).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(200, &NoHeaders, "http://h:1/p\n");
+        let Step::Stream(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        (p, mem)
+    };
+    let (mut p, mut mem) = start();
+    p.on_stream_log(b"[STATE:TRANSFER_SUCCESSFUL]\n");
+    let source = Error::new(ErrorCode::Aborted, "the source failed: disk gone");
+    p.on_stream_end(Some(source), StopReason::None);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.message, "the source failed: disk gone");
+
+    let (mut p, mut mem) = start();
+    p.on_stream_log(b"[INFO] Start sending to 1 receiver(s)...\n");
+    p.on_stream_end(None, StopReason::User);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::Aborted, "{}", e.message);
+
+    let (mut p, mut mem) = start();
+    p.on_stream_log(b"[STATE:TRANSFER_SUCCESSFUL]\n");
+    p.on_stream_end(None, StopReason::User);
+    assert!(matches!(p.poll(&mut mem), Step::Done(_)));
+}
+
+/// A stop while no request is out (a pause between a part's tries) is the stop's verdict,
+/// through the core (so its last words follow); after the end it changes nothing.
+#[test]
+fn a_stop_during_a_pause_fails_with_the_stop() {
+    let mut mem = OriginMemory::new();
+    let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, false, true)).unwrap();
+    p.on_stopped(StopReason::User);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::Aborted);
+    p.on_stopped(StopReason::Timeout);
+    assert!(
+        matches!(p.poll(&mut mem), Step::Failed(_)),
+        "a misuse, not a new verdict"
+    );
 }
