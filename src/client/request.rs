@@ -4,6 +4,10 @@
 use crate::protocol::hello::{FAILURE_NOTICE_WAIT_MS, LAST_WORD_LINGER_S};
 use crate::protocol::query;
 
+/// The most bytes of an answer's body the core is given to judge (an error body, a status
+/// log, a Connect answer); the rest is read and dropped.
+pub const TEXT_LIMIT: usize = 64 * 1024;
+
 /// The two methods the client uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -156,7 +160,10 @@ impl Headers for NoHeaders {
 /// consumer's word that it left before its stream started: `PROTOCOL.md` §3.10, §12.3, §12.5).
 #[derive(Debug)]
 pub struct LastWords {
-    /// The calls, made together; each goes on in the background after the wait.
+    /// The calls, made together; each goes on in the background after the wait. Once one told
+    /// the peer ([`LastWords::told`]) the others are stopped: superfluous, and one may wait for
+    /// nobody (a call to a channel the peer no longer listens on would keep a Node process, or
+    /// the native client's exit, waiting for its timeout).
     pub calls: Vec<Request>,
     /// Milliseconds to wait, at most, for a call that told the peer ([`LastWords::told`])
     /// before the failure is reported; a page going away waits for none.

@@ -11,10 +11,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::stop::Stop;
 use crate::client::error::{Error, Failure, StopReason};
-use crate::client::request::{Headers, LastWords, Method, Request};
-
-/// Error bodies and status-log slices are read up to this many bytes.
-pub(crate) const TEXT_LIMIT: usize = 64 * 1024;
+use crate::client::request::{Headers, LastWords, Method, Request, TEXT_LIMIT};
 
 /// Response headers as the core reads them.
 pub(crate) struct HeaderView<'a>(pub &'a HeaderMap);
@@ -174,8 +171,18 @@ pub(crate) async fn text_request_seen(
 
 /// Makes one last word; whether it told the peer ([`LastWords::told`]).
 pub(crate) async fn say(http: reqwest::Client, req: Request) -> bool {
-    let answer = text_request(&http, &req, None, &Stop::new()).await;
-    LastWords::told(answer.ok().map(|a| a.status))
+    say_among(http, req, Stop::new()).await
+}
+
+/// [`say`], one of several (`all` shared): the one that told the peer stops the others
+/// ([`LastWords::calls`]).
+async fn say_among(http: reqwest::Client, req: Request, all: Stop) -> bool {
+    let answer = text_request(&http, &req, None, &all).await;
+    let told = LastWords::told(answer.ok().map(|a| a.status));
+    if told {
+        all.stop(StopReason::Internal, None);
+    }
+    told
 }
 
 /// The last words on their way in the background (receipts, failure notices, withdrawals),
@@ -211,24 +218,19 @@ pub async fn settle_last_words(max: std::time::Duration) {
 
 /// Makes the core's last words together and waits until one told the peer, all are answered,
 /// or the core's wait is over; they go on in the background after that (the mirror of the
-/// wasm driver's `say_last_words`). Once one told the peer the others are stopped: superfluous
-/// then, one may wait for nobody (a call to a channel the peer no longer listens on), and
-/// [`settle_last_words`] would wait for it.
+/// wasm driver's `say_last_words`). Once one told the peer the others are stopped
+/// ([`LastWords::calls`]): superfluous then, one may wait for nobody (a call to a channel the
+/// peer no longer listens on), and [`settle_last_words`] would wait for it.
 pub(crate) async fn say_last_words(http: &reqwest::Client, words: LastWords) {
+    let all = Stop::new();
     let mut left: Vec<_> = (words.calls.into_iter())
-        .filter_map(|req| spawn_finishing(say(http.clone(), req)))
+        .filter_map(|req| spawn_finishing(say_among(http.clone(), req, all.clone())))
         .collect();
-    if left.is_empty() {
-        return;
-    }
     let told = async move {
         while !left.is_empty() {
             let (answer, _, rest) = futures_util::future::select_all(left).await;
             left = rest;
             if answer.unwrap_or(false) {
-                for call in &left {
-                    call.abort();
-                }
                 return;
             }
         }

@@ -16,7 +16,7 @@ use super::bindings::{global_fetch, sleep};
 use super::js_streams::JsValueStream;
 use super::stop::Abort;
 use crate::client::error::Failure;
-use crate::client::request::{Headers as ClientHeaders, LastWords, Request};
+use crate::client::request::{Headers as ClientHeaders, LastWords, Request, TEXT_LIMIT};
 use crate::client::transport::{RuntimeStreams, UploadCut};
 
 /// Response headers for the core (`Headers.get` joins repeated names with ", ").
@@ -121,9 +121,6 @@ pub fn body_stream(resp: Response) -> Option<JsValueStream> {
     });
     Some(held.boxed_local())
 }
-
-/// Largest error or status-log body read into memory, in bytes.
-pub const TEXT_LIMIT: usize = 64 * 1024;
 
 /// The response body as text (lossy UTF-8), at most `limit` bytes; errors become `Err`.
 pub async fn text(resp: &Response, limit: usize) -> Result<String, JsValue> {
@@ -287,24 +284,30 @@ fn is_cloudflare_workers() -> bool {
 /// the relay, §3.10; the consumer's word that it left, §12.5) and waits until one told the
 /// peer ([`LastWords::told`]), all are answered, or the core's wait is over; the calls go on
 /// without the operation after that (work left in the background dies with a Worker's request
-/// or a script that exits; the peer is there within moments). The mirror of the native
-/// driver's `say_last_words`.
+/// or a script that exits; the peer is there within moments); one that told the peer stops
+/// the others ([`LastWords::calls`]). The mirror of the native driver's `say_last_words`.
 pub async fn say_last_words(words: LastWords) {
+    // stops the calls once one told the peer
+    let Ok(all) = web_sys::AbortController::new() else {
+        return;
+    };
     let calls: Vec<_> = (words.calls.into_iter())
         .map(|req| {
+            let all = all.clone();
             let answered = wasm_bindgen_futures::future_to_promise(async move {
-                let mut status = None;
-                if let Ok(mut a) = Abort::new(None) {
-                    status = exchange(&req, &mut a, None).await.ok().map(|(s, ..)| s);
+                let mut told = false;
+                if let Ok(mut a) = Abort::new(Some(all.signal())) {
+                    let status = exchange(&req, &mut a, None).await.ok().map(|(s, ..)| s);
+                    told = LastWords::told(status);
                 }
-                Ok(JsValue::from_bool(LastWords::told(status)))
+                if told {
+                    all.abort();
+                }
+                Ok(JsValue::from_bool(told))
             });
             wasm_bindgen_futures::JsFuture::from(answered)
         })
         .collect();
-    if calls.is_empty() {
-        return;
-    }
     let told = async move {
         let mut left = calls;
         while !left.is_empty() {

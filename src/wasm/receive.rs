@@ -15,9 +15,7 @@ use super::bindings::{now_ms, sleep};
 use super::chunks::{self, ByteStream};
 use super::crypto::{decrypt_stream, decryptor_for};
 use super::error::into_js;
-use super::http::{
-    body_stream, exchange, exchange_seen, fetch, say_last_words, text, JsHeaders, TEXT_LIMIT,
-};
+use super::http::{body_stream, exchange, exchange_seen, fetch, say_last_words, text, JsHeaders};
 use super::js_streams::JsValueStream;
 use super::options::Parsed;
 use super::pagehide::PageHide;
@@ -30,7 +28,7 @@ use crate::client::consumer::{
 };
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::rate::RateMeter;
-use crate::client::request::{Headers, Request};
+use crate::client::request::{Headers, Request, TEXT_LIMIT};
 use crate::client::stall::StallStep;
 use crate::crypto::Decryptor;
 

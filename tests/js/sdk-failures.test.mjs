@@ -101,6 +101,32 @@ for (const upload of ['stream', 'segmented']) {
         assert.ok(Date.now() - t0 < 6000, `exited ${Date.now() - t0} ms after its error`);
       } finally { producer.kill(); consumer.kill(); }
     });
+
+    // The producer's last words go together (§12.3: a failure notice for a resuming consumer,
+    // §3.10: a withdrawal for one that waits on the path); once the notice told the consumer
+    // the withdrawal is superfluous and is stopped (`LastWords::calls`, as the native client
+    // did). Left running, its 5-s wait for a consumer on the freed path kept the aborted
+    // producer's process alive 5.0 s after send() rejected; now 2.0 s (a lingering word's).
+    test('a producer process exits within seconds of its aborted send(), its consumer told', async () => {
+      const p = uniquePath('abort-exit');
+      const producer = runChild([CHILD, 'send', relay.http, p, '-1', '{}'], {
+        // a slow source: the relay has seen the cut when the withdrawal comes, so it waits
+        env: { HTTPIPE_CHILD_ABORT_AT: String(2 << 20), HTTPIPE_CHILD_CHUNK_MS: '20' },
+      });
+      try {
+        const r = await sdk.receive({ relay: relay.http, path: p });
+        const read = (async () => { for await (const _ of r.stream); })();
+        read.catch(() => {});
+        const err = await producer.waitFor((e) => e.event === 'error' || e.event === 'done');
+        assert.equal(err.code, 'ABORTED', JSON.stringify(err));
+        const t0 = Date.now();
+        const cut = await rejection(read);
+        assert.equal(cut.code, 'TRUNCATED', cut.message);
+        assert.match(cut.message, /failed with ABORTED/);
+        await within(producer.exited, 10_000, 'the producer process exits');
+        assert.ok(Date.now() - t0 < 3500, `exited ${Date.now() - t0} ms after its error`);
+      } finally { producer.kill(); }
+    });
   }
 
   test(`consumer cancels → producer PEER_DISCONNECTED (${upload})`, async () => {

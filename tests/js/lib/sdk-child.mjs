@@ -8,6 +8,8 @@
 // page can make too) instead of random bytes.
 // HTTPIPE_CHILD_QUIET_MS=n: the producer's source gives nothing for n ms before its first byte
 // (a slow source: a command before its first output).
+// HTTPIPE_CHILD_ABORT_AT=n: the producer aborts its send (its AbortSignal) once n bytes were
+// pulled from its source. HTTPIPE_CHILD_CHUNK_MS=n: each 64 KiB chunk takes n ms (a slow source).
 import { randomFillSync, createHash } from 'node:crypto';
 import { PKG } from './sdk.mjs';
 import { gen } from './page-source.mjs';
@@ -26,19 +28,24 @@ if (mode === 'send') {
   const seed = process.env.HTTPIPE_CHILD_SEED;
   const hashed = (source) => source.pipeThrough(new TransformStream({ transform(c, ctrl) { hash.update(c); ctrl.enqueue(c); } }));
   const quietMs = Number(process.env.HTTPIPE_CHILD_QUIET_MS || 0);
+  const abortAt = Number(process.env.HTTPIPE_CHILD_ABORT_AT || 0);
+  const chunkMs = Number(process.env.HTTPIPE_CHILD_CHUNK_MS || 0);
+  const ac = new AbortController();
   const stream = seed !== undefined ? hashed(gen(total, Number(seed))) : new ReadableStream({
     async pull(ctrl) {
       if (sent === 0 && quietMs > 0) await new Promise((r) => setTimeout(r, quietMs));
+      if (chunkMs > 0) await new Promise((r) => setTimeout(r, chunkMs));
       if (total >= 0 && sent >= total) { ctrl.close(); return; }
       const n = total >= 0 ? Math.min(65536, total - sent) : 65536;
       sent += n;
+      if (abortAt > 0 && sent >= abortAt) setTimeout(() => ac.abort(), 0);
       const chunk = randomFillSync(new Uint8Array(n));
       if (!NO_HASH) hash.update(chunk);
       ctrl.enqueue(chunk);
     },
   }, { highWaterMark: 0 });
   let last = 0;
-  sdk.send(stream, { relay, path, ...opts, onProgress: (p) => { if (p.bytes - last >= 1 << 20) { last = p.bytes; say({ event: 'progress', bytes: p.bytes }); } } })
+  sdk.send(stream, { relay, path, signal: ac.signal, ...opts, onProgress: (p) => { if (p.bytes - last >= 1 << 20) { last = p.bytes; say({ event: 'progress', bytes: p.bytes }); } } })
     .then((r) => say({ event: 'done', ...r, sha256: NO_HASH ? undefined : hash.digest('hex') }), (e) => say({ event: 'error', code: e.code, message: e.message }));
 } else {
   const opts = JSON.parse(a || '{}');
