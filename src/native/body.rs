@@ -24,7 +24,7 @@ use super::lock;
 use super::stop::Stop;
 use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::ledger::Ledger;
-use crate::client::producer::REPLAY_LIMIT;
+use crate::client::producer::FallbackReplay;
 use crate::client::resume::{Replay, ReplayWindow};
 
 struct Inner {
@@ -41,8 +41,8 @@ struct Inner {
     /// What went on the wire, counted (and hashed when a receipt commits to it, §12.2): each
     /// chunk once, when first taken from the channel.
     wire: Ledger,
-    replay: Option<Vec<Bytes>>,
-    replay_bytes: usize,
+    /// What the current streaming attempt pulled, for a fallback.
+    replay: FallbackReplay<Bytes>,
     source_error: Option<Error>,
     ended: bool,
     /// How the streaming body is pulled, for the core's stall watch (§12.4).
@@ -99,8 +99,7 @@ impl Source {
                 pending: VecDeque::new(),
                 window: None,
                 wire: Ledger::default(),
-                replay: None,
-                replay_bytes: 0,
+                replay: FallbackReplay::default(),
                 source_error: None,
                 ended: false,
                 watch: BodyWatch {
@@ -121,8 +120,7 @@ impl Source {
             let mut g = lock(&self.inner);
             g.attempts += 1;
             g.attempt = g.attempts;
-            g.replay = Some(Vec::new());
-            g.replay_bytes = 0;
+            g.replay = FallbackReplay::default();
             g.watch.asking = false;
             g.watch.last = Instant::now();
             g.attempt
@@ -287,13 +285,7 @@ impl Stream for BodyStream {
         match pulled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(Some(b)))) => {
-                let n = g.replay_bytes + b.len();
-                g.replay_bytes = n;
-                if n > REPLAY_LIMIT {
-                    g.replay = None;
-                } else if let Some(r) = g.replay.as_mut() {
-                    r.push(b.clone());
-                }
+                g.replay.record(b.len(), b.clone());
                 Poll::Ready(Some(Ok(b)))
             }
             Poll::Ready(Some(Ok(None))) => {

@@ -53,7 +53,7 @@ pub(crate) async fn receive(
                     Ok(a) => c.on_response(a.status, &HeaderView(&a.headers), &a.body),
                     Err(f) => c.on_failure(f),
                 }
-                left.words = Some(c.left_notice(ErrorCode::Aborted));
+                left.words = Some(c.abandon_notice());
             }
             Step::Get(req) => {
                 // the producer's presence is checked while the head waits (§12.5)

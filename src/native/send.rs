@@ -17,7 +17,7 @@ use super::presence;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
 use super::{lock, resume_option, SendOptions, SendReport};
-use crate::client::error::{Error, ErrorCode, Failure, StopReason};
+use crate::client::error::{Error, Failure, StopReason};
 use crate::client::keys;
 use crate::client::ledger;
 use crate::client::options::{receipt_config, resume_seconds, ReceiptOption};
@@ -216,11 +216,9 @@ impl Drop for Driver {
         if self.ended {
             return;
         }
-        let e = Error::new(
-            ErrorCode::Aborted,
-            "the sender stopped midway (its task was dropped)",
-        );
-        for req in self.producer.last_words(&e).calls {
+        let words =
+            (self.producer).abandon_words("the sender stopped midway (its task was dropped)");
+        for req in words.calls {
             http::spawn_finishing(http::say(self.http.clone(), req));
         }
     }

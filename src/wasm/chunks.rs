@@ -23,7 +23,7 @@ use super::options::Parsed;
 use crate::client::error::{source_changed, source_failed};
 use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
-use crate::client::producer::REPLAY_LIMIT;
+use crate::client::producer::FallbackReplay;
 use crate::client::rate::RateMeter;
 use crate::client::resume::ReplayWindow;
 
@@ -188,8 +188,7 @@ pub fn metered(
 /// pulled so far (up to the core's `REPLAY_LIMIT`) and the source's own error.
 pub struct Shared {
     inner: RefCell<ByteStream>,
-    replay: RefCell<Option<Vec<Uint8Array>>>,
-    replay_bytes: Cell<usize>,
+    replay: RefCell<FallbackReplay<Uint8Array>>,
     source_error: RefCell<Option<Error>>,
     /// The source ended: it is not polled again (a resumed upload reads on after the end,
     /// §12.3).
@@ -200,8 +199,7 @@ impl Shared {
     pub fn new(inner: ByteStream) -> Rc<Shared> {
         Rc::new(Shared {
             inner: RefCell::new(inner),
-            replay: RefCell::new(Some(Vec::new())),
-            replay_bytes: Cell::new(0),
+            replay: RefCell::default(),
             source_error: RefCell::new(None),
             ended: Cell::new(false),
         })
@@ -242,14 +240,8 @@ impl Stream for SharedReader {
         match &polled {
             Poll::Ready(None) => shared.ended.set(true),
             Poll::Ready(Some(Ok(chunk))) => {
-                let mut replay = shared.replay.borrow_mut();
-                let n = shared.replay_bytes.get() + chunk.length() as usize;
-                shared.replay_bytes.set(n);
-                if n > REPLAY_LIMIT {
-                    *replay = None;
-                } else if let Some(r) = replay.as_mut() {
-                    r.push(chunk.clone());
-                }
+                let len = chunk.length() as usize;
+                shared.replay.borrow_mut().record(len, chunk.clone());
             }
             Poll::Ready(Some(Err(e))) => {
                 *shared.source_error.borrow_mut() = Some(e.clone());

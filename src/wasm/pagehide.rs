@@ -18,7 +18,6 @@ use std::rc::Rc;
 
 use super::bindings::in_page;
 use super::http::send_keepalive;
-use crate::client::error::{Error, ErrorCode};
 use crate::client::parts::ByteChunk;
 use crate::client::producer::Producer;
 use crate::client::request::Request;
@@ -91,10 +90,7 @@ impl ProducerPageNotice {
             return;
         }
         *self.words.borrow_mut() = producer
-            .last_words(&Error::new(
-                ErrorCode::Aborted,
-                "the sending page went away (closed, reloaded or navigated elsewhere)",
-            ))
+            .abandon_words("the sending page went away (closed, reloaded or navigated elsewhere)")
             .calls;
     }
 

@@ -68,7 +68,7 @@ async fn receive_inner(options: &JsValue) -> Result<JsValue, Error> {
                     Ok((status, headers, body)) => consumer.on_response(status, &headers, &body),
                     Err(f) => consumer.on_failure(f),
                 }
-                let calls = consumer.left_notice(ErrorCode::Aborted).calls;
+                let calls = consumer.abandon_notice().calls;
                 _page_left = PageHide::watch(Box::new(move || calls.clone()));
             }
             Step::Get(req) => {

@@ -222,6 +222,12 @@ impl Consumer {
         PresenceCheck::new(&self.presence_channel()?, since_ms).ok()
     }
 
+    /// [`Consumer::left_notice`] of a consumer that goes away before its stream started without
+    /// a verdict of its own (a page closed, a dropped future, Ctrl-C): `ABORTED`.
+    pub fn abandon_notice(&self) -> LastWords {
+        self.left_notice(ErrorCode::Aborted)
+    }
+
     /// The consumer failed with an error of `code` (its [`Step::Failed`], or `ABORTED` for a
     /// page that goes away) after its rendezvous met a producer that keeps presence and before
     /// its stream started: the word that tells that producer, which may wait for it on the

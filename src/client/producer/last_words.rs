@@ -126,4 +126,11 @@ impl<T: ByteChunk> Producer<T> {
             wait_ms: FAILURE_NOTICE_WAIT_MS,
         }
     }
+
+    /// The last words of a producer that goes away midway without a verdict of its own (a
+    /// page closed, a task dropped): [`Producer::last_words`] for an `ABORTED` that says `why`
+    /// (the consumer's failure notice names it, §12.3).
+    pub fn abandon_words(&self, why: &str) -> LastWords {
+        self.last_words(&Error::new(ErrorCode::Aborted, why))
+    }
 }

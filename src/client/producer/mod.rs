@@ -55,6 +55,7 @@ mod tests;
 pub use config::{producer_headers, Metadata, ReceiptConfig, SendConfig, SendReport};
 use finish::no_receipt;
 use segmented::{SegPhase, Segmented};
+pub use stream::FallbackReplay;
 
 /// Tries per segmented part after the first (network errors only; the relay accepts an
 /// idempotent re-send of an accepted part, §4).

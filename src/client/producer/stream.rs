@@ -3,6 +3,41 @@
 
 use super::*;
 
+/// What a streaming attempt pulled from its source, kept for the fallback to a segmented
+/// upload (§11.2 step 3, [`StreamFailure::replay`]): every chunk while at most
+/// [`REPLAY_LIMIT`] bytes were pulled, nothing once more were (the attempt can't fall back).
+#[derive(Debug)]
+pub struct FallbackReplay<T> {
+    chunks: Option<Vec<T>>,
+    bytes: usize,
+}
+
+impl<T> Default for FallbackReplay<T> {
+    fn default() -> Self {
+        FallbackReplay {
+            chunks: Some(Vec::new()),
+            bytes: 0,
+        }
+    }
+}
+
+impl<T> FallbackReplay<T> {
+    /// A chunk of `len` bytes was pulled.
+    pub fn record(&mut self, len: usize, chunk: T) {
+        self.bytes += len;
+        if self.bytes > REPLAY_LIMIT {
+            self.chunks = None;
+        } else if let Some(c) = self.chunks.as_mut() {
+            c.push(chunk);
+        }
+    }
+
+    /// The chunks, if all were kept; nothing is kept after.
+    pub fn take(&mut self) -> Option<Vec<T>> {
+        self.chunks.take()
+    }
+}
+
 impl<T: ByteChunk> Producer<T> {
     pub(super) fn stream_what(&self) -> String {
         format!(

@@ -325,3 +325,18 @@ fn a_stop_during_a_pause_fails_with_the_stop() {
         "a misuse, not a new verdict"
     );
 }
+
+/// §11.2 step 3: a streaming attempt falls back with every byte it pulled while they fit in
+/// REPLAY_LIMIT, never with part of them; nothing is recorded after the take.
+#[test]
+fn the_fallback_replay_keeps_all_or_nothing() {
+    let mut r = FallbackReplay::default();
+    r.record(REPLAY_LIMIT - 1, vec![1u8]);
+    r.record(1, vec![2u8]);
+    assert_eq!(r.take(), Some(vec![vec![1u8], vec![2u8]]));
+    assert_eq!(r.take(), None, "taken");
+    let mut r = FallbackReplay::default();
+    r.record(REPLAY_LIMIT, vec![1u8]);
+    r.record(1, vec![2u8]);
+    assert_eq!(r.take(), None, "one byte over the limit: no fallback");
+}
