@@ -177,8 +177,8 @@ impl Source {
 
     /// Both sides resume (§12.3): from now on every chunk taken from the channel is kept in a
     /// replay window of `cap` bytes.
-    pub(crate) fn keep_window(&self, cap: usize) {
-        lock(&self.inner).window = Some(ReplayWindow::new(cap));
+    pub(crate) fn keep_window(&self, window: ReplayWindow<Bytes>) {
+        lock(&self.inner).window = Some(window);
     }
 
     /// Whether the wire bytes are hashed (a receipt commits to them, §12.2).

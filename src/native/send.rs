@@ -279,13 +279,11 @@ impl Driver {
             }
         }
         // What the consumer's hello said (§12.1, §12.3).
-        if self.producer.resumes() {
-            self.source.keep_window(self.window);
+        // a native source is never read again: the window keeps its bytes
+        if let Some(w) = self.producer.replay_window(None, self.window) {
+            self.source.keep_window(w);
         }
-        self.source.hash_wire(ledger::producer_hashes_wire(
-            self.producer.expects_receipt(),
-            self.producer.receipt_commits_to_plaintext(),
-        ));
+        self.source.hash_wire(self.producer.hashes_wire());
     }
 
     /// What was sent and the receipt key (§12.2), as a receipt is checked against.

@@ -330,16 +330,11 @@ fn met(
     reopens: bool,
     p: &Parsed,
 ) {
-    if producer.resumes() {
-        *window.borrow_mut() = match reopens {
-            true => ReplayWindow::seekable(enc.map_or(0, |e| e.borrow().header_len())),
-            false => ReplayWindow::new(p.resume_window),
-        };
+    let head = reopens.then(|| enc.map_or(0, |e| e.borrow().header_len()));
+    if let Some(w) = producer.replay_window(head, p.resume_window) {
+        *window.borrow_mut() = w;
     }
-    wire.borrow_mut().hash = crate::client::ledger::producer_hashes_wire(
-        producer.expects_receipt(),
-        producer.receipt_commits_to_plaintext(),
-    );
+    wire.borrow_mut().hash = producer.hashes_wire();
 }
 
 /// Progress says "connection lost — resuming…" while the core meets the consumer again, and

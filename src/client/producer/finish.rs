@@ -168,4 +168,13 @@ impl<T: ByteChunk> Producer<T> {
     pub fn receipt_commits_to_plaintext(&self) -> bool {
         self.cfg.encrypted && self.peer_decrypts
     }
+
+    /// Whether the driver hashes the bytes it puts on the wire (§12.2): a receipt is
+    /// expected and commits to them.
+    pub fn hashes_wire(&self) -> bool {
+        super::super::ledger::producer_hashes_wire(
+            self.expects_receipt(),
+            self.receipt_commits_to_plaintext(),
+        )
+    }
 }

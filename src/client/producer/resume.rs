@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::client::options::number_text;
+use crate::client::resume::ReplayWindow;
 
 /// The resume time ran out (§12.3): the break's error, saying how long it tried.
 pub(super) fn gave_up(mut e: Error, clock: ResumeClock) -> Error {
@@ -183,6 +184,25 @@ impl<T: ByteChunk> Producer<T> {
     /// Breaks resumed after so far (§12.3).
     pub fn resumed(&self) -> u32 {
         self.resumes
+    }
+
+    /// The replay window the adapter keeps once the rendezvous met (§12.3): none unless both
+    /// sides resume ([`Producer::resumes`]). `reopen_head`: the source can be read again
+    /// from any offset, and this many wire bytes can't (an encrypted stream's header; 0
+    /// plain): only those are kept ([`ReplayWindow::seekable`]); else the last `size` bytes
+    /// handed to the upload.
+    pub fn replay_window<C: ByteChunk + Clone>(
+        &self,
+        reopen_head: Option<u64>,
+        size: usize,
+    ) -> Option<ReplayWindow<C>> {
+        if !self.resumes() {
+            return None;
+        }
+        Some(match reopen_head {
+            Some(head) => ReplayWindow::seekable(head),
+            None => ReplayWindow::new(size),
+        })
     }
 
     /// True once the rendezvous said both sides resume (§12.3): the adapter keeps a replay

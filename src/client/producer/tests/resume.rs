@@ -309,3 +309,34 @@ fn the_stall_watch_asks_after_ten_blocked_seconds_and_repeats() {
     p.observe(34_000.0, 0, 64);
     assert!(matches!(p.poll_stall(12_000.0), StallStep::Call(_)));
 }
+
+/// §12.3: the window the driver keeps once met — none unless both sides resume; a source
+/// read again keeps only what can't be read again (an encrypted stream's header); else the
+/// last `resumeWindow` bytes. And whether the wire bytes are hashed for the receipt (§12.2).
+#[test]
+fn the_replay_window_follows_the_consumers_hello() {
+    let mut mem = OriginMemory::new();
+    let mut met = |hello: &'static str| {
+        let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+        c.resume_s = Some(10.0);
+        let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+        let Step::Rendezvous(_) = p.poll(&mut mem) else {
+            panic!()
+        };
+        p.on_response(200, &vec![(PEER_HELLO, hello)], "http://h:1/p\n");
+        p
+    };
+    let p = met("httpipe=1; receipt; resume");
+    let w = p.replay_window::<Vec<u8>>(None, 1000).expect("a window");
+    assert_eq!((w.low(), w.high()), (0, 0));
+    assert!(p.replay_window::<Vec<u8>>(Some(64), 1000).is_some());
+    assert!(
+        p.hashes_wire(),
+        "a plain transfer's receipt commits to the wire bytes"
+    );
+    let p = met("httpipe=1; receipt");
+    assert!(
+        p.replay_window::<Vec<u8>>(None, 1000).is_none(),
+        "the consumer doesn't resume"
+    );
+}
