@@ -280,12 +280,11 @@ impl Writer {
         }
     }
 
-    /// Aborts the transfer and waits (at most `ABORT_WAIT`) until the upload is cut, so the
-    /// consumer gets `TRUNCATED`, never a clean end — and never waits forever for an upload
-    /// that was aborted before it reached the relay: the request is still made, and its body
-    /// fails (at once for a streaming upload; a segmented one is cut by the relay's gap
-    /// timeout, `PROTOCOL.md` §4, as the protocol has no abort for it). `reason` is for
-    /// messages only.
+    /// Aborts the transfer and waits (at most `ABORT_WAIT`) until the upload is cut and the
+    /// last words are said, so the consumer gets `TRUNCATED`, never a clean end — and never
+    /// waits forever for an upload that was aborted before it reached the relay: the request
+    /// is still made, and its body fails (a streaming upload), or the upload is abandoned
+    /// (a segmented one, `PROTOCOL.md` §4 "Abandoning"). `reason` is for messages only.
     pub async fn abort(mut self, reason: &str) {
         let queued = self.outcome.is_none()
             && !self.finishing
