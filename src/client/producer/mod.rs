@@ -481,10 +481,12 @@ impl<T: ByteChunk> Producer<T> {
     /// The operation was stopped (the caller's abort, its timeout) while none of its requests
     /// was out (a pause between tries): it fails with the stop, and its last words follow.
     pub fn on_stopped(&mut self, stop: StopReason) {
-        if !self.is_finished() {
-            let what = self.stream_what();
-            self.fail_final(Failure::stopped(stop, None).into_error(ErrorCode::Aborted, &what));
-        }
+        let what = match &self.state {
+            State::Finished(_) => return,
+            State::Segmented { seg, .. } => seg.what(seg.k),
+            _ => self.stream_what(),
+        };
+        self.fail_final(Failure::stopped(stop, None).into_error(ErrorCode::Aborted, &what));
     }
 
     fn succeed(&mut self, transport: Transport, relay_state: String) {

@@ -313,12 +313,20 @@ fn a_log_that_ends_while_the_body_failed_is_that_failure() {
 #[test]
 fn a_stop_during_a_pause_fails_with_the_stop() {
     let mut mem = OriginMemory::new();
-    let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, false, true)).unwrap();
+    let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, false, false)).unwrap();
+    let Step::NeedSource = p.poll(&mut mem) else {
+        panic!()
+    };
     p.on_stopped(StopReason::User);
     let Step::Failed(e) = p.poll(&mut mem) else {
         panic!()
     };
     assert_eq!(e.code, ErrorCode::Aborted);
+    assert!(
+        e.message.starts_with("segmented upload part 0"),
+        "{}",
+        e.message
+    );
     p.on_stopped(StopReason::Timeout);
     assert!(
         matches!(p.poll(&mut mem), Step::Failed(_)),
