@@ -189,11 +189,13 @@ pub struct Producer<T> {
     /// ... and that it resumes (§12.3).
     peer_resumes: bool,
     /// The relay delivered every byte (its success line came): past the point where a
-    /// failure notice helps a resuming consumer (§12.3).
+    /// failure notice helps a resuming consumer (§12.3). Of the upload in progress: a resume
+    /// meeting clears it, as `relay_succeeded`.
     delivered: bool,
     /// The rendezvous met a consumer (§5): it now waits for this producer.
     met: bool,
-    /// The relay reported the transfer's success (§3.2).
+    /// The relay reported the success (§3.2) of the upload in progress (a resume meeting
+    /// starts another).
     relay_succeeded: bool,
     /// The transfer failed because its source did (§11.2 step 5).
     source_failed: bool,

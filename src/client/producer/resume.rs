@@ -74,6 +74,11 @@ impl<T: ByteChunk> Producer<T> {
         self.resumes += 1;
         // the consumer now waits for this upload on the channel's data URL
         self.broke = false;
+        // A consumer cut after the relay's success meets the receipt call: what the relay
+        // delivered is not what the consumer holds, and this upload is not delivered yet, so
+        // a failure of its own is told again (the withdrawal, the notice: §3.10, §12.3).
+        self.relay_succeeded = false;
+        self.delivered = false;
         self.state = State::Plan(url);
         Some(Step::ResumeFrom(offset))
     }

@@ -340,3 +340,58 @@ fn the_replay_window_follows_the_consumers_hello() {
         "the consumer doesn't resume"
     );
 }
+
+/// §3.10, §12.3: a consumer cut after the relay's success meets the receipt call and resumes;
+/// the resumed upload is not the one the relay delivered, so a failure of the producer's own
+/// before it reaches the relay (a source that changed) is told on the channel's data URL and
+/// by the notice. Regression (CI, `sdk-resume` "a source that changed"): the first upload's
+/// success still stood, no last word was made, and the consumer waited out its resumed `GET`.
+#[test]
+fn a_resume_after_the_relays_success_keeps_its_last_words() {
+    let mut mem = OriginMemory::new();
+    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
+    c.resume_s = Some(10.0);
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    let Step::Rendezvous(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
+    p.on_response(200, &h, "http://h:1/p\n");
+    let Step::Stream(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.observe(0.0, 0, 500);
+    p.on_stream_log(OK_LOG.as_bytes());
+    p.on_stream_end(None, StopReason::None);
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(p.delivered());
+    let changed = Error::new(ErrorCode::Unsupported, "the source changed");
+    let none = receipt::Committer::new().commitment();
+    let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
+    p.on_receipt(200, &ask, "", &none, None);
+    let Step::ResumeFrom(300) = p.poll(&mut mem) else {
+        panic!()
+    };
+    let Step::Stream(up) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(!p.delivered(), "the resumed upload is not delivered yet");
+    p.on_stream_end(Some(changed.clone()), StopReason::None);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::Unsupported);
+    let words = p.last_words(&e);
+    let urls: Vec<_> = words
+        .calls
+        .iter()
+        .map(|r| (r.method, r.url.clone()))
+        .collect();
+    assert!(
+        urls.contains(&(Method::Delete, up.url.clone())),
+        "the withdrawal on the channel's data URL: {urls:?}"
+    );
+    assert!(p.failure_notice(&e).is_some(), "the notice too");
+}
