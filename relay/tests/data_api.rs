@@ -36,6 +36,7 @@ on_all_transports!(
     empty_body,
     active_content_is_neutralised,
     withdrawn_producer_truncates_its_consumers,
+    withdrawal_waits_for_the_upload_it_withdraws,
 );
 
 /// Relayed markup never renders or runs script with the relay's origin (§3.3 Content-Type
@@ -833,5 +834,30 @@ async fn success_waits_until_the_consumer_acknowledged_every_byte() {
         "success with {unread} bytes not yet read by the consumer"
     );
     reader.abort();
+    r.shutdown().await;
+}
+
+/// §3.10: a withdrawal that finds the path's producer still waiting — the upload it withdraws,
+/// which failed a moment ago and whose end the relay has not seen yet — waits for it to leave
+/// instead of being refused `another-sender`, then withdraws: the consumer that comes next
+/// gets the truncation. Regression: refused at once, the withdrawal was lost and that
+/// consumer waited for nobody (seen in CI through the SDK, `sdk-resume` "a source that changed").
+async fn withdrawal_waits_for_the_upload_it_withdraws(t: T) {
+    let r = relay().await;
+    let (_tx, body) = channel_body();
+    let x = r.post(t, "/ww", body).await;
+    r.until_gauge("httpipe_waiting_producers", 1).await;
+    let mut d = r.call(t, Method::DELETE, "/ww", &[], empty()).await;
+    assert!(
+        d.still_waiting(Duration::from_millis(200)).await,
+        "not refused while the upload holds the path"
+    );
+    x.cancel();
+    let log = within(5.0, "the withdrawal's answer", d.response()).await;
+    assert_eq!(log.status(), StatusCode::OK);
+    let mut c = r.get(t, "/ww").await;
+    let resp = within(5.0, "consumer's answer", c.response()).await;
+    withdrew(resp).await;
+    assert_eq!(last_line(&text(log).await), failure_line::UPLOAD_FAILED);
     r.shutdown().await;
 }

@@ -175,11 +175,11 @@ impl LastWords {
     /// the wait is over: a success — the notice met a resuming consumer (§12.3), the
     /// withdrawal's log ended with the waiting consumers refused (§3.10), the consumer's word
     /// met the producer's presence call (§12.5). A refusal told
-    /// nobody: a withdrawal refused because the path is still busy with the broken transfer
-    /// (the relay hasn't seen the upload's end yet) leaves a consumer that got the cut and is
-    /// resuming, and only the notice reaches it. Found in CI with a Worker's `send()`, whose
-    /// calls die with its response: it answered on that refusal, and the consumer, never
-    /// told, waited out its resume time.
+    /// nobody: a withdrawal refused because the path stayed busy with the broken transfer
+    /// (§3.10: the relay waits a moment for it, then refuses) leaves a consumer that got the
+    /// cut and is resuming, and only the notice reaches it. Found in CI with a Worker's
+    /// `send()`, whose calls die with its response: it answered on that refusal, and the
+    /// consumer, never told, waited out its resume time.
     pub fn told(status: Option<u16>) -> bool {
         matches!(status, Some(200..=299))
     }

@@ -2,12 +2,15 @@
 //! transfer ([`super::transfer`]) as it arrives.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::request_body::RequestBody;
 use http::header::{self, HeaderValue};
 use http::HeaderMap;
 use http_body_util::BodyExt;
-use httpipe::protocol::control::failure_line;
+use httpipe::protocol::control::{failure_line, WITHDRAW_WAIT_S};
 use tokio::sync::oneshot;
 
 use super::body::Log;
@@ -62,7 +65,7 @@ pub async fn handle(
 /// with the status log; its consumers, once present, get `producer-withdrew` and the path is
 /// free.
 pub async fn withdraw(plane: Arc<Plane>, hangup: Hangup, meet: Meet) -> Resp {
-    let mut wait = match meet.producer(&plane) {
+    let mut wait = match withdrawal_registered(&plane, &hangup, &meet).await {
         Ok(w) => w,
         Err(r) => return rejection(&r),
     };
@@ -96,6 +99,33 @@ pub async fn withdraw(plane: Arc<Plane>, hangup: Hangup, meet: Meet) -> Resp {
     resp.headers_mut()
         .insert("x-robots-tag", HeaderValue::from_static("none"));
     resp
+}
+
+/// How often a withdrawal that found its path held looks again (§3.10).
+const WITHDRAWAL_RECHECK: Duration = Duration::from_millis(20);
+
+/// A withdrawal registered as its path's producer (§3.10). A path another producer holds is
+/// waited for (at most `WITHDRAW_WAIT_S`, the client's own bound, or until it hangs up), then
+/// refused as before: most likely that producer is the upload this one withdraws, which failed
+/// a moment ago and whose end the relay has not seen yet. Refused at once, the withdrawal was
+/// lost, and a consumer whose `GET` came a moment later waited for nobody (found in CI: a
+/// resumed upload whose reopened source fell short after its first bytes, §12.3).
+async fn withdrawal_registered(
+    plane: &Plane,
+    hangup: &Hangup,
+    meet: &Meet,
+) -> Result<super::Producer, Rejection> {
+    let until = Instant::now() + Duration::from_secs_f64(WITHDRAW_WAIT_S);
+    loop {
+        match meet.producer(plane) {
+            Err(Rejection::AnotherSender(_)) if Instant::now() < until => {}
+            registered => return registered,
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(WITHDRAWAL_RECHECK) => {}
+            _ = hangup.hung_up() => return Err(Rejection::AnotherSender(meet.path.clone())),
+        }
+    }
 }
 
 /// What the upload's task keeps of the producer's request.

@@ -4,7 +4,9 @@
 // connection without closing it, or the one that carries the Nth byte (a tunnel, an address
 // that changed: later connections pass), or goes down at a cut until revived (every
 // connection open then or made meanwhile stalls for good: a link that came back, a NAT that
-// forgot its mappings), and can cut everything at once.
+// forgot its mappings), and can cut everything at once. It can also be slow: open each
+// connection to the relay only after a delay, or pass a client's close on only after one
+// (a middlebox that holds a dead connection open for a moment).
 import net from 'node:net';
 
 /**
@@ -12,7 +14,8 @@ import net from 'node:net';
  * @returns {Promise<{ port: number, url: string, cutAt: (...bytes: number[]) => void,
  *   cutDownAt: (...bytes: number[]) => void, flipAt: (...bytes: number[]) => void, stall: () => void,
  *   stallAt: (...bytes: number[]) => void, stallDownAt: (...bytes: number[]) => void, cutAll: () => void,
- *   downFromCut: () => void, revive: () => void,
+ *   downFromCut: () => void, revive: () => void, delayConnections: (ms: number) => void,
+ *   delayCloses: (ms: number) => void,
  *   stats: { up: number, down: number, cuts: number, stalls: number, connections: number, cutAtMs?: number },
  *   close: () => Promise<void> }>}
  */
@@ -31,6 +34,10 @@ export async function cutProxy(targetPort) {
    * address); connections made later pass. */
   let stallsUp = [];
   let stallsDown = [];
+  /** Milliseconds before a new connection is opened to the relay, and before a client's
+   * close reaches it. */
+  let connectDelay = 0;
+  let closeDelay = 0;
   /** Upstream byte positions to flip (XOR 1), like a tampering middlebox. */
   let flips = [];
   const pairs = new Set();
@@ -58,13 +65,20 @@ export async function cutProxy(targetPort) {
 
   const server = net.createServer((client) => {
     stats.connections += 1;
-    const upstream = net.connect(targetPort, '127.0.0.1');
+    const upstream = new net.Socket();
+    if (connectDelay) {
+      client.pause();
+      setTimeout(() => { upstream.connect(targetPort, '127.0.0.1'); if (!pair.stalled) client.resume(); }, connectDelay);
+    } else {
+      upstream.connect(targetPort, '127.0.0.1');
+    }
     const pair = { client, server: upstream };
     pairs.add(pair);
     if (down) stallPair(pair);
     const drop = () => { client.destroy(); upstream.destroy(); pairs.delete(pair); };
-    client.on('error', drop);
-    client.on('close', drop);
+    const clientGone = () => { if (closeDelay) setTimeout(drop, closeDelay); else drop(); };
+    client.on('error', clientGone);
+    client.on('close', clientGone);
     // a stalled pair's client hears nothing, the relay's end included (its idle timeout)
     const upstreamGone = () => { if (pair.stalled) upstream.destroy(); else drop(); };
     upstream.on('error', upstreamGone);
@@ -117,6 +131,8 @@ export async function cutProxy(targetPort) {
     stall: () => { stalled = true; },
     downFromCut: () => { downOnCut = true; },
     revive: () => { down = false; },
+    delayConnections: (ms) => { connectDelay = ms; },
+    delayCloses: (ms) => { closeDelay = ms; },
     stallAt: (...bytes) => { stallsUp = [...stallsUp, ...bytes].sort((a, b) => a - b); },
     stallDownAt: (...bytes) => { stallsDown = [...stallsDown, ...bytes].sort((a, b) => a - b); },
     cutAll: () => { stalled = false; for (const p of [...pairs]) cut(p); },
