@@ -26,12 +26,16 @@ async fn only_waiting_peers_on(t: T) {
     r.until_gauge("httpipe_connect_waiting", 1).await;
     let producer = within(5.0, "producer head", producer.response()).await;
     assert_eq!(producer.status(), StatusCode::OK);
+    // a withdrawal that waits for the path the waiting producer holds (§3.10)
+    let mut withdrawal = r.call(t, Method::DELETE, "/wait-p", &[], empty()).await;
+    assert!(withdrawal.still_waiting(Duration::from_millis(100)).await);
     let started = Instant::now();
     let stopped = r.begin_shutdown();
     for (who, call) in [
         ("consumer", &mut consumer),
         ("connect", &mut connect),
         ("part 0", &mut part0),
+        ("withdrawal", &mut withdrawal),
     ] {
         let resp = within(2.0, who, call.response()).await;
         assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE, "{who}");

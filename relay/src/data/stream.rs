@@ -105,8 +105,8 @@ pub async fn withdraw(plane: Arc<Plane>, hangup: Hangup, meet: Meet) -> Resp {
 const WITHDRAWAL_RECHECK: Duration = Duration::from_millis(20);
 
 /// A withdrawal registered as its path's producer (§3.10). A path another producer holds is
-/// waited for (at most `WITHDRAW_WAIT_S`, the client's own bound, or until it hangs up), then
-/// refused as before: most likely that producer is the upload this one withdraws, which failed
+/// waited for (at most `WITHDRAW_WAIT_S`, the client's own bound, until it hangs up or the
+/// relay shuts down), then refused as before: most likely that producer is the upload this one withdraws, which failed
 /// a moment ago and whose end the relay has not seen yet. Refused at once, the withdrawal was
 /// lost, and a consumer whose `GET` came a moment later waited for nobody (found in CI: a
 /// resumed upload whose reopened source fell short after its first bytes, §12.3).
@@ -124,6 +124,7 @@ async fn withdrawal_registered(
         tokio::select! {
             _ = tokio::time::sleep(WITHDRAWAL_RECHECK) => {}
             _ = hangup.hung_up() => return Err(Rejection::AnotherSender(meet.path.clone())),
+            _ = plane.reached(Phase::Draining) => return Err(Rejection::ShuttingDown),
         }
     }
 }
