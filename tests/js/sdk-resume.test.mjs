@@ -243,9 +243,9 @@ test('a source that changed before a resume is refused: nothing other is sent (e
     ['plain', bytes, changingBlob(bytes, bytes.subarray(0, bytes.length / 2)), /reopened, it gave \d+ bytes where it gave \d+ before/],
     // plain: a source that falls short after the resumed upload's first bytes, which reached
     // the relay: the withdrawal meets the relay still holding that upload for a moment (its
-    // close comes late through a middlebox) and is made again until the path is free; the
-    // consumer's GET comes later still (regression: refused once, the withdrawal was lost,
-    // and the consumer waited for nobody; seen in CI without the middlebox)
+    // close comes late through a middlebox), and the relay holds the withdrawal until the path
+    // is free; the consumer's GET comes later still (regression: refused at once, the
+    // withdrawal was lost, and the consumer waited for nobody; seen in CI without the middlebox)
     ['plain, short after resumed bytes', bytes, shortBlob(bytes), /reopened, it gave \d+ bytes where it gave \d+ before/],
     // the consumer is cut after the relay delivered every byte (it stops reading halfway
     // until then): it resumes with the producer's receipt call, and the resumed upload is a
