@@ -33,8 +33,9 @@ async function untilConnectWaiting(n, ms = 20_000) {
   const end = Date.now() + ms;
   for (;;) {
     const text = await (await fetch(`${relay.http}/metrics`)).text();
-    if (new RegExp(`^httpipe_connect_waiting ${n}$`, 'm').test(text)) return;
-    if (Date.now() > end) throw new Error(`the relay does not report ${n} Connect waiter(s) after ${ms} ms`);
+    const waiting = /^httpipe_connect_waiting (\d+)$/m.exec(text)?.[1];
+    if (Number(waiting) === n) return;
+    if (Date.now() > end) throw new Error(`the relay does not report ${n} Connect waiter(s) after ${ms} ms (it reports ${waiting})`);
     await sleep(50);
   }
 }
@@ -94,8 +95,11 @@ test('a receiver that cancels after the relay handed it every byte: send() rejec
   const sendE = rejection(sdk.send(randomFillSync(new Uint8Array(48_000)), { relay: relay.http, path }));
   const r = await sdk.receive({ relay: relay.http, path });
   // the relay's success has reached the sender once it waits for the receipt on the
-  // transfer's channel: then the cancel can only reach it as the receiver's receipt
-  await untilConnectWaiting(1);
+  // transfer's channel: then the cancel can only reach it as the receiver's receipt. Two
+  // Connect callers then: that wait and the sender's presence call (§12.5), open from the
+  // rendezvous to the verdict. (Waiting for 1 caught the presence call alone, before the
+  // relay's success, or never: in CI the first look came after it, and 2 stayed for 20 s.)
+  await untilConnectWaiting(2);
   await r.stream.cancel('the user said no');
   const e = await within(sendE, 10_000, 'send');
   assert.equal(e.code, 'PEER_DISCONNECTED', e.message);
