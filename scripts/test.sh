@@ -32,15 +32,7 @@ step "Rust tests (SDK core, native client, CLI, crypto vectors, relay integratio
 cargo test --workspace --all-features --no-run
 bounded 1500 cargo test --workspace --all-features
 
-step "build SDK (wasm); the release relay and CLI alongside"
-# The release relay and CLI (the JavaScript tests run them, as npm start builds them) build in
-# the background while the wasm steps below run: another profile and target, so cargo takes no
-# lock between them, and both have long single-threaded stretches (the release LTO link,
-# wasm-opt, tsc) that leave the second core idle. Measured on 2 cores: 3m25s that were serial.
-release_log=$(mktemp)
-cargo build --release >"$release_log" 2>&1 &
-release_pid=$!
-trap 'kill "$release_pid" 2>/dev/null || true' EXIT
+step "build SDK (wasm)"
 scripts/build-sdk.sh
 
 step "wasm binding unit tests (wasm-bindgen-test in Node)"
@@ -56,17 +48,11 @@ scripts/build-www.sh
 step "TypeScript types (tests/types: tsc --strict with DOM, WebWorker, ES2022 alone, @types/node, workers-types; deno check)"
 bounded 300 tests/types/run.sh
 
-step "the release relay and CLI (built alongside the wasm steps)"
-# as npm start builds them (the README's recipes run both, and docs/relay.md's
-# `cargo run --release --bin httpipe-relay` reuses the build)
-release_rc=0
-wait "$release_pid" || release_rc=$?
-cat "$release_log"
-rm -f "$release_log"
-[ "$release_rc" -eq 0 ] || { echo "!!! cargo build --release failed (exit $release_rc)" >&2; exit "$release_rc"; }
-
 if compgen -G "tests/js/*.test.mjs" >/dev/null; then
   step "JavaScript tests (Node, Deno, Workers, Chromium, the README's recipes)"
+  # the release relay and CLI, as npm start builds them (the README's recipes run both, and
+  # docs/relay.md's `cargo run --release --bin httpipe-relay` reuses the build)
+  cargo build --release
   # no single test may take more than 10 minutes
   bounded 2400 node --test --test-concurrency=1 --test-timeout=600000 --test-force-exit tests/js/
 fi
