@@ -55,6 +55,19 @@ fn consumer_left(
     low: u64,
     high: u64,
 ) -> Producer<Vec<u8>> {
+    let (mut p, _) = streaming_after(mem, hello, resume_s);
+    p.observe(0.0, low, high);
+    p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+    p
+}
+
+/// A streaming producer with receipts and `resume_s`, whose rendezvous was answered with
+/// `hello`: the producer and its upload's request.
+fn streaming_after(
+    mem: &mut OriginMemory,
+    hello: &[(&str, &str)],
+    resume_s: f64,
+) -> (Producer<Vec<u8>>, Request) {
     let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
     c.resume_s = Some(resume_s);
     let mut p = Producer::<Vec<u8>>::new(c).unwrap();
@@ -62,12 +75,10 @@ fn consumer_left(
         panic!()
     };
     p.on_response(200, &hello.to_vec(), "http://h:1/p\n");
-    let Step::Stream(_) = p.poll(mem) else {
+    let Step::Stream(up) = p.poll(mem) else {
         panic!()
     };
-    p.observe(0.0, low, high);
-    p.on_stream_log(b"[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
-    p
+    (p, up)
 }
 
 /// Rendezvous (the consumer's hello `peer`), then a streaming upload the relay confirms.

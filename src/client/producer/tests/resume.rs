@@ -349,17 +349,8 @@ fn the_replay_window_follows_the_consumers_hello() {
 #[test]
 fn a_resume_after_the_relays_success_keeps_its_last_words() {
     let mut mem = OriginMemory::new();
-    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
-    c.resume_s = Some(10.0);
-    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
-    let Step::Rendezvous(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
-    p.on_response(200, &h, "http://h:1/p\n");
-    let Step::Stream(_) = p.poll(&mut mem) else {
-        panic!()
-    };
+    let h = [(PEER_HELLO, "httpipe=1; receipt; resume")];
+    let (mut p, _) = streaming_after(&mut mem, &h, 10.0);
     p.observe(0.0, 0, 500);
     p.on_stream_log(OK_LOG.as_bytes());
     p.on_stream_end(None, StopReason::None);
