@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::words::{EVEN, ODD};
+use super::words::{WordList, EVEN, ODD};
 use super::{wrong_code, CHANNEL_MAX, CHANNEL_TIERS, MAX_TRIES};
 use crate::client::error::{Error, ErrorCode};
 use crate::crypto::RandomSource;
@@ -57,11 +57,11 @@ impl Code {
                 "the code's number {n:?} is wrong: it is 1–{CHANNEL_MAX}, as the 7 in 7-guitarist-revenge"
             ))
         })?;
-        let word = |w: &str, list: &[&str; 256], other: &[&str; 256], which: &str| {
-            if let Some(i) = list.iter().position(|x| *x == w) {
-                return Ok(i as u8);
+        let word = |w: &str, list: &WordList, other: &WordList, which: &str| {
+            if let Some(b) = list.byte_of(w) {
+                return Ok(b);
             }
-            let hint = if other.contains(&w) {
+            let hint = if other.byte_of(w).is_some() {
                 " (it is a word of the other place: are the two words swapped?)"
             } else {
                 ""
@@ -92,7 +92,9 @@ impl fmt::Display for Code {
         write!(
             f,
             "{}-{}-{}",
-            self.channel, ODD[self.odd as usize], EVEN[self.even as usize]
+            self.channel,
+            ODD.word(self.odd),
+            EVEN.word(self.even)
         )
     }
 }

@@ -201,13 +201,20 @@ fn parse_and_normalise() {
 
 #[test]
 fn the_word_lists() {
-    let all: std::collections::HashSet<&str> = EVEN.iter().chain(ODD.iter()).copied().collect();
+    assert_eq!((EVEN.words().count(), ODD.words().count()), (256, 256));
+    let all: std::collections::HashSet<&str> = EVEN.words().chain(ODD.words()).collect();
     assert_eq!(all.len(), 512);
     // PGP word list spot checks (the PDF's example E582 → "topmost Istanbul")
-    assert_eq!((EVEN[0xE5], ODD[0x82]), ("topmost", "istanbul"));
-    assert_eq!((EVEN[0], ODD[0]), ("aardvark", "adroitness"));
-    assert_eq!((EVEN[0xFF], ODD[0xFF]), ("zulu", "yucatan"));
-    assert_eq!((ODD[0x69], EVEN[0xA9]), ("guitarist", "revenge"));
+    assert_eq!((EVEN.word(0xE5), ODD.word(0x82)), ("topmost", "istanbul"));
+    assert_eq!((EVEN.word(0), ODD.word(0)), ("aardvark", "adroitness"));
+    assert_eq!((EVEN.word(0xFF), ODD.word(0xFF)), ("zulu", "yucatan"));
+    assert_eq!((ODD.word(0x69), EVEN.word(0xA9)), ("guitarist", "revenge"));
+    for b in 0..=255u8 {
+        assert_eq!(
+            (EVEN.byte_of(EVEN.word(b)), ODD.byte_of(ODD.word(b))),
+            (Some(b), Some(b))
+        );
+    }
     for w in all {
         assert!(w.bytes().all(|b| b.is_ascii_lowercase()), "{w}");
     }
