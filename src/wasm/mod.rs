@@ -46,3 +46,8 @@ pub mod send;
 pub mod stall;
 pub mod stop;
 pub mod webcrypto;
+
+/// The module's allocator: talc, not the wasm target's default dlmalloc (issue #27: smaller
+/// in the module; the module is single-threaded, built without `atomics`).
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
