@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use httpipe::crypto::Format;
 use tokio::io::{AsyncWriteExt, BufWriter};
 
 use crate::cli::{ReceiveArgs, SendArgs};
@@ -143,7 +142,7 @@ async fn send_target_by_code(
     size: u64,
     content_type: Option<String>,
 ) -> Result<(StreamTarget, Vec<String>), CliError> {
-    if format(keys)? != Format::AgeRt {
+    if format(keys)? != transfer::CodeKeys::FORMAT {
         return Err(CliError::usage(
             "a transfer by short code is age-rt (PROTOCOL.md §14.2)",
             "leave out --encryption-mode, or agree on -s and a passphrase instead",

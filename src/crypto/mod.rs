@@ -63,14 +63,26 @@ pub enum Format {
     AgeRt,
 }
 
+impl Format {
+    /// Its name as options give it (the JS API's `format`, the CLI's `--encryption-mode`):
+    /// `"age"` or `"age-rt"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Age => "age",
+            Format::AgeRt => "age-rt",
+        }
+    }
+}
+
 impl core::str::FromStr for Format {
     type Err = Error;
 
     /// `"age"` or `"age-rt"`.
     fn from_str(s: &str) -> Result<Self, Error> {
         match s {
-            "age" => Ok(Format::Age),
-            "age-rt" | "agert" => Ok(Format::AgeRt),
+            "agert" => Ok(Format::AgeRt),
+            _ if s == Format::Age.name() => Ok(Format::Age),
+            _ if s == Format::AgeRt.name() => Ok(Format::AgeRt),
             _ => Err(Error::Usage(format!(
                 "unknown format {s:?} (use age or age-rt)"
             ))),

@@ -12,7 +12,9 @@ use super::error::into_js;
 use super::http::{body_bytes, fetch, JsHeaders};
 use super::options::Parsed;
 use super::stop::Abort;
-use crate::client::code::{Code, CodeMachine, CodeReceive, CodeRelay, CodeSend, CodeStep, Offer};
+use crate::client::code::{
+    Code, CodeKeys, CodeMachine, CodeReceive, CodeRelay, CodeSend, CodeStep, Offer,
+};
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::crypto::OsRandom;
 
@@ -131,7 +133,7 @@ async fn send_exchange(options: &JsValue, on_code: &Function) -> Result<JsValue,
                 "recipients",
                 Array::of1(&keys.recipient.as_str().into()).into(),
             ),
-            ("format", "age-rt".into()),
+            ("format", CodeKeys::FORMAT.name().into()),
         ],
     )
 }

@@ -10,7 +10,7 @@ use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::client::error::Error;
-use crate::crypto::{FixedRandom, Identity};
+use crate::crypto::{FixedRandom, Format, Identity};
 
 const INFO_CONFIRM_RECEIVER: &str = "httpipe-code-v1 confirm receiver";
 const INFO_CONFIRM_SENDER: &str = "httpipe-code-v1 confirm sender";
@@ -26,6 +26,12 @@ pub struct CodeKeys {
     pub identity: Zeroizing<String>,
     /// Its recipient `age1…` (the sender encrypts to it).
     pub recipient: String,
+}
+
+impl CodeKeys {
+    /// The data transfer's format: age-rt to [`CodeKeys::recipient`] (`PROTOCOL.md` §14.2),
+    /// whatever the caller's default.
+    pub const FORMAT: Format = Format::AgeRt;
 }
 
 impl fmt::Debug for CodeKeys {

@@ -356,3 +356,16 @@ fn offers_read_absent_and_null_fields_as_unset_and_need_a_version() {
         assert!(miniserde::json::from_str::<Offer>(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_codes_transfer_is_age_rt_by_the_name_options_use() {
+    use crate::crypto::Format;
+    assert_eq!(CodeKeys::FORMAT, Format::AgeRt);
+    // the wasm driver hands `format: CodeKeys::FORMAT.name()` to `send`, which parses it back
+    assert_eq!(CodeKeys::FORMAT.name(), "age-rt");
+    for f in [Format::Age, Format::AgeRt] {
+        assert_eq!(f.name().parse::<Format>().ok(), Some(f));
+    }
+    assert_eq!("agert".parse::<Format>().ok(), Some(Format::AgeRt));
+    assert!("age-v1".parse::<Format>().is_err());
+}
