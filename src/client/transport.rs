@@ -2,8 +2,6 @@
 //! runtime supports one, the segmented upload (§4) otherwise; an `auto` streaming attempt that
 //! fails before any byte was sent falls back, and the answer is remembered per relay origin.
 
-use std::collections::HashMap;
-
 use super::error::{Error, ErrorCode};
 
 /// The `upload` option.
@@ -123,10 +121,11 @@ pub enum Plan {
     Segmented,
 }
 
-/// What is known about streaming uploads per relay origin.
+/// What is known about streaming uploads per relay origin: a list, not a `HashMap` (a process
+/// talks to a handful of relays; the hash map and its SipHash were ~1 KB of the wasm module).
 #[derive(Debug, Default)]
 pub struct OriginMemory {
-    streaming_works: HashMap<String, bool>,
+    streaming_works: Vec<(String, bool)>,
 }
 
 impl OriginMemory {
@@ -156,7 +155,7 @@ impl OriginMemory {
                 "this runtime can't send a streaming request body; use upload: 'auto' or 'segmented'",
             )),
             UploadMode::Auto if !runtime_supports_streams => Ok(Plan::Segmented),
-            UploadMode::Auto => Ok(match self.streaming_works.get(origin) {
+            UploadMode::Auto => Ok(match self.known(origin) {
                 Some(false) => Plan::Segmented,
                 Some(true) => Plan::Stream { fallback: false },
                 None => Plan::Stream { fallback: true },
@@ -164,10 +163,21 @@ impl OriginMemory {
         }
     }
 
+    fn known(&self, origin: &str) -> Option<bool> {
+        self.streaming_works
+            .iter()
+            .find(|(o, _)| o == origin)
+            .map(|(_, works)| *works)
+    }
+
     /// Records what an upload to `origin` showed.
     pub fn remember(&mut self, origin: &str, streaming_works: bool) {
-        self.streaming_works
-            .insert(origin.to_string(), streaming_works);
+        match self.streaming_works.iter_mut().find(|(o, _)| o == origin) {
+            Some((_, works)) => *works = streaming_works,
+            None => self
+                .streaming_works
+                .push((origin.to_string(), streaming_works)),
+        }
     }
 }
 
