@@ -2,8 +2,7 @@
 //! while it releases bytes, the receipt text it sends, and the producer's verdict on the
 //! receipt it gets. The adapters only make the Connect calls (§5.1) and feed bytes in.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
+use crate::protocol::base64::URL_SAFE_NO_PAD;
 use hmac::Mac;
 use subtle::ConstantTimeEq;
 use xxhash_rust::xxh3::Xxh3;
@@ -222,7 +221,7 @@ pub fn verify(
         return Err(unconfirmed("is not a version 1 receipt"));
     }
     let bytes = item(text, BYTES).and_then(|b| b.parse::<u64>().ok());
-    let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d).ok());
+    let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d));
     let (Some(bytes), Some(digest)) = (bytes, digest) else {
         return Err(unconfirmed("is malformed (no byte count or digest)"));
     };
@@ -240,7 +239,7 @@ pub fn verify(
             let Some((signed, m)) = text.rsplit_once(MAC_SEPARATOR) else {
                 return Err(unconfirmed("has no MAC, but the transfer is encrypted"));
             };
-            let Ok(m) = URL_SAFE_NO_PAD.decode(m.trim()) else {
+            let Some(m) = URL_SAFE_NO_PAD.decode(m.trim()) else {
                 return Err(unconfirmed("has a malformed MAC"));
             };
             let want = mac(k, transfer, signed);
@@ -309,7 +308,7 @@ pub fn check_end(peer_hello: Option<&str>, ours: &Commitment) -> Result<(), Erro
     // with one (a failure notice included: the producer stopped after its source ended), the
     // end decides
     let bytes = item(text, BYTES).and_then(|b| b.parse::<u64>().ok());
-    let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d).ok());
+    let digest = item(text, DIGEST).and_then(|d| URL_SAFE_NO_PAD.decode(d));
     let (Some(bytes), Some(digest)) = (bytes, digest) else {
         return Err(not_the_end("the sender's end is malformed"));
     };

@@ -2,8 +2,7 @@
 //! in 64-column lines, `\n` or `\r\n` line endings, optional whitespace around the block.
 
 use super::Error;
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine;
+use crate::protocol::base64::STANDARD;
 
 pub(crate) const BEGIN: &str = "-----BEGIN AGE ENCRYPTED FILE-----";
 pub(crate) const END: &str = "-----END AGE ENCRYPTED FILE-----";
@@ -37,10 +36,7 @@ impl Writer {
     }
 
     fn line(data: &[u8], out: &mut Vec<u8>) {
-        let mut buf = [0u8; COLUMNS];
-        // ok: at most 48 bytes encode to at most 64 characters
-        let n = STANDARD.encode_slice(data, &mut buf).unwrap_or(0);
-        out.extend_from_slice(&buf[..n]);
+        STANDARD.encode_into(data, out);
         out.push(b'\n');
     }
 
@@ -147,7 +143,7 @@ impl Reader {
                 }
                 let decoded = STANDARD
                     .decode(line)
-                    .map_err(|_| Error::armor("invalid or non-canonical base64 line"))?;
+                    .ok_or_else(|| Error::armor("invalid or non-canonical base64 line"))?;
                 out.extend_from_slice(&decoded);
                 self.state = State::Body {
                     last_seen: line.len() < COLUMNS || line.ends_with(b"="),

@@ -3,8 +3,7 @@
 //! [`KEY_HEADER`] header only. Shared by the relay (which checks) and the clients (which
 //! derive): one derivation.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
+use super::base64::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
 use super::control::Rejection;

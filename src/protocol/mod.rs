@@ -11,7 +11,10 @@
 //! - [`query`]: Data/Connect API query parameter names (§3.1, §5, §6).
 //! - [`hello`]: the items of Connect hellos and delivery receipts (§5.1, §12).
 //! - [`headers`]: header names and the `X-Piping: httpipe-size=N` declaration (§3.3, §11).
+//! - `base64`: base64 in the three flavours the formats use, canonical only (tokens §6, receipts
+//!   §12.2, age headers and armor).
 
+pub(crate) mod base64;
 pub mod channel;
 pub mod control;
 pub mod headers;

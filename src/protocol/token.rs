@@ -5,8 +5,7 @@
 //! tries every configured key (rotation: sign with the first, accept all) in constant time.
 //! Base64url is unpadded (RFC 4648 §5). No clock here: callers pass `now` (unix seconds).
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
+use super::base64::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -147,7 +146,7 @@ pub fn verify<K: AsRef<[u8]>>(keys: &[K], token: &str, now: u64) -> Result<Claim
     }
     let tag = URL_SAFE_NO_PAD
         .decode(tag_b64)
-        .map_err(|_| TokenError::Malformed)?;
+        .ok_or(TokenError::Malformed)?;
     let mut ok = false;
     for key in keys {
         let mut m = mac(key.as_ref());
@@ -160,7 +159,7 @@ pub fn verify<K: AsRef<[u8]>>(keys: &[K], token: &str, now: u64) -> Result<Claim
     }
     let json = URL_SAFE_NO_PAD
         .decode(claims_b64)
-        .map_err(|_| TokenError::Malformed)?;
+        .ok_or(TokenError::Malformed)?;
     let claims: Claims = serde_json::from_slice(&json).map_err(|_| TokenError::Malformed)?;
     if now >= claims.expires {
         return Err(TokenError::Expired);
