@@ -6,7 +6,7 @@
 //! byte string has one accepted text.
 //!
 //! Ours rather than the `base64` crate: its general-purpose engine was 6.4 KB of the wasm
-//! module (~2 KB gzipped) for these few short strings (issue #27).
+//! module (2.6 KB gzipped) for these few short strings (issue #27).
 
 /// An alphabet and whether its flavour pads (`=`) to a multiple of 4 characters.
 pub struct Base64 {
