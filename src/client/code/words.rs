@@ -5,8 +5,8 @@
 //! magic-wormhole's codes use; checked against the PDF's example (`E582` → "topmost Istanbul").
 //!
 //! Each list is one string of 256 words separated by single spaces, not an array of `&str`:
-//! an array costs the wasm module 2 KB of pointers per list (1.3 KB gzipped, issue #27), and a
-//! code's two words are found by a walk of the text, microseconds.
+//! an array costs the wasm module 2 KB of pointers per list (the two lists: 1.0 KB gzipped,
+//! issue #27); a code's two words are found by a walk of the text, microseconds.
 
 /// One list: the word of each byte value, in order, separated by single spaces.
 pub struct WordList(&'static str);
