@@ -133,9 +133,13 @@ pub(crate) fn number_text(n: f64) -> String {
     }
     let milli = (n.abs() * 1000.0).round();
     if milli >= u64::MAX as f64 {
-        // its first digit and magnitude: "3e300"
-        let exp = n.abs().log10().floor() as i32;
-        let first = (n.abs() / 10f64.powi(exp) + 1e-9).trunc().min(9.0) as u8;
+        // its first digit and magnitude: "3e300" (by division: `log10` is 0.5 KB of wasm)
+        let (mut m, mut exp) = (n.abs(), 0);
+        while m >= 10.0 {
+            m /= 10.0;
+            exp += 1;
+        }
+        let first = (m + 1e-9).trunc().min(9.0) as u8;
         return format!("{sign}{first}e{exp}");
     }
     let milli = milli as u64;
@@ -302,6 +306,10 @@ mod tests {
             (f64::NEG_INFINITY, "-Infinity"),
             (3e300, "3e300"),
             (-2.5e19, "-2e19"),
+            (1e20, "1e20"),
+            (1e300, "1e300"),
+            (9.99e307, "9e307"),
+            (f64::MAX, "1e308"),
             (16_777_217.0, "16777217"),
         ] {
             assert_eq!(number_text(n), text);

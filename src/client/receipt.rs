@@ -236,7 +236,12 @@ pub fn verify(
     }
     let authenticated = match key {
         Some(k) => {
-            let Some((signed, m)) = text.rsplit_once(MAC_SEPARATOR) else {
+            // the MAC is the last item (§12.2): after the last `;`
+            let at = text
+                .rfind(';')
+                .filter(|&i| text[i..].starts_with(MAC_SEPARATOR));
+            let Some((signed, m)) = at.map(|i| (&text[..i], &text[i + MAC_SEPARATOR.len()..]))
+            else {
                 return Err(unconfirmed("has no MAC, but the transfer is encrypted"));
             };
             let Some(m) = URL_SAFE_NO_PAD.decode(m.trim()) else {

@@ -24,7 +24,7 @@ impl RelayBase {
             ));
         }
         let cut = trimmed.find(['?', '#']).unwrap_or(trimmed.len());
-        let scheme_end = trimmed.find("://").map_or(0, |i| i + 3);
+        let scheme_end = after_scheme(trimmed);
         let rest = trimmed[scheme_end..cut].trim_end_matches('/');
         let base = format!("{}{rest}", &trimmed[..scheme_end]);
         if rest.is_empty() || rest.starts_with('/') {
@@ -163,10 +163,10 @@ pub fn stream_path(path: &str) -> Result<String, Error> {
     })
 }
 
-/// `.` or `..`, also percent-encoded (`%2e`), as WHATWG URL recognises them.
+/// `.` or `..`, also percent-encoded (`%2e`): WHATWG URL's single- and double-dot segments.
 fn is_dot_segment(segment: &str) -> bool {
-    let s = segment.to_ascii_lowercase().replace("%2e", ".");
-    s == "." || s == ".."
+    const DOTS: [&str; 6] = [".", "%2e", "..", ".%2e", "%2e.", "%2e%2e"];
+    DOTS.iter().any(|d| segment.eq_ignore_ascii_case(d))
 }
 
 /// The rendezvous mode (§5).
@@ -227,9 +227,19 @@ pub fn part_url(data_url: &str, k: u64, upload_id: Option<&str>, last: bool) -> 
     )
 }
 
+/// Where an absolute URL's authority starts: after `scheme://` (a scheme has no `:`); 0 when
+/// there is no `://` right after the first `:`. (Not `str::find("://")`: a substring search
+/// costs the wasm module 1 KB gzipped, issue #27.)
+fn after_scheme(url: &str) -> usize {
+    match url.find(':') {
+        Some(i) if url[i..].starts_with("://") => i + 3,
+        _ => 0,
+    }
+}
+
 /// `scheme://host[:port]` of an absolute URL (the key for per-origin transport memory).
 pub fn origin(url: &str) -> String {
-    let start = url.find("://").map_or(0, |i| i + 3);
+    let start = after_scheme(url);
     let end = url[start..]
         .find(['/', '?', '#'])
         .map_or(url.len(), |i| start + i);
