@@ -21,6 +21,9 @@ pub mod client;
 pub mod csv;
 
 #[cfg(feature = "crypto")]
+mod text;
+
+#[cfg(feature = "crypto")]
 pub mod crypto;
 
 // The JS bindings: their contract is docs/js-api.md and js/index.d.ts; public for the

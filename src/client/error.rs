@@ -200,7 +200,7 @@ impl std::error::Error for Error {
 }
 
 /// A cause described in words only (a JavaScript exception, a transport error's text).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
 pub struct Cause {
     /// The error's class name, e.g. `TypeError`.
@@ -215,6 +215,13 @@ impl fmt::Display for Cause {
         } else {
             write!(f, "{}: {}", self.name, self.message)
         }
+    }
+}
+
+/// Its words (not derived: `{:?}` of a string costs the wasm module core's Unicode tables).
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Cause({self})")
     }
 }
 

@@ -3,6 +3,7 @@
 //! fails before any byte was sent falls back, and the answer is remembered per relay origin.
 
 use super::error::{Error, ErrorCode};
+use crate::text::quoted;
 
 /// The `upload` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +25,10 @@ impl UploadMode {
             Some("segmented") => Ok(UploadMode::Segmented),
             Some(other) => Err(Error::new(
                 ErrorCode::Unsupported,
-                format!("`upload` must be 'auto', 'stream' or 'segmented', got {other:?}"),
+                format!(
+                    "`upload` must be 'auto', 'stream' or 'segmented', got {}",
+                    quoted(other)
+                ),
             )),
         }
     }

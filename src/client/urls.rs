@@ -4,6 +4,7 @@
 use super::error::{Error, ErrorCode};
 use crate::protocol::paths::{CONNECT_PREFIX, MAX_PATH_BYTES};
 use crate::protocol::{query, upload};
+use crate::text::quoted;
 
 /// A relay base URL without a trailing slash, e.g. `https://relay.example` or
 /// `http://127.0.0.1:8080/prefix`, and where its Connect API is: `{base}/connect/v0/` unless
@@ -20,7 +21,10 @@ impl RelayBase {
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
             return Err(Error::new(
                 ErrorCode::Unsupported,
-                format!("`relay` must be an http:// or https:// URL, got {trimmed:?}"),
+                format!(
+                    "`relay` must be an http:// or https:// URL, got {}",
+                    quoted(trimmed)
+                ),
             ));
         }
         let cut = trimmed.find(['?', '#']).unwrap_or(trimmed.len());
@@ -30,7 +34,7 @@ impl RelayBase {
         if rest.is_empty() || rest.starts_with('/') {
             return Err(Error::new(
                 ErrorCode::Unsupported,
-                format!("`relay` has no host: {trimmed:?}"),
+                format!("`relay` has no host: {}", quoted(trimmed)),
             ));
         }
         Ok(RelayBase(base, None))
@@ -132,13 +136,16 @@ pub fn stream_path(path: &str) -> Result<String, Error> {
     if path.contains(['?', '#']) {
         return Err(Error::new(
             ErrorCode::Unsupported,
-            format!("`path` must not contain '?' or '#': {path:?}"),
+            format!("`path` must not contain '?' or '#': {}", quoted(path)),
         ));
     }
     if path.contains('\\') || path.chars().any(char::is_control) {
         return Err(Error::new(
             ErrorCode::Unsupported,
-            format!("`path` must not contain '\\' or control characters: {path:?}"),
+            format!(
+                "`path` must not contain '\\' or control characters: {}",
+                quoted(path)
+            ),
         ));
     }
     if path.split('/').any(is_dot_segment) {
@@ -146,7 +153,8 @@ pub fn stream_path(path: &str) -> Result<String, Error> {
             ErrorCode::Unsupported,
             format!(
                 "`path` must not contain '.' or '..' segments (a URL would resolve them to \
-                 another path, PROTOCOL.md §11.6): {path:?}"
+                 another path, PROTOCOL.md §11.6): {}",
+                quoted(path)
             ),
         ));
     }
@@ -194,7 +202,10 @@ impl ConnectMode {
             query::MODE_AWAIT_WRITER => Ok(ConnectMode::AwaitWriter),
             _ => Err(Error::new(
                 ErrorCode::Unsupported,
-                format!("`mode` must be 'await-reader' or 'await-writer', got {s:?}"),
+                format!(
+                    "`mode` must be 'await-reader' or 'await-writer', got {}",
+                    quoted(s)
+                ),
             )),
         }
     }
@@ -209,8 +220,8 @@ pub fn parse_connect_body(body: &str) -> Result<String, Error> {
         Err(Error::new(
             ErrorCode::RelayError,
             format!(
-                "the Connect API answered without a data URL: {:?}",
-                url.chars().take(200).collect::<String>()
+                "the Connect API answered without a data URL: {}",
+                quoted(&url.chars().take(200).collect::<String>())
             ),
         ))
     }

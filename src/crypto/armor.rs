@@ -3,6 +3,7 @@
 
 use super::Error;
 use crate::protocol::base64::STANDARD;
+use crate::text::quoted;
 
 pub(crate) const BEGIN: &str = "-----BEGIN AGE ENCRYPTED FILE-----";
 pub(crate) const END: &str = "-----END AGE ENCRYPTED FILE-----";
@@ -163,7 +164,7 @@ impl Reader {
         match self.state {
             State::Trailing => Ok(()),
             State::Leading => Err(Error::armor("empty input")),
-            _ => Err(Error::armor(format!("missing END line {END:?}"))),
+            _ => Err(Error::armor(format!("missing END line {}", quoted(END)))),
         }
     }
 }
@@ -180,7 +181,8 @@ fn may_begin(line: &[u8]) -> bool {
 /// Input that begins with none of the three starts of ciphertext.
 fn not_an_age_file() -> Error {
     Error::armor(format!(
-        "not an age file: the first line must be {BEGIN:?} (armored), \
-         age-encryption.org/v1 or the age-rt version line"
+        "not an age file: the first line must be {} (armored), \
+         age-encryption.org/v1 or the age-rt version line",
+        quoted(BEGIN)
     ))
 }

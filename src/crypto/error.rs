@@ -9,7 +9,7 @@ use core::fmt;
 ///
 /// Once an [`Encryptor`](super::Encryptor) or [`Decryptor`](super::Decryptor) has returned an
 /// error it is poisoned: every later call returns the same error and no further output.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
     /// None of the given identities opens any recipient stanza of the header (a wrong key, or a
@@ -157,4 +157,58 @@ impl fmt::Display for Error {
     }
 }
 
+/// As derived, but a string quoted as JSON: `{:?}` of a string brings Rust's escaping and
+/// core's Unicode tables into the wasm module (issue #27).
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Error::*;
+        let (name, text) = match self {
+            HeaderMalformed(s) => ("HeaderMalformed", s),
+            Armor(s) => ("Armor", s),
+            PayloadMalformed(s) => ("PayloadMalformed", s),
+            UnsupportedRecipient(s) => ("UnsupportedRecipient", s),
+            InvalidKey(s) => ("InvalidKey", s),
+            Usage(s) => ("Usage", s),
+            Random(s) => ("Random", s),
+            NoMatchingIdentity => return f.write_str("NoMatchingIdentity"),
+            WrongPassphrase => return f.write_str("WrongPassphrase"),
+            HeaderMac => return f.write_str("HeaderMac"),
+            UnsupportedLegacyFormat => return f.write_str("UnsupportedLegacyFormat"),
+            Truncated => return f.write_str("Truncated"),
+            TrailingData => return f.write_str("TrailingData"),
+            HeaderTooLarge { limit } => return write!(f, "HeaderTooLarge {{ limit: {limit} }}"),
+            ChunkAuth { index } => return write!(f, "ChunkAuth {{ index: {index} }}"),
+            SourceChanged { index } => return write!(f, "SourceChanged {{ index: {index} }}"),
+            WorkFactorTooHigh { log2_n, max } => {
+                return write!(f, "WorkFactorTooHigh {{ log2_n: {log2_n}, max: {max} }}")
+            }
+        };
+        write!(f, "{name}({})", crate::text::quoted(text))
+    }
+}
+
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn debug_reads_as_derived_with_strings_quoted_as_json() {
+        let d = |e: Error| format!("{e:?}");
+        assert_eq!(
+            d(Error::Armor("no \"END\"".into())),
+            r#"Armor("no \"END\"")"#
+        );
+        assert_eq!(d(Error::Truncated), "Truncated");
+        assert_eq!(
+            d(Error::HeaderTooLarge { limit: 4096 }),
+            "HeaderTooLarge { limit: 4096 }"
+        );
+        let wf = Error::WorkFactorTooHigh {
+            log2_n: 30,
+            max: 22,
+        };
+        assert_eq!(d(wf), "WorkFactorTooHigh { log2_n: 30, max: 22 }");
+    }
+}

@@ -10,6 +10,7 @@
 use super::base64;
 use super::keys::{header_mac, FileKey};
 use super::{Error, Format};
+use crate::text::quoted;
 use hmac::Mac;
 
 /// First line of an age v1 file.
@@ -132,8 +133,10 @@ fn version(line: &[u8]) -> Result<Format, Error> {
         || line.starts_with(b"github.com/parsimonit/")
     {
         Err(Error::header(format!(
-            "unsupported version line {:?} (expected {AGE_V1_LINE:?} or {AGE_RT_LINE:?})",
-            String::from_utf8_lossy(line)
+            "unsupported version line {} (expected {} or {})",
+            quoted(&String::from_utf8_lossy(line)),
+            quoted(AGE_V1_LINE),
+            quoted(AGE_RT_LINE)
         )))
     } else {
         Err(Error::header(
@@ -183,9 +186,12 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Header, Error> {
                 mac_input: offset + 3,
             });
         }
-        let rest = line
-            .strip_prefix("-> ")
-            .ok_or_else(|| Error::header(format!("expected a stanza or MAC line, got {line:?}")))?;
+        let rest = line.strip_prefix("-> ").ok_or_else(|| {
+            Error::header(format!(
+                "expected a stanza or MAC line, got {}",
+                quoted(line)
+            ))
+        })?;
         let args: Vec<&str> = rest.split(' ').collect();
         if args
             .iter()

@@ -84,7 +84,8 @@ impl core::str::FromStr for Format {
             _ if s == Format::Age.name() => Ok(Format::Age),
             _ if s == Format::AgeRt.name() => Ok(Format::AgeRt),
             _ => Err(Error::Usage(format!(
-                "unknown format {s:?} (use age or age-rt)"
+                "unknown format {} (use age or age-rt)",
+                crate::text::quoted(s)
             ))),
         }
     }

@@ -1,5 +1,6 @@
 //! The code (§14.1), the channel the sender picks (§14.2 step 1), the channel's pipes.
 
+use crate::text::quoted;
 use std::fmt;
 
 use super::words::{WordList, EVEN, ODD};
@@ -41,7 +42,8 @@ impl Code {
             .collect();
         if parts.len() != 3 {
             return Err(wrong_code(format!(
-                "{input:?} is not a code: a code is a number and two words, like 7-guitarist-revenge"
+                "{} is not a code: a code is a number and two words, like 7-guitarist-revenge",
+                quoted(input)
             )));
         }
         let n = parts[0];
@@ -54,7 +56,8 @@ impl Code {
         .filter(|c| (1..=CHANNEL_MAX).contains(c))
         .ok_or_else(|| {
             wrong_code(format!(
-                "the code's number {n:?} is wrong: it is 1–{CHANNEL_MAX}, as the 7 in 7-guitarist-revenge"
+                "the code's number {} is wrong: it is 1–{CHANNEL_MAX}, as the 7 in 7-guitarist-revenge",
+                quoted(n)
             ))
         })?;
         let word = |w: &str, list: &WordList, other: &WordList, which: &str| {
@@ -67,7 +70,8 @@ impl Code {
                 ""
             };
             Err(wrong_code(format!(
-                "the code's {which} word {w:?} is not one a code uses{hint}"
+                "the code's {which} word {} is not one a code uses{hint}",
+                quoted(w)
             )))
         };
         let odd = word(parts[1], &ODD, &EVEN, "first")?;

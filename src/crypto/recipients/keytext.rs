@@ -50,7 +50,7 @@ pub(crate) fn decode(s: &str, hrp: &str, upper: bool) -> Result<Zeroizing<Vec<u8
         .map_err(|e| Error::InvalidKey(format!("bad Bech32 encoding: {e}")))?;
     if parsed.hrp().to_lowercase() != hrp {
         return Err(Error::InvalidKey(format!(
-            "expected a key starting with {hrp:?}1"
+            "expected a key starting with \"{hrp}1\""
         )));
     }
     Ok(Zeroizing::new(parsed.byte_iter().collect()))

@@ -148,7 +148,8 @@ fn parse_args(args: &[String]) -> Result<([u8; SALT_LEN], u8), Error> {
         .filter(|n| (1..=63).contains(n))
         .ok_or_else(|| {
             Error::header(format!(
-                "scrypt work factor {wf:?} is not a decimal in 1..=63"
+                "scrypt work factor {} is not a decimal in 1..=63",
+                crate::text::quoted(wf)
             ))
         })?;
     Ok((salt, log2_n))
