@@ -6,7 +6,7 @@
 use crate::client::options::number_text;
 use std::collections::VecDeque;
 
-use super::error::{Error, ErrorCode};
+use super::error::{source_changed, Error, ErrorCode};
 use super::parts::ByteChunk;
 use super::receipt::channel_request;
 use super::request::Request;
@@ -201,6 +201,48 @@ pub fn agree(from: u64, to: u64, offset: u64, consumer: bool) -> Result<(), Erro
     })
 }
 
+/// A plain source read again for a resume (§12.3, the package's `reopen(N, HIGH)`), held to
+/// the length it gave the first time: more or fewer bytes fail `UNSUPPORTED`
+/// ([`source_changed`]), as a shorter or longer source would shift every byte after it.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+pub struct ReopenedLength {
+    want: u64,
+    got: u64,
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+impl ReopenedLength {
+    /// The source must give `want` bytes.
+    pub fn new(want: u64) -> Self {
+        ReopenedLength { want, got: 0 }
+    }
+
+    /// A chunk of `len` bytes was read: `Err` once the source gave more than before (the
+    /// chunk is not sent).
+    pub fn on_chunk(&mut self, len: u64) -> Result<(), Error> {
+        self.got = self.got.saturating_add(len);
+        if self.got > self.want {
+            return Err(self.differs("more"));
+        }
+        Ok(())
+    }
+
+    /// The source ended: `Err` when it gave fewer bytes than before.
+    pub fn on_end(&self) -> Result<(), Error> {
+        if self.got < self.want {
+            return Err(self.differs(&self.got.to_string()));
+        }
+        Ok(())
+    }
+
+    fn differs(&self, got: &str) -> Error {
+        source_changed(format!(
+            "reopened, it gave {got} bytes where it gave {} before",
+            self.want
+        ))
+    }
+}
+
 /// The data URL of a resumed transfer: `{data URL}?channel=ID` (a Data API channel, §5.1),
 /// `ID` derived from the transfer id, which goes in the [`channel::key_header`] only.
 pub fn channel_data_url(data_url: &str, transfer: &str) -> String {
@@ -308,6 +350,36 @@ mod tests {
 
     fn bytes(chunks: &[Vec<u8>]) -> Vec<u8> {
         chunks.concat()
+    }
+
+    #[test]
+    fn a_reopened_source_gives_the_length_it_gave_before() {
+        let mut exact = ReopenedLength::new(10);
+        assert!(exact.on_chunk(4).is_ok() && exact.on_chunk(6).is_ok());
+        assert!(exact.on_end().is_ok());
+
+        let mut longer = ReopenedLength::new(10);
+        assert!(longer.on_chunk(8).is_ok());
+        let e = longer.on_chunk(3).unwrap_err();
+        assert_eq!(e.code, ErrorCode::Unsupported);
+        assert!(
+            e.message
+                .contains("it gave more bytes where it gave 10 before"),
+            "{e}"
+        );
+
+        let mut shorter = ReopenedLength::new(10);
+        assert!(shorter.on_chunk(7).is_ok());
+        let e = shorter.on_end().unwrap_err();
+        assert!(
+            e.message
+                .contains("it gave 7 bytes where it gave 10 before"),
+            "{e}"
+        );
+        assert!(
+            e.message.contains("the source changed since it was sent"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -20,12 +20,12 @@ use super::bindings::now_ms;
 use super::error::{coded, from_js, has_code, js_error, message_of, to_js as error_to_js};
 use super::js_streams::{JsStreamReader, JsValueStream};
 use super::options::Parsed;
-use crate::client::error::{source_changed, source_failed};
+use crate::client::error::source_failed;
 use crate::client::error::{Error, ErrorCode, StopReason};
 use crate::client::parts::ByteChunk;
 use crate::client::producer::FallbackReplay;
 use crate::client::rate::RateMeter;
-use crate::client::resume::ReplayWindow;
+use crate::client::resume::{ReopenedLength, ReplayWindow};
 
 /// A stream of byte chunks.
 pub type ByteStream = LocalBoxStream<'static, Result<Uint8Array, Error>>;
@@ -516,34 +516,23 @@ pub fn stoppable(stream: ByteStream, reason: Rc<Cell<StopReason>>) -> ByteStream
     .boxed_local()
 }
 
-/// A reopened source (§12.3): exactly `len` bytes, else it fails with
-/// [`source_changed`](crate::client::error::source_changed) (a shorter or longer source would
-/// shift every byte after it).
+/// A reopened source (§12.3): exactly `len` bytes, as the core's [`ReopenedLength`] holds it.
 pub fn exactly(stream: ByteStream, len: u64) -> ByteStream {
-    let differs = move |got: &str| {
-        Err(source_changed(format!(
-            "reopened, it gave {got} bytes where it gave {len} before"
-        )))
-    };
-    futures::stream::unfold(
-        (stream, 0u64, false),
-        move |(mut s, got, done)| async move {
-            if done {
-                return None;
-            }
-            match s.next().await {
-                Some(Ok(c)) if got + u64::from(c.length()) > len => {
-                    Some((differs("more"), (s, got, true)))
-                }
-                Some(Ok(c)) => {
-                    let got = got + u64::from(c.length());
-                    Some((Ok(c), (s, got, false)))
-                }
-                Some(Err(e)) => Some((Err(e), (s, got, true))),
-                None if got < len => Some((differs(&got.to_string()), (s, got, true))),
-                None => None,
-            }
-        },
-    )
+    let state = (stream, ReopenedLength::new(len), false);
+    futures::stream::unfold(state, |(mut s, mut check, done)| async move {
+        if done {
+            return None;
+        }
+        let item = match s.next().await {
+            Some(Ok(c)) => check.on_chunk(u64::from(c.length())).map(|()| c),
+            Some(Err(e)) => Err(e),
+            None => match check.on_end() {
+                Ok(()) => return None,
+                Err(e) => Err(e),
+            },
+        };
+        let done = item.is_err();
+        Some((item, (s, check, done)))
+    })
     .boxed_local()
 }
