@@ -426,8 +426,7 @@ impl Drop for Reader {
     fn drop(&mut self) {
         // The application stopped before the end: tell a producer waiting for a receipt
         // (in the background, while the runtime runs; nobody waits here).
-        if let Some(mut w) = self.receipt.on_cancel(self.now_ms()) {
-            w.wait = crate::client::consumer::ReceiptWait::Background;
+        if let Some(w) = self.receipt.on_dropped(self.now_ms()) {
             send_last_word(&self.http, w, self.clock);
         }
     }

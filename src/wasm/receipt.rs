@@ -220,12 +220,10 @@ struct OnCancel(Rc<Receipt>);
 impl Drop for OnCancel {
     fn drop(&mut self) {
         let word = match self.0.core.try_borrow_mut() {
-            Ok(mut core) => core.on_cancel(now_ms()),
+            Ok(mut core) => core.on_dropped(now_ms()),
             Err(_) => None,
         };
-        if let Some(mut w) = word {
-            // nobody is left to wait for it
-            w.wait = ReceiptWait::Background;
+        if let Some(w) = word {
             spawn_local(async move {
                 send_last_word(w).await;
             });

@@ -144,6 +144,14 @@ impl ConsumerReceipt {
         })
     }
 
+    /// The stream was dropped before its end (the application cancelled or let go of it):
+    /// the `cancelled` receipt, sent in the background, as nobody is left to wait for it.
+    pub fn on_dropped(&mut self, now_ms: f64) -> Option<LastWord> {
+        let mut word = self.on_cancel(now_ms)?;
+        word.wait = ReceiptWait::Background;
+        Some(word)
+    }
+
     /// The application's `confirm()`: the `ok` receipt, whose result is the caller's
     /// (`None`: none is due — the producer waits for none, or one was sent).
     ///
@@ -303,6 +311,12 @@ mod tests {
         let mut w = r.on_cancel(0.0).unwrap();
         assert!(outcome_of(&mut w.delivery).contains("cancelled"));
         assert!(r.page_left().is_none());
+
+        let mut r = ConsumerReceipt::new(plan(false), false, false);
+        let mut w = r.on_dropped(0.0).unwrap();
+        assert_eq!(w.wait, ReceiptWait::Background, "nobody is left to wait");
+        assert!(outcome_of(&mut w.delivery).contains("cancelled"));
+        assert!(r.on_dropped(0.0).is_none());
 
         let mut r = ConsumerReceipt::new(plan(false), false, false);
         assert!(r.page_left().is_some());
