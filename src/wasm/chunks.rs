@@ -22,6 +22,7 @@ use super::js_streams::{JsStreamReader, JsValueStream};
 use super::options::Parsed;
 use crate::client::error::source_failed;
 use crate::client::error::{Error, ErrorCode, StopReason};
+use crate::client::ledger::Ledger;
 use crate::client::parts::ByteChunk;
 use crate::client::producer::FallbackReplay;
 use crate::client::rate::RateMeter;
@@ -127,6 +128,12 @@ fn as_bytes(v: JsValue) -> Result<Uint8Array, Error> {
 pub fn to_js(stream: ByteStream) -> Result<ReadableStream, JsValue> {
     let values = stream.map(|r| r.map(JsValue::from).map_err(|e| error_to_js(&e)));
     super::js_streams::readable_from(values.boxed_local())
+}
+
+/// Enters a JavaScript chunk in `ledger` (§12.2; copied into wasm memory only when it is
+/// hashed).
+pub fn enter(ledger: &mut Ledger, chunk: &Uint8Array) {
+    ledger.add_with(chunk.length() as usize, |buf| chunk.copy_to(buf));
 }
 
 /// A `Uint8Array` as a splittable chunk (views, no copy).
@@ -252,26 +259,87 @@ impl Stream for SharedReader {
     }
 }
 
-/// `stream` with every chunk entered in the replay `window` as it is pulled (§12.3): copied
+/// The producer's wire bytes as they leave the pipeline, one step per chunk (§12.2, §12.3):
+/// each chunk entered in the wire `ledger`, then recorded in the replay `window` — copied
 /// into the window's own blocks ([`Kept`]) while the window keeps chunks, so its memory is
-/// the window's size, not the source's chunks held until the garbage collector frees them.
-pub fn recorded(stream: ByteStream, window: Rc<RefCell<ReplayWindow<Kept>>>) -> ByteStream {
-    let mut pool = KeptPool::default();
-    stream
-        .map(move |item| {
-            if let Ok(chunk) = &item {
-                let mut w = window.borrow_mut();
-                if w.keeps_chunks() {
-                    for kept in pool.keep(chunk) {
-                        w.push(kept);
-                    }
-                } else {
-                    w.push(Kept::view(chunk.clone()));
-                }
+/// the window's size, not the source's chunks held until the garbage collector frees them;
+/// `ended` set at the clean end (the producer's end); once the operation stopped, an
+/// `ABORTED` error (never a clean end) without pulling the source again, so nothing keeps
+/// reading (and encrypting) a source whose upload is gone.
+pub fn wire_tap(
+    stream: ByteStream,
+    ledger: Rc<RefCell<Ledger>>,
+    window: Rc<RefCell<ReplayWindow<Kept>>>,
+    ended: Rc<Cell<bool>>,
+    stop: Rc<Cell<StopReason>>,
+) -> ByteStream {
+    WireTap {
+        inner: stream,
+        ledger,
+        window,
+        pool: KeptPool::default(),
+        ended,
+        stop,
+        done: false,
+    }
+    .boxed_local()
+}
+
+struct WireTap {
+    inner: ByteStream,
+    ledger: Rc<RefCell<Ledger>>,
+    window: Rc<RefCell<ReplayWindow<Kept>>>,
+    pool: KeptPool,
+    ended: Rc<Cell<bool>>,
+    stop: Rc<Cell<StopReason>>,
+    done: bool,
+}
+
+impl WireTap {
+    fn stopped(&mut self) -> Poll<Option<Result<Uint8Array, Error>>> {
+        self.done = true;
+        let e = Error::new(ErrorCode::Aborted, "the upload was stopped");
+        Poll::Ready(Some(Err(e)))
+    }
+}
+
+impl Stream for WireTap {
+    type Item = Result<Uint8Array, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if this.stop.get() != StopReason::None {
+            return this.stopped();
+        }
+        let chunk = match std::task::ready!(this.inner.poll_next_unpin(cx)) {
+            Some(Ok(chunk)) => chunk,
+            Some(Err(e)) => {
+                this.done = true;
+                return Poll::Ready(Some(Err(e)));
             }
-            item
-        })
-        .boxed_local()
+            None => {
+                this.done = true;
+                this.ended.set(true);
+                return Poll::Ready(None);
+            }
+        };
+        enter(&mut this.ledger.borrow_mut(), &chunk);
+        if this.stop.get() != StopReason::None {
+            return this.stopped();
+        }
+        let mut w = this.window.borrow_mut();
+        if w.keeps_chunks() {
+            for kept in this.pool.keep(&chunk) {
+                w.push(kept);
+            }
+        } else {
+            w.push(Kept::view(chunk.clone()));
+        }
+        Poll::Ready(Some(Ok(chunk)))
+    }
 }
 
 /// The replay window's blocks: 1 MiB each, reused once no kept chunk is in them.
@@ -488,32 +556,6 @@ impl Drop for CloseOnDrop {
     fn drop(&mut self) {
         self.0.set(false);
     }
-}
-
-/// Ends a source with an `ABORTED` error (never a clean end) once the operation was aborted,
-/// so nothing keeps pulling (and encrypting) a source whose upload is gone.
-pub fn stoppable(stream: ByteStream, reason: Rc<Cell<StopReason>>) -> ByteStream {
-    let stopped = || Err(Error::new(ErrorCode::Aborted, "the upload was stopped"));
-    futures::stream::unfold(
-        (stream, reason, false),
-        move |(mut s, reason, done)| async move {
-            if done {
-                return None;
-            }
-            if reason.get() != StopReason::None {
-                return Some((stopped(), (s, reason, true)));
-            }
-            match s.next().await {
-                Some(Ok(_)) if reason.get() != StopReason::None => {
-                    Some((stopped(), (s, reason, true)))
-                }
-                Some(Ok(c)) => Some((Ok(c), (s, reason, false))),
-                Some(Err(e)) => Some((Err(e), (s, reason, true))),
-                None => None,
-            }
-        },
-    )
-    .boxed_local()
 }
 
 /// A reopened source (§12.3): exactly `len` bytes, as the core's [`ReopenedLength`] holds it.

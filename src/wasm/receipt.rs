@@ -3,7 +3,7 @@
 //! counted, hashed and committed to); this module feeds them the JavaScript chunks as they
 //! pass, and makes the consumer's Connect call on the transfer's channel when its stream ends.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use futures::StreamExt;
@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local, JsFuture};
 
 use super::bindings::{now_ms, sleep};
-use super::chunks::ByteStream;
+use super::chunks::{enter, ByteStream};
 use super::error::into_js;
 use super::http::exchange;
 use super::pagehide::PageHide;
@@ -27,31 +27,15 @@ use crate::crypto::{Decryptor, Encryptor};
 /// What one side counted (and hashed): the core's [`crate::client::ledger::Ledger`].
 pub use crate::client::ledger::Ledger;
 
-/// Enters a JavaScript chunk in `ledger` (copied into wasm memory only when it is hashed).
-fn add(ledger: &mut Ledger, chunk: &js_sys::Uint8Array) {
-    ledger.add_with(chunk.length() as usize, |buf| chunk.copy_to(buf));
-}
-
 /// `stream` with every chunk entered in `ledger` as it passes.
 pub fn committed(stream: ByteStream, ledger: Rc<RefCell<Ledger>>) -> ByteStream {
     stream
         .map(move |item| {
             if let Ok(chunk) = &item {
-                add(&mut ledger.borrow_mut(), chunk);
+                enter(&mut ledger.borrow_mut(), chunk);
             }
             item
         })
-        .boxed_local()
-}
-
-/// `stream`, setting `ended` at its clean end (every byte passed: what was committed to is
-/// final, the producer's end of §12.2).
-pub fn marking_end(stream: ByteStream, ended: Rc<Cell<bool>>) -> ByteStream {
-    stream
-        .chain(futures::stream::poll_fn(move |_| {
-            ended.set(true);
-            std::task::Poll::Ready(None)
-        }))
         .boxed_local()
 }
 

@@ -237,13 +237,14 @@ fn pipeline(
             None => encrypt_stream(stream, e.clone())?,
         };
     }
-    stream = receipt::committed(stream, wire.clone());
     let ended = Rc::new(Cell::new(false));
-    stream = receipt::marking_end(stream, ended.clone());
     let window = Rc::new(RefCell::new(ReplayWindow::<Kept>::new(0)));
-    let source = Shared::new(chunks::recorded(
-        chunks::stoppable(stream, abort.reason_cell()),
+    let source = Shared::new(chunks::wire_tap(
+        stream,
+        wire.clone(),
         window.clone(),
+        ended.clone(),
+        abort.reason_cell(),
     ));
     Ok(Pipeline {
         plain,
