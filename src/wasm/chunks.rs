@@ -165,30 +165,60 @@ pub fn concat(parts: &[View]) -> Uint8Array {
     out
 }
 
-/// Counts bytes passing through and calls `onProgress` (throttled, and once at the end).
+/// Counts bytes passing through and calls `onProgress` (throttled, and once at the end);
+/// with a `ledger`, enters each chunk in it too (the producer's plaintext, §12.2).
 pub fn metered(
     stream: ByteStream,
     meter: Rc<RefCell<RateMeter>>,
     on_progress: Option<Function>,
+    ledger: Option<Rc<RefCell<Ledger>>>,
 ) -> ByteStream {
-    let end_meter = meter.clone();
-    let end_cb = on_progress.clone();
-    let body = stream.map(move |item| {
-        if let Ok(chunk) = &item {
-            let report = meter.borrow_mut().add(chunk.length() as u64, now_ms());
-            if let Some(p) = report {
-                Parsed::report_progress(&on_progress, p);
+    Metered {
+        inner: stream,
+        meter,
+        on_progress,
+        ledger,
+        ended: false,
+    }
+    .boxed_local()
+}
+
+struct Metered {
+    inner: ByteStream,
+    meter: Rc<RefCell<RateMeter>>,
+    on_progress: Option<Function>,
+    ledger: Option<Rc<RefCell<Ledger>>>,
+    ended: bool,
+}
+
+impl Stream for Metered {
+    type Item = Result<Uint8Array, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let item = std::task::ready!(this.inner.poll_next_unpin(cx));
+        match &item {
+            Some(Ok(chunk)) => {
+                let report = this.meter.borrow_mut().add(chunk.length() as u64, now_ms());
+                if let Some(p) = report {
+                    Parsed::report_progress(&this.on_progress, p);
+                }
+                if let Some(ledger) = &this.ledger {
+                    enter(&mut ledger.borrow_mut(), chunk);
+                }
+            }
+            Some(Err(_)) => {}
+            None => {
+                this.ended = true;
+                let p = this.meter.borrow_mut().report(now_ms());
+                Parsed::report_progress(&this.on_progress, p);
             }
         }
-        item
-    });
-    let tail = futures::stream::once(async move {
-        let p = end_meter.borrow_mut().report(now_ms());
-        Parsed::report_progress(&end_cb, p);
-        None
-    })
-    .filter_map(futures::future::ready);
-    body.chain(tail).boxed_local()
+        Poll::Ready(item)
+    }
 }
 
 /// A source shared between a streaming attempt and what follows it: remembers the chunks

@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local, JsFuture};
 
 use super::bindings::{now_ms, sleep};
-use super::chunks::{enter, ByteStream};
+use super::chunks::ByteStream;
 use super::error::into_js;
 use super::http::exchange;
 use super::pagehide::PageHide;
@@ -26,18 +26,6 @@ use crate::crypto::{Decryptor, Encryptor};
 
 /// What one side counted (and hashed): the core's [`crate::client::ledger::Ledger`].
 pub use crate::client::ledger::Ledger;
-
-/// `stream` with every chunk entered in `ledger` as it passes.
-pub fn committed(stream: ByteStream, ledger: Rc<RefCell<Ledger>>) -> ByteStream {
-    stream
-        .map(move |item| {
-            if let Ok(chunk) = &item {
-                enter(&mut ledger.borrow_mut(), chunk);
-            }
-            item
-        })
-        .boxed_local()
-}
 
 /// The producer's commitment and receipt key (§12.2), as the core decides
 /// ([`ledger::producer_commitment`]); `enc` is the transfer's shared encryptor.

@@ -147,7 +147,7 @@ fn released(
     let manual = p.receipt.manual();
     let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);
     stream = with_receipt(stream, receipt.clone());
-    stream = chunks::metered(stream, meter, p.on_progress.clone());
+    stream = chunks::metered(stream, meter, p.on_progress.clone(), None);
     let out = Object::new();
     let set = |k: &str, v: JsValue| Reflect::set(&out, &k.into(), &v).map(|_| ());
     let js = |e: JsValue| {

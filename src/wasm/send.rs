@@ -213,13 +213,11 @@ fn pipeline(
 ) -> Result<Pipeline, Error> {
     let plain = Rc::new(RefCell::new(Ledger::default()));
     let wire = Rc::new(RefCell::new(Ledger::default()));
-    let mut stream: ByteStream = receipt::committed(
-        chunks::metered(
-            chunks::source(source, abort.reason_cell(), failed.clone()),
-            meter,
-            p.on_progress.clone(),
-        ),
-        plain.clone(),
+    let mut stream: ByteStream = chunks::metered(
+        chunks::source(source, abort.reason_cell(), failed.clone()),
+        meter,
+        p.on_progress.clone(),
+        Some(plain.clone()),
     );
     let web = super::webcrypto::active();
     let enc = if p.encrypted() {
