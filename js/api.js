@@ -2,7 +2,7 @@
 // This file is shared by the entries index.js (browsers, Node, Deno) and workerd.js
 // (Cloudflare Workers); each entry provides the way the .wasm module is loaded.
 import * as wasm from './httpipe_wasm.js';
-import { wasmState } from './loader.js';
+import { wasmState, xwingState } from './loader.js';
 import { chunksOf } from './streams.js';
 
 // Every HttpipeError code. The transfer codes mirror the Rust core's ErrorCode
@@ -20,6 +20,10 @@ const CODES = new Set([...TRANSFER_CODES, ...PACKAGE_CODES, ...PIPELINE_CODES]);
 const WASM_ADVICE = 'serve httpipe_wasm_bg.wasm next to the package\'s index.js (a bundler must '
   + 'emit it as an asset: see "Bundlers" in the httpipe README), or load it yourself and pass it '
   + 'to init(url | bytes | WebAssembly.Module | Response)';
+// The same for the post-quantum module (its failures name it, not the main module).
+const XWING_ADVICE = 'serve httpipe_xwing_bg.wasm next to the package\'s index.js (a bundler must '
+  + 'emit it as an asset: see "Bundlers" in the httpipe README), or load it yourself and pass it '
+  + 'to loadPostQuantum(url | bytes | WebAssembly.Module | Response)';
 
 // What to do, per code: every HttpipeError's message ends with it ("…; <advice>") unless it
 // says it already. The table in docs/errors.md is this one (tests/js/error-advice.test.mjs).
@@ -260,35 +264,45 @@ function errorText(e) {
   return text;
 }
 
-function wasmLoadFailed(where, e, hint = '') {
+// `xwing`: the post-quantum module's failure, with its own advice (not the main module's).
+function wasmLoadFailed(where, e, hint = '', xwing = false) {
   // Deno without --allow-read may not read the package's own .wasm file.
   const denied = e && (e.name === 'NotCapable' || e.name === 'PermissionDenied');
   const deno = denied ? ' (Deno: run with --allow-read, which lets the package read its .wasm file)' : '';
-  return new HttpipeError(`could not load the wasm module from ${where}: ${errorText(e)}${hint}${deno}`,
-    'WASM_LOAD_FAILED', { cause: e });
+  const text = `could not load ${xwing ? 'the post-quantum module' : 'the wasm module'} from ${where}: ${errorText(e)}${hint}${deno}`;
+  const error = new HttpipeError(text, 'WASM_LOAD_FAILED', { cause: e });
+  if (xwing) error.message = `${text}; ${XWING_ADVICE}`;
+  return error;
 }
 
 const isUrlLike = (x) => typeof x === 'string' || (typeof URL === 'function' && x instanceof URL)
   || (typeof Request === 'function' && x instanceof Request);
 const isResponse = (x) => typeof Response === 'function' && x instanceof Response;
 
-function describe(x) {
+// `to`: the function it was given to.
+function describe(x, to = 'init()') {
   if (typeof x === 'string') return x;
   if (typeof URL === 'function' && x instanceof URL) return x.href;
   if (typeof Request === 'function' && x instanceof Request) return x.url;
-  if (isResponse(x)) return x.url || 'the Response given to init()';
-  if (typeof WebAssembly === 'object' && x instanceof WebAssembly.Module) return 'the WebAssembly.Module given to init()';
-  if (x instanceof ArrayBuffer || ArrayBuffer.isView(x)) return `the ${x.byteLength} bytes given to init()`;
-  return `${Object.prototype.toString.call(x)} given to init()`;
+  if (isResponse(x)) return x.url || `the Response given to ${to}`;
+  if (typeof WebAssembly === 'object' && x instanceof WebAssembly.Module) return `the WebAssembly.Module given to ${to}`;
+  if (x instanceof ArrayBuffer || ArrayBuffer.isView(x)) return `the ${x.byteLength} bytes given to ${to}`;
+  return `${Object.prototype.toString.call(x)} given to ${to}`;
 }
 
-async function load(input) {
-  let where = wasmState.where !== undefined ? describe(wasmState.where) : 'httpipe_wasm_bg.wasm';
+// Fetches or reads `input` (else the entry's default location, `fallback`) as far as
+// `instantiate` needs: a URL becomes a Response (or the entry's `read` gives the bytes: Node and
+// Deno read file: URLs, httpipe/inline unpacks its own), a Response without
+// Content-Type application/wasm its bytes. One way for both modules (the main one, `xwing`:
+// the post-quantum one), and one kind of failure: WASM_LOAD_FAILED naming what it tried.
+async function loadModule(input, fallback, instantiate, xwing = false) {
+  const to = xwing ? 'loadPostQuantum()' : 'init()';
+  let where = fallback !== undefined ? describe(fallback, to) : 'httpipe_wasm_bg.wasm';
   let response = null;
   try {
     let source = await input;
-    if (source === undefined) source = wasmState.where;
-    if (source !== undefined) where = describe(source);
+    if (source === undefined) source = fallback;
+    if (source !== undefined) where = describe(source, to);
     if (isUrlLike(source)) source = await wasmState.read(source);
     if (isUrlLike(source)) {
       source = response = await fetch(source);
@@ -302,16 +316,18 @@ async function load(input) {
     if (response && !String(response.headers.get('content-type')).includes('application/wasm')) {
       source = await response.arrayBuffer();
     }
-    await wasm.default({ module_or_path: source });
+    await instantiate(source);
   } catch (e) {
     // A dev server's answer for a file that is not there is often its index.html, with 200.
     const type = response && response.ok && response.headers.get('content-type');
     const hint = type && !type.includes('application/wasm')
       ? ` (the server answered with Content-Type ${type}${type.includes('html') ? ': a web page, not the .wasm file' : ''})`
       : '';
-    throw wasmLoadFailed(where, e, hint);
+    throw wasmLoadFailed(where, e, hint, xwing);
   }
 }
+
+const load = (input) => loadModule(input, wasmState.where, (source) => wasm.default({ module_or_path: source }));
 
 /**
  * Loads the wasm module. Optional: every async function calls it on first use. `input` may be
@@ -330,6 +346,69 @@ export function init(input) {
     }
   }
   return ready;
+}
+
+// ---- the post-quantum module (src/wasm/xwing.rs) ---------------------------------------
+// age1pq1 recipients and AGE-SECRET-KEY-PQ-1 identities need the X-Wing KEM (ML-KEM-768 +
+// X25519), a module of its own: httpipe_xwing_bg.wasm, ~15 KB gzipped, that a page without
+// such keys never loads (issue #27). Every function that takes keys loads it first when one of
+// them is post-quantum; where the entry can (Node, Deno, workerd) synchronously.
+const POST_QUANTUM_KEY = /age1pq1|age-secret-key-pq-1/i;
+let xwingLoaded = false;
+let xwingLoading = null;
+
+function hasPostQuantumKey(options) {
+  const some = (keys) => Array.isArray(keys) && keys.some((k) => typeof k === 'string' && POST_QUANTUM_KEY.test(k));
+  return options != null && (some(options.recipients) || some(options.identities));
+}
+
+function registerXWing(source) {
+  wasm.setXWingModule(source instanceof WebAssembly.Module ? source : new WebAssembly.Module(source));
+  xwingLoaded = true;
+}
+
+// Loads it now where the entry can; false where it can't (browsers fetch it).
+function xwingNow() {
+  if (!xwingLoaded) {
+    try {
+      const source = xwingState.now();
+      if (source) registerXWing(source);
+    } catch (e) { throw wasmLoadFailed(describe(xwingState.where), e, '', true); }
+  }
+  return xwingLoaded;
+}
+
+// The post-quantum module from `input`, else from where the entry says it is.
+const compileXWing = (input) => loadModule(input, xwingState.where, async (source) => {
+  if (!(source instanceof WebAssembly.Module)) {
+    source = await (isResponse(source) ? WebAssembly.compileStreaming(source) : WebAssembly.compile(source));
+  }
+  registerXWing(source);
+}, true);
+
+/**
+ * Loads the post-quantum module (httpipe_xwing_bg.wasm). Optional: every function that gets
+ * an age1pq1 recipient or AGE-SECRET-KEY-PQ-1 identity loads it first; in a browser,
+ * `identityToRecipient()` of a post-quantum identity (synchronous) needs it loaded before.
+ * `input` like init()'s (a URL, a Response, bytes or a WebAssembly.Module) for a custom path.
+ */
+export async function loadPostQuantum(input) {
+  try {
+    await init();
+    if (input === undefined && xwingNow()) return;
+    if (xwingLoaded) return;
+    if (!xwingLoading) {
+      xwingLoading = compileXWing(input);
+      xwingLoading.catch(() => { xwingLoading = null; });
+    }
+    await xwingLoading;
+  } catch (e) { throw wrapError(e); }
+}
+
+// init(), and the post-quantum module when `options` hold a post-quantum key.
+async function initFor(options) {
+  await init();
+  if (hasPostQuantumKey(options)) await loadPostQuantum();
 }
 
 function requireInit(what) {
@@ -462,7 +541,7 @@ export async function send(source, options) {
     const meta = normaliseSource(source);
     let stream = meta.stream;
     if (ms !== undefined) stream = stream.pipeThrough(batcher(ms).stream);
-    await init();
+    await initFor(options);
     return await wasm.sendStream(stream, sendOptions(options, meta), meta.reopen);
   } catch (e) { throw wrapError(e); }
 }
@@ -513,7 +592,7 @@ export async function receiveWithCode(code, options) {
 /** Receives the stream at `options.path`; resolves when it starts. */
 export async function receive(options) {
   try {
-    await init();
+    await initFor(options);
     return iterable(await wasm.receive(options));
   } catch (e) { throw wrapError(e); }
 }
@@ -627,10 +706,10 @@ export async function openReader(options) {
 
 // ---- crypto on its own ------------------------------------------------------------------
 
-function cryptoTransform(make) {
+function cryptoTransform(options, make) {
   let c = null;
   return new TransformStream({
-    async start() { await init().catch((e) => { throw wrapError(e); }); try { c = make(); } catch (e) { throw wrapError(e); } },
+    async start() { await initFor(options).catch((e) => { throw wrapError(e); }); try { c = make(); } catch (e) { throw wrapError(e); } },
     transform(chunk, ctrl) {
       try { const out = c.update(toBytes(chunk)); if (out.byteLength) ctrl.enqueue(out); } catch (e) { throw wrapError(e); }
     },
@@ -644,14 +723,14 @@ function cryptoTransform(make) {
 // `depth` encryptor calls in flight (the page frames the next write while WebCrypto seals),
 // each output enqueued in order as soon as it is ready. The cipher is the one of the moment the
 // stream is made, or, made before init, of its start.
-function webCryptoTransform(makeWasm, makeWeb, depth) {
-  if (webSetUp && wasm.cryptoBackendName() !== 'webcrypto') return cryptoTransform(makeWasm);
+function webCryptoTransform(options, makeWasm, makeWeb, depth) {
+  if (webSetUp && wasm.cryptoBackendName() !== 'webcrypto') return cryptoTransform(options, makeWasm);
   let c = null;
   let tail = Promise.resolve();
   const inFlight = [];
   return new TransformStream({
     async start() {
-      await init().catch((e) => { throw wrapError(e); });
+      await initFor(options).catch((e) => { throw wrapError(e); });
       try {
         if (wasm.cryptoBackendName() === 'webcrypto') { c = makeWeb(); if (c.ready) await c.ready(); } else c = makeWasm();
       } catch (e) { throw wrapError(e); }
@@ -673,12 +752,12 @@ function webCryptoTransform(makeWasm, makeWeb, depth) {
 
 /** Encrypts a byte stream (age-rt by default; every chunk is flushed as one record). */
 export function encryptStream(options) {
-  return webCryptoTransform(() => new wasm.Encryptor(options), () => new wasm.WebEncryptor(options), 4);
+  return webCryptoTransform(options, () => new wasm.Encryptor(options), () => new wasm.WebEncryptor(options), 4);
 }
 
 /** Decrypts age or age-rt (auto-detected); errors WRONG_KEY before any plaintext. */
 export function decryptStream(options) {
-  return webCryptoTransform(() => new wasm.Decryptor(options), () => new wasm.WebDecryptor(options), 0);
+  return webCryptoTransform(options, () => new wasm.Decryptor(options), () => new wasm.WebDecryptor(options), 0);
 }
 
 /** A new X25519 identity "AGE-SECRET-KEY-1..." (needs init). */
@@ -687,7 +766,7 @@ export function generateIdentity() {
   try { return wasm.generateIdentity(); } catch (e) { throw wrapError(e); }
 }
 
-/** A new hybrid post-quantum identity "AGE-SECRET-KEY-PQ-1..." (ML-KEM-768 + X25519; needs init). */
+/** A new hybrid post-quantum identity "AGE-SECRET-KEY-PQ-1..." (ML-KEM-768 + X25519; needs init, not the post-quantum module). */
 export function generateHybridIdentity() {
   requireInit('generateHybridIdentity');
   try { return wasm.generateHybridIdentity(); } catch (e) { throw wrapError(e); }
@@ -699,6 +778,10 @@ export function identityToRecipient(identity) {
   // a non-string reached the module's string argument as garbage ("memory access out of bounds")
   if (typeof identity !== 'string') {
     throw new HttpipeError(`identityToRecipient() takes an identity string ("AGE-SECRET-KEY-1..."), got ${identity === null ? 'null' : typeof identity}`, 'UNSUPPORTED');
+  }
+  if (POST_QUANTUM_KEY.test(identity) && !xwingNow()) {
+    throw new HttpipeError('identityToRecipient() of a post-quantum identity needs the post-quantum module, '
+      + 'which this runtime loads asynchronously: `await loadPostQuantum()` first', 'UNSUPPORTED');
   }
   try { return wasm.identityToRecipient(identity); } catch (e) { throw wrapError(e); }
 }

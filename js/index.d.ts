@@ -317,6 +317,16 @@ export type InitInput = string | URL | Request | Response | ArrayBuffer | ArrayB
  */
 export declare function init(input?: InitInput | Promise<InitInput>): Promise<void>;
 /**
+ * Loads the post-quantum module (`httpipe_xwing_bg.wasm`: the X-Wing KEM of "age1pq1..."
+ * recipients and "AGE-SECRET-KEY-PQ-1..." identities, ~15 KB gzipped), after {@link init}.
+ * Optional: every function that gets such a key loads it first, so a page that never uses
+ * one never downloads it. Needed before {@link identityToRecipient} of a post-quantum identity
+ * in a browser (that function is synchronous; Node, Deno and workerd load it there). `input`:
+ * like init()'s, for a custom location. Rejects with WASM_LOAD_FAILED naming what it tried;
+ * calling it again tries again.
+ */
+export declare function loadPostQuantum(input?: InitInput | Promise<InitInput>): Promise<void>;
+/**
  * Sends `source` to `options.path`; resolves once the consumer got everything. A source that
  * fails makes it reject ABORTED ("the source failed: …", `cause`: the source's own error; an
  * HttpipeError the source failed with is passed on as it is).
@@ -373,10 +383,14 @@ export declare function generateIdentity(): string;
 /**
  * A new hybrid post-quantum identity "AGE-SECRET-KEY-PQ-1..." (ML-KEM-768 + X25519, age 1.3's
  * `mlkem768x25519`, like `age-keygen -pq`). Its recipient "age1pq1..." is 1959 characters long.
- * Needs the module loaded (`await init()` in browsers).
+ * Needs the module loaded (`await init()` in browsers), not the post-quantum one.
  */
 export declare function generateHybridIdentity(): string;
-/** The recipient of an identity: "age1..." (X25519) or "age1pq1..." (post-quantum). Needs the module loaded (`await init()` in browsers). */
+/**
+ * The recipient of an identity: "age1..." (X25519) or "age1pq1..." (post-quantum). Needs the
+ * module loaded (`await init()` in browsers), and for a post-quantum identity in a browser the
+ * post-quantum module too (`await loadPostQuantum()`; else UNSUPPORTED saying so).
+ */
 export declare function identityToRecipient(identity: string): string;
 /**
  * The cipher that seals and opens the payload of streams opened from now on: WebCrypto's

@@ -5,7 +5,7 @@
 // A module that can't be loaded rejects init() (and every async function) with an
 // HttpipeError WASM_LOAD_FAILED naming the URL it tried.
 import { initSync } from './httpipe_wasm.js';
-import { setLoader, markInitialised } from './loader.js';
+import { setLoader, markInitialised, setXWingLoader } from './loader.js';
 
 export * from './api.js';
 export * from './pipeline/index.js';
@@ -16,11 +16,19 @@ export * from './pipeline/index.js';
 // A bundle without import.meta.url (esbuild's default IIFE, CommonJS) gets no URL at all: the
 // import must not throw, init() says what to do.
 const NO_URL = 'httpipe_wasm_bg.wasm';
+const XWING_NO_URL = 'httpipe_xwing_bg.wasm';
 let wasmUrl = null;
 try {
   wasmUrl = new URL('./httpipe_wasm_bg.wasm', import.meta.url);
 } catch {
   wasmUrl = null;
+}
+// The post-quantum module (api.js loads it when a post-quantum key is used), found the same way.
+let xwingUrl = null;
+try {
+  xwingUrl = new URL('./httpipe_xwing_bg.wasm', import.meta.url);
+} catch {
+  xwingUrl = null;
 }
 
 function fileUrl(source) {
@@ -45,11 +53,11 @@ function readFileSync(url) {
 }
 
 // Node and Deno read file: URLs from disk (their fetch can't); anything else is fetched.
+const noUrl = () => new Error('this bundle has no import.meta.url to locate it by (esbuild --format=iife or cjs?): '
+  + 'import from \'httpipe/inline\' (the module inside the JavaScript), or bundle as ESM');
+
 async function read(source) {
-  if (wasmUrl === null && source === NO_URL) {
-    throw new Error('this bundle has no import.meta.url to locate it by (esbuild --format=iife or cjs?): '
-      + 'import from \'httpipe/inline\' (the module inside the JavaScript), or bundle as ESM');
-  }
+  if ((wasmUrl === null && source === NO_URL) || (xwingUrl === null && source === XWING_NO_URL)) throw noUrl();
   const url = fileUrl(source);
   if (!url) return source;
   const sync = readFileSync(url);
@@ -72,3 +80,7 @@ if (wasmUrl && wasmUrl.protocol === 'file:') {
   }
 }
 setLoader({ where: wasmUrl || NO_URL, read, failure });
+setXWingLoader({
+  where: xwingUrl || XWING_NO_URL,
+  now: () => (xwingUrl && xwingUrl.protocol === 'file:' ? readFileSync(xwingUrl) : null),
+});

@@ -8,8 +8,9 @@
 // the separate .wasm file (docs/sdk.md has the sizes). Browsers decompress it on first use
 // (DecompressionStream) or at `await init()`; Node loads it synchronously at import (zlib).
 import { initSync } from './httpipe_wasm.js';
-import { setLoader, markInitialised } from './loader.js';
+import { setLoader, markInitialised, setXWingLoader } from './loader.js';
 import wasmGzipBase64 from './httpipe_wasm_inline.js';
+import xwingGzipBase64 from './httpipe_xwing_inline.js';
 
 export * from './api.js';
 export * from './pipeline/index.js';
@@ -24,22 +25,31 @@ function fromBase64(text) {
   return out;
 }
 
-async function inflate() {
+async function inflate(gzipBase64) {
   if (typeof DecompressionStream !== 'function') {
     throw new Error('this runtime has no DecompressionStream to unpack it: use the main entry (\'httpipe\') and serve httpipe_wasm_bg.wasm');
   }
-  const gz = new Blob([fromBase64(wasmGzipBase64)]).stream().pipeThrough(new DecompressionStream('gzip'));
+  const gz = new Blob([fromBase64(gzipBase64)]).stream().pipeThrough(new DecompressionStream('gzip'));
   return new Uint8Array(await new Response(gz).arrayBuffer());
 }
 
 let failure = null;
 const proc = globalThis.process;
-if (proc && proc.versions && proc.versions.node && typeof proc.getBuiltinModule === 'function') {
+const nodeZlib = proc && proc.versions && proc.versions.node && typeof proc.getBuiltinModule === 'function'
+  ? proc.getBuiltinModule('zlib') : null;
+if (nodeZlib) {
   try {
-    initSync({ module: proc.getBuiltinModule('zlib').gunzipSync(fromBase64(wasmGzipBase64)) });
+    initSync({ module: nodeZlib.gunzipSync(fromBase64(wasmGzipBase64)) });
     markInitialised();
   } catch (e) {
     failure = e; // reported by generateIdentity(); init() tries again asynchronously
   }
 }
-setLoader({ where, read: (source) => (source === where ? inflate() : source), failure });
+// The post-quantum module is inlined the same way (api.js loads it when a post-quantum key is used).
+const xwingWhere = 'the post-quantum module inlined in httpipe/inline';
+const read = (source) => (source === where ? inflate(wasmGzipBase64) : source === xwingWhere ? inflate(xwingGzipBase64) : source);
+setLoader({ where, read, failure });
+setXWingLoader({
+  where: xwingWhere,
+  now: () => (nodeZlib ? nodeZlib.gunzipSync(fromBase64(xwingGzipBase64)) : null),
+});

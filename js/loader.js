@@ -21,3 +21,18 @@ export function markInitialised() {
   wasmState.initialised = true;
   wasmState.syncFailure = null;
 }
+
+// The post-quantum module (httpipe_xwing_bg.wasm: the X-Wing KEM of age1pq1 recipients and
+// AGE-SECRET-KEY-PQ-1 identities, issue #27), which api.js loads only when such a key is used.
+// The entry says where it is (`where`: like wasmState.where, read by wasmState.read) and, where
+// it can be had synchronously (Node and Deno read the file, workerd imported it), `now()`: its
+// bytes or WebAssembly.Module; elsewhere (browsers) `now()` is null and api.js fetches `where`.
+export const xwingState = {
+  where: undefined,
+  now: () => null,
+};
+
+export function setXWingLoader({ where, now }) {
+  xwingState.where = where;
+  if (now) xwingState.now = now;
+}

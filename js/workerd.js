@@ -4,8 +4,11 @@
 // something else (a URL, bytes), init() and every async function try that instead, and a
 // failure is an HttpipeError WASM_LOAD_FAILED.
 import wasmModule from './httpipe_wasm_bg.wasm';
+// The post-quantum module: compiled with the Worker, instantiated only when a post-quantum
+// key is used (api.js).
+import xwingModule from './httpipe_xwing_bg.wasm';
 import { initSync } from './httpipe_wasm.js';
-import { markInitialised, setLoader } from './loader.js';
+import { markInitialised, setLoader, setXWingLoader } from './loader.js';
 
 export * from './api.js';
 export * from './pipeline/index.js';
@@ -17,3 +20,4 @@ try {
 } catch (e) {
   setLoader({ where, read: (source) => (source === where ? wasmModule : source), failure: e });
 }
+setXWingLoader({ where: 'httpipe_xwing_bg.wasm (imported by httpipe/workerd.js)', now: () => xwingModule });

@@ -27,7 +27,7 @@ for (const entry of ['index', 'inline', 'workerd']) {
     platform: 'neutral',
     target: 'es2022',
     legalComments: 'none',
-    external: ['./httpipe_wasm_bg.wasm'],
+    external: ['./httpipe_wasm_bg.wasm', './httpipe_xwing_bg.wasm'],
     banner: { js: banner },
     logLevel: 'error',
   });

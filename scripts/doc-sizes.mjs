@@ -23,7 +23,7 @@ export function measure(pkgDir) {
     const gz = execFileSync('gzip', ['-9', '-c', file], { maxBuffer: 64 << 20 }).length;
     return { raw: fs.statSync(file).size, gz };
   };
-  return { wasm: size('httpipe_wasm_bg.wasm'), inline: size('inline.js'), entry: size('index.js') };
+  return { wasm: size('httpipe_wasm_bg.wasm'), xwing: size('httpipe_xwing_bg.wasm'), inline: size('inline.js'), entry: size('index.js') };
 }
 
 /** The text of block `key` for the sizes `s`. */
@@ -33,8 +33,9 @@ export function render(key, s) {
     case 'inline': return `${kb(s.inline.gz)} gzipped`;
     case 'table': return ['', '| file | raw | gzip -9 |', '|---|---|---|',
       `| \`httpipe_wasm_bg.wasm\` (the module) | ${kb(s.wasm.raw)} | ${kb(s.wasm.gz)} |`,
+      `| \`httpipe_xwing_bg.wasm\` (the post-quantum module, loaded only when a post-quantum key is used) | ${kb(s.xwing.raw)} | ${kb(s.xwing.gz)} |`,
       `| \`index.js\` (the entry: the API, pipelines and wasm-bindgen's glue in one file) | ${kb(s.entry.raw)} | ${kb(s.entry.gz)} |`,
-      `| \`inline.js\` (\`httpipe/inline\`: the same with the module inside the JavaScript) | ${kb(s.inline.raw)} | ${kb(s.inline.gz)} |`,
+      `| \`inline.js\` (\`httpipe/inline\`: the same with both modules inside the JavaScript) | ${kb(s.inline.raw)} | ${kb(s.inline.gz)} |`,
       ''].join('\n');
     default: throw new Error(`unknown sizes block '${key}'`);
   }

@@ -25,6 +25,8 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 # The wasm adapter (src/wasm) only compiles for wasm32.
 cargo clippy -p httpipe --lib --target wasm32-unknown-unknown -- -D warnings
+# ...and so do the post-quantum module's exports (xwing/src/exports.rs).
+cargo clippy -p httpipe-xwing --lib --target wasm32-unknown-unknown --features module -- -D warnings
 # the published crate's docs: no broken or private links
 RUSTDOCFLAGS="-D warnings" cargo doc -p httpipe --features native --no-deps --quiet
 

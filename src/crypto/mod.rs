@@ -39,8 +39,11 @@ pub use encryptor::Encryptor;
 pub use error::Error;
 #[cfg(target_arch = "wasm32")]
 pub(crate) use recipients::scrypt::derive_here as scrypt_here;
+#[cfg(target_arch = "wasm32")]
+pub use recipients::set_xwing_module;
 pub use recipients::{
-    generate_hybrid, generate_x25519, Identity, Recipient, DEFAULT_SCRYPT_LOG2_N,
+    generate_hybrid, generate_hybrid_secret, generate_x25519, Identity, Recipient, XWingModule,
+    DEFAULT_SCRYPT_LOG2_N,
 };
 pub use reseal::Resealer;
 pub use rng::{FixedRandom, OsRandom, RandomSource};

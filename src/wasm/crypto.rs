@@ -21,7 +21,9 @@ use super::options::Options;
 use super::runtime_crypto::JsKey;
 use crate::client::error::Error;
 use crate::client::keys;
-use crate::crypto::{generate_hybrid, generate_x25519, Decryptor, Encryptor, Identity, Resealer};
+use crate::crypto::{
+    generate_hybrid_secret, generate_x25519, Decryptor, Encryptor, Identity, Resealer,
+};
 
 fn to_js(e: crate::crypto::Error) -> JsValue {
     into_js(Error::from(e))
@@ -446,8 +448,7 @@ pub fn generate_identity() -> Result<String, JsValue> {
 /// `age-keygen -pq`; PROTOCOL.md §7.1).
 #[wasm_bindgen(js_name = generateHybridIdentity)]
 pub fn generate_hybrid_identity() -> Result<String, JsValue> {
-    let (secret, _recipient) = generate_hybrid().map_err(to_js)?;
-    Ok(secret.to_string())
+    Ok(generate_hybrid_secret().map_err(to_js)?.to_string())
 }
 
 /// The recipient of an identity: `age1...` for `AGE-SECRET-KEY-1...`, `age1pq1...` for

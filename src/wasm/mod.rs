@@ -22,6 +22,7 @@
 //! - [`crypto`]: age / age-rt encryptors and decryptors for `TransformStream`s.
 //! - [`scrypt`]: a passphrase's scrypt in a throwaway instance, its 256 MiB given back.
 //! - [`webcrypto`]: the payload cipher in WebCrypto (async), where the page has it.
+//! - [`xwing`]: the post-quantum KEM from its own module, loaded when a post-quantum key is used.
 //! - [`csv`]: CSV splitting on `csv-core` for `csv.decode` (`js/pipeline/csv.js`; measured against
 //!   a JS decoder in `bench/csv.mjs`).
 
@@ -46,6 +47,7 @@ pub mod send;
 pub mod stall;
 pub mod stop;
 pub mod webcrypto;
+pub mod xwing;
 
 /// The module's allocator: talc, not the wasm target's default dlmalloc (issue #27: smaller
 /// in the module; the module is single-threaded, built without `atomics`).

@@ -147,17 +147,27 @@ async function openApp(tool, origin, extra = []) {
       throw new Error(`${tool}: no result in the page (${e.message}); page errors: ${errors.join(' | ') || 'none'}; wasm: ${JSON.stringify(wasm)}`);
     });
     const results = JSON.parse(await page.getAttribute('body', 'data-result'));
+    const pq = JSON.parse(await page.getAttribute('body', 'data-pq') ?? 'null');
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: path.join(ARTIFACTS, `bundler-${tool}.png`), timeout: 10000 }).catch(() => {});
-    return { results, wasm, errors };
+    return { results, pq, wasm, errors };
   } finally {
     await page.close().catch(() => {});
   }
 }
 
-/** Both round trips complete with equal bytes; HTTP/1.1 segmented, HTTP/2 streaming. */
-function assertRoundTrips(tool, { results, wasm, errors }) {
-  const detail = `${tool}: ${JSON.stringify(results)}; wasm: ${JSON.stringify(wasm)}; page errors: ${errors.join(' | ') || 'none'}`;
+/**
+ * Both round trips complete with equal bytes; HTTP/1.1 segmented, HTTP/2 streaming. The shared
+ * page (not Next's) then round-trips a post-quantum encryption: the second module was not
+ * fetched before it, and works from where the bundler put it.
+ */
+function assertRoundTrips(tool, { results, pq, wasm, errors }) {
+  const detail = `${tool}: ${JSON.stringify(results)}; post-quantum: ${JSON.stringify(pq)}; wasm: ${JSON.stringify(wasm)}; page errors: ${errors.join(' | ') || 'none'}`;
+  if (!tool.startsWith('next')) {
+    assert.ok(pq, detail);
+    assert.equal(pq.error, undefined, detail);
+    assert.deepEqual([pq.before, pq.equal, pq.recipient], [false, true, 'age1pq1'], detail);
+  }
   assert.equal(results.length, 2, detail);
   for (const r of results) {
     assert.equal(r.error, undefined, detail);
@@ -191,6 +201,7 @@ test('Vite: vite build, no configuration', { timeout: 120000 }, async () => {
   const result = await openApp('vite', await serveStatic(path.join(dir, 'dist')));
   assertRoundTrips('vite', result);
   assert.ok(result.wasm.some((w) => w.status === 200 && /\/assets\/httpipe_wasm_bg-[^/]+\.wasm$/.test(w.url)), `vite: the emitted .wasm was fetched: ${JSON.stringify(result.wasm)}`);
+  assert.ok(result.wasm.some((w) => w.status === 200 && /\/assets\/httpipe_xwing_bg-[^/]+\.wasm$/.test(w.url)), `vite: the emitted post-quantum .wasm was fetched: ${JSON.stringify(result.wasm)}`);
 });
 
 test('Vite: the dev server, no configuration', { timeout: 60000 }, async () => {
@@ -219,9 +230,11 @@ test('esbuild: --alias:httpipe=httpipe/inline (the default IIFE output), or ESM 
   assert.deepEqual(inline.wasm, [], 'no .wasm request: the module is in the bundle');
 
   await esbuild('dist-esm', '--format=esm');
-  fs.copyFileSync(path.join(dir, 'node_modules/httpipe/httpipe_wasm_bg.wasm'), path.join(dir, 'dist-esm/httpipe_wasm_bg.wasm'));
+  for (const file of ['httpipe_wasm_bg.wasm', 'httpipe_xwing_bg.wasm']) {
+    fs.copyFileSync(path.join(dir, 'node_modules/httpipe', file), path.join(dir, 'dist-esm', file));
+  }
   const copied = await openApp('esbuild-esm-copy', await serveStatic(path.join(dir, 'dist-esm')));
-  assertRoundTrips('esbuild --format=esm + cp httpipe_wasm_bg.wasm', copied);
+  assertRoundTrips('esbuild --format=esm + cp httpipe_*_bg.wasm', copied);
 });
 
 test('esbuild without either: every call rejects with WASM_LOAD_FAILED saying what it tried (the IIFE bundle still loads)', { timeout: 60000 }, async () => {
@@ -245,7 +258,7 @@ test('webpack 5: webpack --mode production, no configuration', { timeout: 150000
   fs.copyFileSync(path.join(dir, 'index.html'), path.join(dir, 'dist/index.html'));
   const result = await openApp('webpack', await serveStatic(path.join(dir, 'dist')));
   assertRoundTrips('webpack', result);
-  assert.ok(result.wasm.some((w) => w.status === 200), `webpack: the emitted .wasm was fetched: ${JSON.stringify(result.wasm)}`);
+  assert.equal(result.wasm.filter((w) => w.status === 200).length, 2, `webpack: both emitted .wasm files were fetched: ${JSON.stringify(result.wasm)}`);
 });
 
 test('Rollup (+ @rollup/plugin-node-resolve): the page imports httpipe/inline', { timeout: 60000 }, async () => {

@@ -108,7 +108,7 @@ test('Firefox receives by code through the Service Worker streaming download', {
 // The payload cipher (issue #13): Firefox ESR's WebCrypto has no ChaCha20-Poly1305, so the
 // package's detection (a known-answer test, src/wasm/webcrypto.rs) must leave the wasm cipher
 // in place, and encryption must work as before.
-test('Firefox: the payload cipher is the wasm one; encrypt / decrypt round trip', { timeout: 120000, skip: skipFirefox }, async () => {
+test('Firefox: the payload cipher is the wasm one; encrypt / decrypt round trip (X25519, and post-quantum through the second module)', { timeout: 120000, skip: skipFirefox }, async () => {
   const relay = await startRelay();
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-firefox-'));
   let firefox;
@@ -129,9 +129,20 @@ test('Firefox: the payload cipher is the wasm one; encrypt / decrypt round trip'
         const pt = new Uint8Array(await new Response(new Blob([ct]).stream().pipeThrough(h.decryptStream({ identities: [id] }))).arrayBuffer());
         out.ok.push(pt.length === bytes.length && pt.every((x, i) => x === bytes[i]));
       }
+      // post-quantum (httpipe_xwing_bg.wasm, fetched only now): the recipient needs it loaded
+      // (identityToRecipient is synchronous); decryptStream loads it by itself
+      const pq = h.generateHybridIdentity();
+      const xwingFetches = () => performance.getEntriesByType('resource').filter((e) => e.name.includes('httpipe_xwing')).length;
+      out.pq = { before: xwingFetches() };
+      try { h.identityToRecipient(pq); } catch (e) { out.pq.sync = e.code; }
+      await h.loadPostQuantum();
+      const ct = await new Response(new Blob([bytes]).stream().pipeThrough(h.encryptStream({ recipients: [h.identityToRecipient(pq)] }))).arrayBuffer();
+      const pt = new Uint8Array(await new Response(new Blob([ct]).stream().pipeThrough(h.decryptStream({ identities: [pq] }))).arrayBuffer());
+      out.pq.ok = pt.length === bytes.length && pt.every((x, i) => x === bytes[i]);
+      out.pq.after = xwingFetches();
       return out;
     });
-    assert.deepEqual(r, { probe: false, backend: 'wasm', ok: [true, true] });
+    assert.deepEqual(r, { probe: false, backend: 'wasm', ok: [true, true], pq: { before: 0, sync: 'UNSUPPORTED', ok: true, after: 1 } });
   } finally {
     await firefox?.close().catch(() => {});
     await relay.stop();

@@ -94,6 +94,34 @@ test('Chromium sends 50 MiB over HTTP/1.1 (plain port): segmented from the start
   } finally { await page.close(); }
 });
 
+// The post-quantum module (httpipe_xwing_bg.wasm, issue #27) is fetched by the first call that
+// gets a post-quantum key, not before, and once: here encryptStream with a recipient made in Node.
+test('Chromium: the post-quantum module loads on the first post-quantum key, once; identityToRecipient needs it loaded', { timeout: 60_000 }, async () => {
+  const page = await openPage(relay.http);
+  try {
+    const identity = sdk.generateHybridIdentity();
+    const recipient = sdk.identityToRecipient(identity);
+    const r = await page.evaluate(async ({ identity, recipient }) => {
+      const h = window.httpipe;
+      const fetches = () => performance.getEntriesByType('resource').filter((e) => e.name.includes('httpipe_xwing')).length;
+      const out = { before: fetches() };
+      try { h.identityToRecipient(identity); } catch (e) { out.sync = `${e.code}: ${e.message}`; }
+      const text = 'to a post-quantum recipient, from a page';
+      const run = (s, t) => new Response(new Blob([s]).stream().pipeThrough(t));
+      const sealed = await run(text, h.encryptStream({ recipients: [recipient] })).arrayBuffer();
+      out.opened = await run(sealed, h.decryptStream({ identities: [identity] })).text();
+      out.recipient = h.identityToRecipient(identity);
+      out.after = fetches();
+      return out;
+    }, { identity, recipient });
+    assert.equal(r.before, 0);
+    assert.match(r.sync, /^UNSUPPORTED: identityToRecipient\(\) of a post-quantum identity needs the post-quantum module/);
+    assert.equal(r.opened, 'to a post-quantum recipient, from a page');
+    assert.equal(r.recipient, recipient);
+    assert.equal(r.after, 1);
+  } finally { await page.close(); }
+});
+
 test('Chromium receives 50 MiB from a Node producer (HTTP/2), encrypted (passphrase, post-quantum key made in the page) and plain', { timeout: 180_000 }, async () => {
   const page = await openPage(relay.https);
   try {

@@ -17,16 +17,17 @@ import { launchChromium } from './lib/demo-browser.mjs';
 
 const PKG_DIR = path.join(ROOT, 'pkg');
 const WASM = 'httpipe_wasm_bg.wasm';
+const XWING = 'httpipe_xwing_bg.wasm';
 const DENO = path.join(ROOT, 'node_modules/.bin/deno');
 
 // A copy of the package without its .wasm file: what a bundler that didn't copy it serves.
 // Each test imports its own copy, so each gets fresh module state.
 const copies = [];
-function brokenCopy() {
+function brokenCopy(without = WASM) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'httpipe-nowasm-'));
   copies.push(dir);
   fs.cpSync(PKG_DIR, dir, { recursive: true });
-  fs.rmSync(path.join(dir, WASM));
+  fs.rmSync(path.join(dir, without));
   return dir;
 }
 let server;
@@ -83,6 +84,37 @@ test('Node: a package without its .wasm → WASM_LOAD_FAILED naming the file (in
   assert.match(sdk.generateIdentity(), /^AGE-SECRET-KEY-1/);
 });
 
+/** The same for the post-quantum module: its own name and advice. */
+function xwingLoadFailed(...mustName) {
+  return (e) => {
+    assert.equal(e.name, 'HttpipeError', String(e));
+    assert.equal(e.code, 'WASM_LOAD_FAILED', String(e));
+    assert.match(e.message, /^could not load the post-quantum module from /);
+    for (const s of mustName) assert.ok(e.message.includes(s), `message should name ${s}: ${e.message}`);
+    assert.match(e.message, /; serve httpipe_xwing_bg\.wasm next to the package's index\.js .*loadPostQuantum\(url \| bytes \| WebAssembly\.Module \| Response\)$/);
+    assert.doesNotMatch(e.message, /serve httpipe_wasm_bg/);
+    return true;
+  };
+}
+
+test('Node: a package without its post-quantum module works until a post-quantum key is used, which fails WASM_LOAD_FAILED naming it', async () => {
+  const broken = brokenCopy(XWING);
+  const sdk = await import(pathToFileURL(path.join(broken, 'index.js')).href);
+  const where = pathToFileURL(path.join(broken, XWING)).href;
+  assert.match(sdk.identityToRecipient(sdk.generateIdentity()), /^age1/);
+  const pq = sdk.generateHybridIdentity(); // 32 random bytes: no post-quantum module needed
+  assert.match(pq, /^AGE-SECRET-KEY-PQ-1/);
+  assert.throws(() => sdk.identityToRecipient(pq), xwingLoadFailed(where, 'ENOENT'));
+  const { readable, writable } = sdk.decryptStream({ identities: [pq] });
+  writable.getWriter().write(new Uint8Array(1)).catch(() => {});
+  await assert.rejects(readable.getReader().read(), xwingLoadFailed(where, 'ENOENT'));
+  await assert.rejects(sdk.receive({ relay: 'http://127.0.0.1:9', path: '/x', identities: [`# a key file\n${pq}\n`] }), xwingLoadFailed(where));
+  await assert.rejects(sdk.loadPostQuantum(new Uint8Array([1, 2])), xwingLoadFailed('the 2 bytes given to loadPostQuantum()', 'CompileError'));
+  // given the module, everything works (and a failure was not remembered)
+  await sdk.loadPostQuantum(pathToFileURL(path.join(PKG_DIR, XWING)));
+  assert.match(sdk.identityToRecipient(pq), /^age1pq1/);
+});
+
 test('Node: init() with a file: URL reads it from disk', async () => {
   const broken = brokenCopy();
   const sdk = await import(pathToFileURL(path.join(broken, 'index.js')).href);
@@ -128,6 +160,26 @@ test('Chromium: the .wasm missing (404) or answered by an HTML page → WASM_LOA
     wasmLoadFailed(wasmUrl, 'text/html: a web page, not the .wasm file')(await attempt());
     await page.unroute(`**/${WASM}`);
     assert.deepEqual(await attempt(), { ok: true, id: 'AGE-SECRET-KEY-1' });
+
+    // the post-quantum module: not fetched for anything else; a 404 names it; then it loads
+    const xwingUrl = `${relay.http}/assets/pkg/${XWING}`;
+    const pq = () => page.evaluate(async () => {
+      const sdk = await import('/assets/pkg/index.js');
+      const fetched = () => performance.getEntriesByType('resource').filter((e) => e.name.includes('httpipe_xwing')).length;
+      const id = sdk.generateHybridIdentity();
+      const out = { fetchedBefore: fetched() };
+      try { sdk.identityToRecipient(id); } catch (e) { out.sync = { code: e.code, message: e.message }; }
+      try { await sdk.loadPostQuantum(); out.recipient = sdk.identityToRecipient(id).slice(0, 7); } catch (e) { out.load = { name: e.name, code: e.code, message: e.message }; }
+      return out;
+    });
+    await page.route(`**/${XWING}`, (route) => route.fulfill({ status: 404, body: 'not found' }));
+    const missing = await pq();
+    assert.equal(missing.fetchedBefore, 0, JSON.stringify(missing));
+    assert.equal(missing.sync.code, 'UNSUPPORTED');
+    assert.match(missing.sync.message, /post-quantum module.*`await loadPostQuantum\(\)` first/);
+    xwingLoadFailed(xwingUrl, 'HTTP 404')(missing.load);
+    await page.unroute(`**/${XWING}`);
+    assert.deepEqual((({ recipient, load }) => ({ recipient, load }))(await pq()), { recipient: 'age1pq1', load: undefined });
   } finally {
     await browser.close();
     await relay.stop();

@@ -80,15 +80,20 @@ test('WebKit: no streaming uploads and no WebCrypto ChaCha20-Poly1305: segmented
   assert.equal(report.receipt.bytes, 8 * MiB + 3, 'the Node receiver\'s receipt, read over CORS');
 });
 
-test('WebKit ↔ Node: plain, passphrase and X25519 both ways; receipts confirm each (authenticated when encrypted)', { skip, timeout: 120_000 }, async () => {
+test('WebKit ↔ Node: plain, passphrase, X25519 and post-quantum both ways; receipts confirm each (authenticated when encrypted)', { skip, timeout: 120_000 }, async () => {
   await fresh();
   const nodeId = sdk.generateIdentity();
   const pageId = await page.evaluate(() => window.httpipe.generateIdentity());
+  // post-quantum: the page loads its second module (httpipe_xwing_bg.wasm) on the first such key
+  const nodePq = sdk.generateHybridIdentity();
+  const pagePq = await page.evaluate(() => window.httpipe.generateHybridIdentity());
   const cases = {
     plain: [{}, {}, {}, {}],
     passphrase: [{ passphrase: 'webkit pw' }, { passphrase: 'webkit pw' }, { passphrase: 'webkit pw' }, { passphrase: 'webkit pw' }],
     x25519: [{ recipients: [sdk.identityToRecipient(nodeId)] }, { identities: [nodeId] },
       { recipients: [sdk.identityToRecipient(pageId)], format: 'age' }, { identities: [pageId] }],
+    postQuantum: [{ recipients: [sdk.identityToRecipient(nodePq)] }, { identities: [nodePq] },
+      { recipients: [sdk.identityToRecipient(pagePq)] }, { identities: [pagePq] }],
   };
   for (const [name, [pageSend, nodeRecv, nodeSend, pageRecv]] of Object.entries(cases)) {
     const size = 3 * MiB + 7;

@@ -46,6 +46,29 @@ test('Worker produces an encrypted NDJSON feed; a Node consumer decrypts every l
   assert.equal(report.receipt.authenticated, true);
 });
 
+// The post-quantum module (httpipe_xwing_bg.wasm) is imported with the Worker by the workerd
+// entry and instantiated when a post-quantum key arrives: both ways, against the Node SDK.
+test('Worker: a post-quantum recipient (age1pq1) both ways: the Worker encrypts to it, and decrypts with its identity', { timeout: 90_000 }, async () => {
+  const identity = sdk.generateHybridIdentity();
+  const recipient = sdk.identityToRecipient(identity);
+  const p = uniquePath('worker-pq');
+  const q = new URLSearchParams({ relay: relay.http, path: p, lines: '300', recipient });
+  const produced = fetch(`${workerUrl}/produce?${q}`).then((r) => r.json());
+  const r = await sdk.receive({ relay: relay.http, path: p, identities: [identity], timeout: 60 });
+  const text = await new Response(r.stream).text();
+  const report = await produced;
+  assert.equal(report.error, undefined, JSON.stringify(report));
+  assert.deepEqual(text.trimEnd().split('\n').map((l) => JSON.parse(l).seq), [...Array(300).keys()]);
+
+  const back = uniquePath('worker-pq-back');
+  const relayed = fetch(`${workerUrl}/receive?${new URLSearchParams({ relay: relay.http, path: back, identity })}`);
+  const sent = await sdk.send('sealed to the Worker, post-quantum', { relay: relay.http, path: back, recipients: [recipient], timeout: 60 });
+  const res = await relayed;
+  assert.equal(res.status, 200);
+  assert.equal(await res.text(), 'sealed to the Worker, post-quantum');
+  assert.equal(sent.relayState, '[STATE:TRANSFER_SUCCESSFUL]');
+});
+
 test('Worker: errors come back as HttpipeError codes', { timeout: 60_000 }, async () => {
   const res = await fetch(`${workerUrl}/produce?${new URLSearchParams({ relay: 'ftp://x', path: '/p' })}`);
   assert.equal(res.status, 502);

@@ -4,7 +4,7 @@
 import {
   init, send, receive, connect, openWriter, openReader, encryptStream, decryptStream,
   generateIdentity, generateHybridIdentity, identityToRecipient, HttpipeError, sendWithCode, receiveWithCode,
-  cryptoBackend,
+  cryptoBackend, loadPostQuantum,
   type CodeSend, type SendWithCodeOptions, type ReceiveWithCodeOptions,
   type HttpipeErrorCode, type SendOptions, type ReceiveOptions, type SendReport, type Received,
   type Progress, type InitInput, type Source, type Writer,
@@ -27,6 +27,8 @@ export async function transfers(): Promise<void> {
   void transport;
   await send(new Uint8Array(3), { relay, path: '/p', recipients: [identityToRecipient(generateIdentity())], format: 'age' });
   const pq: string = generateHybridIdentity();
+  await loadPostQuantum();
+  await loadPostQuantum('https://cdn.example/httpipe_xwing_bg.wasm');
   await send(new Uint8Array(3), { relay, path: '/p', recipients: [identityToRecipient(pq)] });
   void decryptStream({ identities: [pq, 'AGE-SECRET-KEY-1...'] });
   await send([new Uint8Array(1), 'text'], { relay, path: '/p' });

@@ -1,7 +1,10 @@
 // Cloudflare Worker: produces a generated NDJSON feed, encrypted end to end with age-rt, into a
 // stream path on an httpipe relay, and answers with the SDK's report.
 //   GET /produce?relay=https://relay.example&path=/feeds/demo&lines=1000&passphrase=secret[&failAt=500]
-// And the other way: GET /receive?relay=...&path=... answers with the stream at `path`.
+//   (or &recipient=age1... / age1pq1... instead of a passphrase: a post-quantum recipient makes
+//   the SDK instantiate its post-quantum module, imported with the Worker)
+// And the other way: GET /receive?relay=...&path=...[&identity=AGE-SECRET-KEY-...] answers with
+// the stream at `path`, decrypted with `identity` when one is given.
 // A consumer anywhere reads it with the SDK (`receive({ relay, path, passphrase })`), the
 // ZebraStream CLI, or curl + age. In an npm project import from "httpipe" instead (the package's
 // "workerd" export condition loads the wasm module the Workers way).
@@ -44,7 +47,9 @@ async function started(stream) {
 
 /** GET /receive?relay=...&path=...: the stream at `path` as this Worker's response. */
 async function relayed(url) {
-  const options = { relay: url.searchParams.get('relay'), path: url.searchParams.get('path'), timeout: 60 };
+  const identities = url.searchParams.getAll('identity');
+  const options = { relay: url.searchParams.get('relay'), path: url.searchParams.get('path'), timeout: 60,
+    identities: identities.length ? identities : undefined };
   try {
     const { stream, contentType } = await receive(options);
     return new Response(await started(stream), { headers: { 'content-type': contentType ?? 'application/octet-stream' } });
@@ -62,10 +67,12 @@ export default {
     const path = url.searchParams.get('path');
     const lines = Number(url.searchParams.get('lines') || '1000');
     const passphrase = url.searchParams.get('passphrase') || undefined;
+    const recipients = url.searchParams.getAll('recipient');
     // failAt=N: the feed fails after N lines (the consumer then sees TRUNCATED, never a short clean end)
     const failAt = Number(url.searchParams.get('failAt') || Infinity);
     try {
-      const report = await send(feed(lines, failAt), { relay, path, passphrase, contentType: 'application/x-ndjson', timeout: 60 });
+      const report = await send(feed(lines, failAt), { relay, path, passphrase, recipients: recipients.length ? recipients : undefined,
+        contentType: 'application/x-ndjson', timeout: 60 });
       // `nodejs_compat` (wrangler.toml) gives the SDK node:crypto's native ChaCha20-Poly1305
       return Response.json({ ...report, cryptoBackend: cryptoBackend() });
     } catch (e) {

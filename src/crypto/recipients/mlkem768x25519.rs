@@ -59,11 +59,12 @@ pub(crate) struct HybridIdentity {
 }
 
 impl HybridIdentity {
-    /// The identity whose decapsulation seed is `seed` (any 32 bytes are a valid identity).
-    pub(crate) fn from_seed(seed: [u8; SEED_LEN]) -> Self {
-        HybridIdentity {
-            key: DecapsulationKey::from_seed(seed),
-        }
+    /// The identity whose decapsulation seed is `seed` (any 32 bytes are a valid identity;
+    /// fails only where the X-Wing module is not loaded, `xwing`'s `NOT_LOADED`).
+    pub(crate) fn from_seed(seed: [u8; SEED_LEN]) -> Result<Self, Error> {
+        Ok(HybridIdentity {
+            key: DecapsulationKey::from_seed(seed)?,
+        })
     }
 
     /// The matching recipient.
@@ -83,7 +84,7 @@ pub(crate) fn parse_recipient(s: &str) -> Result<HybridRecipient, Error> {
             bytes.len()
         )));
     }
-    let pk = HybridRecipient::from_bytes(&bytes).ok_or_else(|| {
+    let pk = HybridRecipient::from_bytes(&bytes)?.ok_or_else(|| {
         Error::InvalidKey("age1pq1 recipient: not a valid ML-KEM-768 encapsulation key".into())
     })?;
     let mut x = [0u8; 32];
@@ -100,7 +101,7 @@ pub(crate) fn parse_recipient(s: &str) -> Result<HybridRecipient, Error> {
 
 /// Formats `age1pq1...`.
 pub(crate) fn format_recipient(pk: &HybridRecipient) -> String {
-    keytext::encode(RECIPIENT_HRP, &pk.to_bytes(), false)
+    keytext::encode(RECIPIENT_HRP, pk.to_bytes(), false)
 }
 
 /// Parses `AGE-SECRET-KEY-PQ-1...` (exactly 32 bytes).
@@ -112,12 +113,18 @@ pub(crate) fn parse_identity(s: &str) -> Result<HybridIdentity, Error> {
             .try_into()
             .map_err(|_| Error::InvalidKey("AGE-SECRET-KEY-PQ-1 key is not 32 bytes".into()))?,
     );
-    Ok(HybridIdentity::from_seed(*seed))
+    HybridIdentity::from_seed(*seed)
 }
 
 /// Formats `AGE-SECRET-KEY-PQ-1...`.
 pub(crate) fn format_identity(id: &HybridIdentity) -> Zeroizing<String> {
-    Zeroizing::new(keytext::encode(IDENTITY_HRP, id.key.seed(), true))
+    format_seed(id.key.seed())
+}
+
+/// Formats the identity whose seed is `seed` (without the X-Wing module: a new identity's
+/// string needs only its 32 random bytes).
+pub(crate) fn format_seed(seed: &[u8; SEED_LEN]) -> Zeroizing<String> {
+    Zeroizing::new(keytext::encode(IDENTITY_HRP, seed, true))
 }
 
 /// HPKE LabeledExtract (RFC 9180 §4): HKDF-Extract(salt, "HPKE-v1" || suite_id || label || ikm).
@@ -173,7 +180,7 @@ pub(crate) fn wrap(
     file_key: &FileKey,
 ) -> Result<Stanza, Error> {
     let randomness = Zeroizing::new(randomness);
-    let (enc, shared) = recipient.encapsulate(&randomness);
+    let (enc, shared) = recipient.encapsulate(&randomness)?;
     let (key, nonce) = key_schedule(shared.as_slice());
     let body = aead(&key)
         .encrypt(
@@ -206,7 +213,7 @@ pub(crate) fn unwrap(stanza: &Stanza, identity: &HybridIdentity) -> Result<Optio
     if stanza.body.len() != FILE_KEY_LEN + 16 {
         return Err(Error::header("mlkem768x25519 stanza body is not 32 bytes"));
     }
-    let shared = identity.key.decapsulate(&enc).ok_or_else(|| {
+    let shared = identity.key.decapsulate(&enc)?.ok_or_else(|| {
         Error::header("mlkem768x25519 enc has a low-order X25519 share (all-zero shared secret)")
     })?;
     let (key, nonce) = key_schedule(shared.as_slice());
@@ -258,7 +265,7 @@ mod tests {
 
     #[test]
     fn wrap_then_unwrap_and_someone_else() {
-        let id = HybridIdentity::from_seed([3; 32]);
+        let id = HybridIdentity::from_seed([3; 32]).expect("linked");
         let stanza = wrap(&id.recipient(), [9; 64], &file_key()).expect("wrap");
         assert_eq!(stanza.tag, TAG);
         assert_eq!(stanza.args.len(), 1);
@@ -271,13 +278,13 @@ mod tests {
         );
         let got = unwrap(&stanza, &id).expect("well-formed").expect("ours");
         assert_eq!(*got, *file_key());
-        let other = HybridIdentity::from_seed([4; 32]);
+        let other = HybridIdentity::from_seed([4; 32]).expect("linked");
         assert!(unwrap(&stanza, &other).expect("well-formed").is_none());
     }
 
     #[test]
     fn malformed_stanzas_are_header_failures() {
-        let id = HybridIdentity::from_seed([3; 32]);
+        let id = HybridIdentity::from_seed([3; 32]).expect("linked");
         let good = wrap(&id.recipient(), [9; 64], &file_key()).expect("wrap");
         let header = |s: &Stanza| matches!(unwrap(s, &id), Err(Error::HeaderMalformed(_)));
         let mut s = good.clone();

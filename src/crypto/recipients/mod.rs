@@ -8,6 +8,10 @@ pub(crate) mod scrypt;
 pub(crate) mod x25519;
 mod xwing;
 
+#[cfg(target_arch = "wasm32")]
+pub use xwing::set_xwing_module;
+pub use xwing::XWingModule;
+
 use mlkem768x25519::{HybridIdentity, HybridRecipient};
 
 use super::header::Stanza;
@@ -195,7 +199,7 @@ impl Identity {
     pub fn generate_hybrid_with_rng(rng: &mut dyn RandomSource) -> Result<Self, Error> {
         let seed = Zeroizing::new(draw::<{ mlkem768x25519::SEED_LEN }>(rng)?);
         Ok(Identity(IdentityKind::Hybrid(Box::new(
-            HybridIdentity::from_seed(*seed),
+            HybridIdentity::from_seed(*seed)?,
         ))))
     }
 
@@ -325,6 +329,14 @@ pub fn generate_x25519() -> Result<(Zeroizing<String>, String), Error> {
 /// (`AGE-SECRET-KEY-PQ-1...` identity string, `age1pq1...` recipient string).
 pub fn generate_hybrid() -> Result<(Zeroizing<String>, String), Error> {
     key_pair(Identity::generate_hybrid()?)
+}
+
+/// A new hybrid post-quantum identity string (`AGE-SECRET-KEY-PQ-1...`) from 32 random bytes:
+/// no X-Wing work, so it needs no module on wasm32 (its recipient does:
+/// [`Identity::to_recipient`]).
+pub fn generate_hybrid_secret() -> Result<Zeroizing<String>, Error> {
+    let seed = Zeroizing::new(draw::<{ mlkem768x25519::SEED_LEN }>(&mut OsRandom)?);
+    Ok(mlkem768x25519::format_seed(&seed))
 }
 
 /// A generated identity's strings: (identity, recipient).
