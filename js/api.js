@@ -74,6 +74,7 @@ function wrapError(e) {
 // The entry says where the .wasm file is and how to read a local one (loader.js): Node and
 // Deno read file: URLs from disk, everything else fetches.
 let ready = null;
+let readyDone = false; // `ready` resolved
 let errorClassSet = false;
 
 function markReady() {
@@ -297,7 +298,7 @@ function describe(x, to = 'init()') {
 // the post-quantum one), and one kind of failure: WASM_LOAD_FAILED naming what it tried.
 async function loadModule(input, fallback, instantiate, xwing = false) {
   const to = xwing ? 'loadPostQuantum()' : 'init()';
-  let where = fallback !== undefined ? describe(fallback, to) : 'httpipe_wasm_bg.wasm';
+  let where = input !== undefined ? `what was given to ${to}` : fallback !== undefined ? describe(fallback, to) : 'httpipe_wasm_bg.wasm';
   let response = null;
   try {
     let source = await input;
@@ -344,6 +345,7 @@ export function init(input) {
       ready = load(input).then(markReady).then(setUpWebCrypto);
       ready.catch(() => { ready = null; });
     }
+    ready.then(() => { readyDone = true; }, () => {});
   }
   return ready;
 }
@@ -395,20 +397,35 @@ const compileXWing = (input) => loadModule(input, xwingState.where, async (sourc
 export async function loadPostQuantum(input) {
   try {
     await init();
-    if (input === undefined && xwingNow()) return;
     if (xwingLoaded) return;
+    // a location of the caller's own: loaded on its own, not joined to a default load in flight
+    if (input !== undefined) { await compileXWing(input); return; }
+    if (xwingNow()) return;
     if (!xwingLoading) {
-      xwingLoading = compileXWing(input);
+      xwingLoading = compileXWing();
       xwingLoading.catch(() => { xwingLoading = null; });
     }
-    await xwingLoading;
+    // the default location failed, but the caller's own loaded meanwhile: loaded all the same
+    await xwingLoading.catch((e) => { if (!xwingLoaded) throw e; });
   } catch (e) { throw wrapError(e); }
 }
 
-// init(), and the post-quantum module when `options` hold a post-quantum key.
-async function initFor(options) {
-  await init();
-  if (hasPostQuantumKey(options)) await loadPostQuantum();
+// init(), and the post-quantum module when `options` hold a post-quantum key. While one of them
+// loads, ABORTED as soon as `options.signal` aborts (the load goes on for later calls); once
+// they are there, the driver answers the signal, as it does during the transfer.
+function initFor(options) {
+  const needsXWing = hasPostQuantumKey(options);
+  const loading = init().then(() => (needsXWing ? loadPostQuantum() : undefined));
+  const signal = options?.signal;
+  // not an AbortSignal: the options' check says what's wrong
+  if ((readyDone && (!needsXWing || xwingLoaded)) || typeof signal?.addEventListener !== 'function') return loading;
+  loading.catch(() => {});
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(new HttpipeError('aborted by the AbortSignal', 'ABORTED', { cause: signal.reason }));
+    if (signal.aborted) { onAbort(); return; }
+    signal.addEventListener('abort', onAbort, { once: true });
+    loading.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 function requireInit(what) {
@@ -541,7 +558,7 @@ export async function send(source, options) {
     const meta = normaliseSource(source);
     let stream = meta.stream;
     if (ms !== undefined) stream = stream.pipeThrough(batcher(ms).stream);
-    await initFor(options);
+    await initFor(options).catch((e) => { stream.cancel(e).catch(() => {}); throw e; });
     return await wasm.sendStream(stream, sendOptions(options, meta), meta.reopen);
   } catch (e) { throw wrapError(e); }
 }
@@ -557,7 +574,7 @@ export async function sendWithCode(source, options) {
     const meta = normaliseSource(source);
     let stream = meta.stream;
     if (ms !== undefined) stream = stream.pipeThrough(batcher(ms).stream);
-    await init();
+    await initFor(options).catch((e) => { stream.cancel(e).catch(() => {}); throw e; });
     let gotCode;
     const code = new Promise((resolve) => { gotCode = resolve; });
     const done = wasm.codeSend(sendOptions(options, meta), (c) => gotCode(c))
@@ -583,7 +600,7 @@ function iterable(received) {
 /** Receives by a short code: resolves like `receive()`, with the sender's filename/size/type. */
 export async function receiveWithCode(code, options) {
   try {
-    await init();
+    await initFor(options);
     const { options: o, offer } = await wasm.codeReceive(String(code), options);
     return iterable(Object.assign(await wasm.receive(o), offer));
   } catch (e) { throw wrapError(e); }
@@ -600,7 +617,7 @@ export async function receive(options) {
 /** Rendezvous only (Connect API): resolves with the data URL once the peer is there. */
 export async function connect(options) {
   try {
-    await init();
+    await initFor(options);
     return await wasm.connect(options);
   } catch (e) { throw wrapError(e); }
 }

@@ -111,6 +111,8 @@ export interface SendOptions extends CommonOptions {
    * (UNSUPPORTED: the X25519 stanza would give up the post-quantum protection). Each entry is
    * one key or a recipients file's text (one key per line, `#` comments and blank lines ignored).
    * An empty list is UNSUPPORTED (never a plain transfer): leave the option out for one.
+   * age-rt's header (4096 bytes) holds two post-quantum recipients (1557 bytes each): more need
+   * `format: 'age'` (else UNSUPPORTED).
    */
   recipients?: string[];
   /** Encrypted format, default 'age-rt' (real-time records); 'age' for the age CLI. */

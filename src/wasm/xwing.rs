@@ -19,6 +19,10 @@ use zeroize::Zeroizing;
 
 use crate::crypto::XWingModule;
 
+/// Bytes of the buffer every call goes through: the largest input (an encapsulation's key and
+/// randomness; `xwing/src/exports.rs`).
+const IO_LEN: usize = ENCAPSULATION_KEY_LEN + ENCAPSULATION_RANDOM_LEN;
+
 /// An instance of `httpipe_xwing_bg.wasm`: its memory, the buffer's address and its exports.
 struct XWingInstance {
     memory: WebAssembly::Memory,
@@ -56,6 +60,11 @@ impl XWingInstance {
             // wasm32 addresses come back as i32: negative above 2 GiB
             .map(|a| a as i64 as u32)
             .ok_or_else(|| "its buffer has no address".to_string())?;
+        // the views of a module that is not ours would be short, and copying into one panics
+        let memory_len = u64::from(Uint8Array::new(&memory.buffer()).length());
+        if u64::from(io) + IO_LEN as u64 > memory_len {
+            return Err("its buffer is not inside its memory: not httpipe_xwing_bg.wasm".into());
+        }
         Ok(XWingInstance {
             memory,
             io,
@@ -68,7 +77,8 @@ impl XWingInstance {
     }
 
     /// Writes `inputs` one after another into the buffer, calls `f`, and, when it answered 1,
-    /// reads `output` from the buffer; wipes the buffer either way.
+    /// reads `output` from the buffer; wipes the buffer either way. Both fit in [`IO_LEN`]
+    /// bytes, which [`XWingInstance::new`] found room for.
     fn call(&self, f: &Function, inputs: &[&[u8]], output: &mut [u8]) -> bool {
         let mem = Uint8Array::new(&self.memory.buffer());
         let mut at = self.io;
@@ -94,11 +104,9 @@ impl XWingModule for XWingInstance {
         self.call(&self.check, &[ek], &mut [])
     }
 
-    fn encapsulation_key_of(&self, seed: &[u8; SEED_LEN]) -> [u8; ENCAPSULATION_KEY_LEN] {
+    fn encapsulation_key_of(&self, seed: &[u8; SEED_LEN]) -> Option<[u8; ENCAPSULATION_KEY_LEN]> {
         let mut ek = [0u8; ENCAPSULATION_KEY_LEN];
-        // answers 1 for every seed
-        self.call(&self.public_key, &[seed], &mut ek);
-        ek
+        self.call(&self.public_key, &[seed], &mut ek).then_some(ek)
     }
 
     fn encapsulate(

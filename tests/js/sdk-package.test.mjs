@@ -110,9 +110,61 @@ test('Node: a package without its post-quantum module works until a post-quantum
   await assert.rejects(readable.getReader().read(), xwingLoadFailed(where, 'ENOENT'));
   await assert.rejects(sdk.receive({ relay: 'http://127.0.0.1:9', path: '/x', identities: [`# a key file\n${pq}\n`] }), xwingLoadFailed(where));
   await assert.rejects(sdk.loadPostQuantum(new Uint8Array([1, 2])), xwingLoadFailed('the 2 bytes given to loadPostQuantum()', 'CompileError'));
+  // a promise that rejects names what the caller gave, not the default file it never tried
+  await assert.rejects(sdk.loadPostQuantum(Promise.reject(new Error('my fetch failed'))), (e) => {
+    assert.match(e.message, /^could not load the post-quantum module from what was given to loadPostQuantum\(\): my fetch failed;/);
+    return true;
+  });
   // given the module, everything works (and a failure was not remembered)
   await sdk.loadPostQuantum(pathToFileURL(path.join(PKG_DIR, XWING)));
   assert.match(sdk.identityToRecipient(pq), /^age1pq1/);
+});
+
+/**
+ * A wasm module with the post-quantum module's exports and none of its work: one page of
+ * memory, `httpipe_xwing_io` returning `io`, the four operations returning `answer`, `wipe`
+ * nothing. (Written byte by byte: the binary format's sections 1, 3, 5, 7 and 10.)
+ */
+function fakeXWing(io, answer) {
+  const leb = (n) => { const out = []; for (;;) { const b = n & 0x7f; n >>= 7; if ((n === 0 && !(b & 0x40)) || (n === -1 && (b & 0x40))) { out.push(b); return out; } out.push(b | 0x80); } };
+  const vec = (items) => [...leb(items.length), ...items.flat()];
+  const section = (id, body) => [id, ...leb(body.length), ...body];
+  const name = (s) => vec([...Buffer.from(s)]);
+  const fns = [['httpipe_xwing_io', io], ['httpipe_xwing_check', answer], ['httpipe_xwing_public_key', answer],
+    ['httpipe_xwing_encapsulate', answer], ['httpipe_xwing_decapsulate', answer], ['httpipe_xwing_wipe', null]];
+  const body = (n) => (n === null ? [0, 0x0b] : [0, 0x41, ...leb(n), 0x0b]);
+  return new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    ...section(1, vec([[0x60, 0, 1, 0x7f], [0x60, 0, 0]])),
+    ...section(3, vec(fns.map(([, n]) => [n === null ? 1 : 0]))),
+    ...section(5, vec([[0, 1]])),
+    ...section(7, vec([[...name('memory'), 2, 0], ...fns.map(([f], i) => [...name(f), 0, i])])),
+    ...section(10, vec(fns.map(([, n]) => vec(body(n))))),
+  ]);
+}
+
+// Regression: a module with the right exports whose buffer address left no room (65530 in a
+// 64 KiB memory) made the main module panic ("unexpected failure: unreachable"); one that
+// answered 0 for a seed's key gave an all-zero age1pq1 recipient.
+test('Node: a post-quantum module that is not ours is refused, never a panic or an empty key', async () => {
+  for (const io of [65530, -5]) {
+    const sdk = await import(`${pathToFileURL(path.join(brokenCopy(XWING), 'index.js')).href}`);
+    await assert.rejects(sdk.loadPostQuantum(fakeXWing(io, 1)), xwingLoadFailed('bytes given to loadPostQuantum()', 'its buffer is not inside its memory: not httpipe_xwing_bg.wasm'));
+  }
+  {
+    const sdk = await import(`${pathToFileURL(path.join(brokenCopy(XWING), 'index.js')).href}`);
+    const pq = sdk.generateHybridIdentity();
+    await sdk.loadPostQuantum(fakeXWing(0, 0));
+    const refused = (e) => {
+      assert.equal(e.code, 'UNSUPPORTED', String(e));
+      assert.match(e.message, /the post-quantum module failed \(is it httpipe_xwing_bg\.wasm\?\)/);
+      return true;
+    };
+    assert.throws(() => sdk.identityToRecipient(pq), refused);
+    const { readable, writable } = sdk.decryptStream({ identities: [pq] });
+    writable.getWriter().write(new Uint8Array(1)).catch(() => {});
+    await assert.rejects(readable.getReader().read(), refused);
+    assert.match(sdk.identityToRecipient(sdk.generateIdentity()), /^age1/, 'X25519 goes on working');
+  }
 });
 
 test('Node: init() with a file: URL reads it from disk', async () => {
@@ -180,6 +232,43 @@ test('Chromium: the .wasm missing (404) or answered by an HTML page → WASM_LOA
     xwingLoadFailed(xwingUrl, 'HTTP 404')(missing.load);
     await page.unroute(`**/${XWING}`);
     assert.deepEqual((({ recipient, load }) => ({ recipient, load }))(await pq()), { recipient: 'age1pq1', load: undefined });
+
+    // Regression: a slow post-quantum module held a call whose AbortSignal fired for as long as
+    // the download took; and a location of the caller's own, asked for while the default one was
+    // in flight (and failing), was never tried.
+    const pqRecipient = (await import(pathToFileURL(path.join(PKG_DIR, 'index.js')).href)).identityToRecipient(
+      (await import(pathToFileURL(path.join(PKG_DIR, 'index.js')).href)).generateHybridIdentity());
+    const slow = await browser.context.newPage();
+    await slow.goto(`${relay.http}/version`);
+    await slow.route(`**/${XWING}`, async (route) => { await new Promise((r) => setTimeout(r, 5000)); await route.continue().catch(() => {}); });
+    const aborted = await slow.evaluate(async ({ relayUrl, recipient }) => {
+      const sdk = await import('/assets/pkg/index.js');
+      const t0 = performance.now();
+      try { await sdk.send('x', { relay: relayUrl, path: '/pq-abort', recipients: [recipient], signal: AbortSignal.timeout(300) }); return 'sent'; } catch (e) { return { code: e.code, ms: performance.now() - t0 }; }
+    }, { relayUrl: relay.http, recipient: pqRecipient });
+    assert.equal(aborted.code, 'ABORTED', JSON.stringify(aborted));
+    assert.ok(aborted.ms < 3000, `ABORTED after ${aborted.ms} ms, not when the 5-s download ended`);
+    await slow.close();
+
+    const custom = await browser.context.newPage();
+    const requested = [];
+    custom.on('request', (r) => { if (r.url().endsWith('.wasm')) requested.push(new URL(r.url()).pathname); });
+    await custom.goto(`${relay.http}/version`);
+    await custom.route(`**/${XWING}`, async (route) => { await new Promise((r) => setTimeout(r, 1500)); await route.fulfill({ status: 404, body: 'not found' }); });
+    await custom.route('**/mine/pq.wasm', (route) => route.fulfill({ status: 200, contentType: 'application/wasm', body: fs.readFileSync(path.join(PKG_DIR, XWING)) }));
+    const both = await custom.evaluate(async (recipient) => {
+      const sdk = await import('/assets/pkg/index.js');
+      await sdk.init();
+      const run = (s, t) => new Response(new Blob([s]).stream().pipeThrough(t));
+      const sealing = run('waits for the default location', sdk.encryptStream({ recipients: [recipient] })).arrayBuffer().then((b) => b.byteLength, (e) => e.code);
+      await new Promise((r) => setTimeout(r, 200));
+      const mine = await sdk.loadPostQuantum('/mine/pq.wasm').then(() => 'loaded', (e) => `${e.code}: ${e.message}`);
+      return { mine, sealed: await sealing };
+    }, pqRecipient);
+    assert.equal(both.mine, 'loaded', JSON.stringify(both));
+    assert.equal(typeof both.sealed, 'number', JSON.stringify(both));
+    assert.ok(requested.includes('/mine/pq.wasm'), JSON.stringify(requested));
+    await custom.close();
   } finally {
     await browser.close();
     await relay.stop();

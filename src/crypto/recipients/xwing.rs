@@ -20,8 +20,8 @@ pub(crate) use httpipe_xwing::{
 pub trait XWingModule {
     /// Whether `ek` passes FIPS 203 §7.2's encapsulation key check.
     fn encapsulation_key_is_valid(&self, ek: &[u8; ENCAPSULATION_KEY_LEN]) -> bool;
-    /// The encapsulation key of the seed.
-    fn encapsulation_key_of(&self, seed: &[u8; SEED_LEN]) -> [u8; ENCAPSULATION_KEY_LEN];
+    /// The encapsulation key of the seed (`None` only from a module that failed).
+    fn encapsulation_key_of(&self, seed: &[u8; SEED_LEN]) -> Option<[u8; ENCAPSULATION_KEY_LEN]>;
     /// Ciphertext and shared secret; `None` for an invalid `ek`.
     fn encapsulate(
         &self,
@@ -50,7 +50,11 @@ pub fn set_xwing_module(module: Option<std::rc::Rc<dyn XWingModule>>) {
     MODULE.with(|m| *m.borrow_mut() = module);
 }
 
-/// Runs `f` with the module, or fails with [`NOT_LOADED`].
+/// The message of an operation the module did not answer though it must (a key it had
+/// checked refused, no key for a seed): a module that is not `httpipe_xwing_bg.wasm`.
+const MODULE_FAILED: &str = "the post-quantum module failed (is it httpipe_xwing_bg.wasm?)";
+
+/// Runs `f` with the module, or fails with `NOT_LOADED`.
 fn with_module<T>(f: impl FnOnce(&dyn XWingModule) -> T) -> Result<T, Error> {
     #[cfg(target_arch = "wasm32")]
     {
@@ -72,8 +76,8 @@ impl XWingModule for Linked {
     fn encapsulation_key_is_valid(&self, ek: &[u8; ENCAPSULATION_KEY_LEN]) -> bool {
         httpipe_xwing::encapsulation_key_is_valid(ek)
     }
-    fn encapsulation_key_of(&self, seed: &[u8; SEED_LEN]) -> [u8; ENCAPSULATION_KEY_LEN] {
-        httpipe_xwing::encapsulation_key_of(seed)
+    fn encapsulation_key_of(&self, seed: &[u8; SEED_LEN]) -> Option<[u8; ENCAPSULATION_KEY_LEN]> {
+        Some(httpipe_xwing::encapsulation_key_of(seed))
     }
     fn encapsulate(
         &self,
@@ -118,7 +122,7 @@ impl EncapsulationKey {
         randomness: &[u8; ENCAPSULATION_RANDOM_LEN],
     ) -> Result<([u8; CIPHERTEXT_LEN], SharedSecret), Error> {
         with_module(|m| m.encapsulate(&self.0, randomness))?
-            .ok_or_else(|| Error::Usage("the X-Wing module refused a checked key".into()))
+            .ok_or_else(|| Error::Usage(MODULE_FAILED.into()))
     }
 }
 
@@ -134,7 +138,8 @@ impl DecapsulationKey {
     /// The key whose seed is `seed` (any 32 bytes are one).
     pub(crate) fn from_seed(seed: [u8; SEED_LEN]) -> Result<Self, Error> {
         let seed = Zeroizing::new(seed);
-        let ek = with_module(|m| m.encapsulation_key_of(&seed))?;
+        let ek = with_module(|m| m.encapsulation_key_of(&seed))?
+            .ok_or_else(|| Error::Usage(MODULE_FAILED.into()))?;
         Ok(DecapsulationKey {
             seed,
             ek: EncapsulationKey(Box::new(ek)),
