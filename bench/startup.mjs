@@ -133,7 +133,7 @@ const WORKERS = {
   httpipe: {
     script: "import { init, generateIdentity, identityToRecipient } from './workerd.js';\n"
       + 'export default { async fetch() { await init(); return new Response(identityToRecipient(generateIdentity())); } };',
-    files: [path.join(ROOT, 'pkg/workerd.js'), path.join(ROOT, 'pkg/httpipe_wasm_bg.wasm')],
+    files: [path.join(ROOT, 'pkg/workerd.js'), path.join(ROOT, 'pkg/httpipe_wasm_bg.wasm'), path.join(ROOT, 'pkg/httpipe_xwing_bg.wasm')],
   },
   'age-encryption': {
     script: "import { generateIdentity, identityToRecipient } from './age.js';\n"
