@@ -41,7 +41,7 @@ const cleanups = [];
 
 /** Runs a command to its end within `timeoutMs`; rejects with its output otherwise. */
 function run(cmd, args, { cwd, env = {}, timeoutMs = 60000 } = {}) {
-  const t0 = Date.now();
+  const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const proc = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let out = '';
@@ -55,7 +55,7 @@ function run(cmd, args, { cwd, env = {}, timeoutMs = 60000 } = {}) {
     proc.on('exit', (code, signal) => {
       clearTimeout(timer);
       if (code === 0) {
-        console.log(`${path.basename(cmd)} ${args.filter((a) => !a.startsWith('/')).join(' ')} (${path.basename(cwd)}): ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+        console.log(`${path.basename(cmd)} ${args.filter((a) => !a.startsWith('/')).join(' ')} (${path.basename(cwd)}): ${((performance.now() - t0) / 1000).toFixed(1)} s`);
         resolve(out);
       }
       else reject(new Error(`${cmd} ${args.join(' ')} exited with ${code ?? signal}; output:\n${out}`));

@@ -127,9 +127,9 @@ function curlRecv(url, { h2 = false, args = [] } = {}) {
 
 /** Resolves once `cond()` is true (polls every 20 ms), else rejects naming `what`. */
 async function until(cond, ms, what) {
-  const deadline = Date.now() + ms;
+  const deadline = performance.now() + ms;
   while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
     await sleep(20);
   }
 }
@@ -559,13 +559,13 @@ for (const h2 of [false, true]) {
     await p1.write('partial');
     assert.equal((await p1.response).status, 200);
     p1.cancel();
-    const deadline = Date.now() + 1000;
+    const deadline = performance.now() + 1000;
     let presp;
     for (;;) {
       presp = await post(p, 'second').response;
       if (presp.status === 200) break;
       const text = await readText(presp.body);
-      assert.ok(Date.now() < deadline, `path still busy 1 s after the waiting sender left: ${presp.status} ${text}`);
+      assert.ok(performance.now() < deadline, `path still busy 1 s after the waiting sender left: ${presp.status} ${text}`);
       await sleep(20);
     }
     const cresp = await get(p).response;
@@ -660,13 +660,13 @@ test('piping-server-rust regression across nodes: a waiting sender on A that han
   await p1.write('partial');
   assert.equal((await p1.response).status, 200);
   p1.cancel();
-  const deadline = Date.now() + 1000;
+  const deadline = performance.now() + 1000;
   let presp;
   for (;;) {
     presp = await request(`${B}${p}`, { method: 'POST', body: 'second' }).response;
     if (presp.status === 200) break;
     const text = await readText(presp.body);
-    assert.ok(Date.now() < deadline, `path still busy 1 s after the waiting sender on A left: ${presp.status} ${text}`);
+    assert.ok(performance.now() < deadline, `path still busy 1 s after the waiting sender on A left: ${presp.status} ${text}`);
     await sleep(20);
   }
   const cresp = await request(`${C}${p}`).response;
@@ -716,12 +716,12 @@ async function rawConnect(base, head) {
 
 /** POSTs `body` to `url` until the answer is 200 (the path is free), for at most `ms`; that response. */
 async function freeWithin(url, body, ms, what) {
-  const deadline = Date.now() + ms;
+  const deadline = performance.now() + ms;
   for (;;) {
     const r = await request(url, { method: 'POST', body }).response;
     if (r.status === 200) return r;
     const text = await readText(r.body);
-    assert.ok(Date.now() < deadline, `${what}: path still busy after ${ms} ms: ${r.status} ${text}`);
+    assert.ok(performance.now() < deadline, `${what}: path still busy after ${ms} ms: ${r.status} ${text}`);
     await sleep(20);
   }
 }
@@ -735,8 +735,8 @@ test('a forwarded waiting producer that resets its connection mid-upload frees t
   // fills and the bytes back up in the sockets between the nodes; then a TCP reset
   const sock = await rawConnect(B, `POST ${p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
   const chunk = Buffer.concat([Buffer.from('10000\r\n'), Buffer.alloc(65536, 97), Buffer.from('\r\n')]);
-  const until = Date.now() + 1000;
-  while (Date.now() < until) {
+  const until = performance.now() + 1000;
+  while (performance.now() < until) {
     if (!sock.write(chunk)) await Promise.race([new Promise((r) => sock.once('drain', r)), sleep(50)]);
   }
   sock.resetAndDestroy();
@@ -832,12 +832,12 @@ test('SIGTERM of the entry node: its forwarded waiting consumer gets 503 shuttin
   await sleep(200);
   const cons = request(`${x.http}${p}`);
   assert.ok(await stillPending(cons.response, 300), 'the forwarded consumer waits');
-  const t0 = Date.now();
+  const t0 = performance.now();
   x.proc.kill('SIGTERM');
   const r = await within(cons.response, 2000, 'the forwarded consumer\'s answer');
   assert.equal(r.status, 503, await readText(r.body));
   assert.equal(r.headers['x-httpipe-error'], 'shutting-down');
-  t.diagnostic(`answered ${Date.now() - t0} ms after SIGTERM`);
+  t.diagnostic(`answered ${performance.now() - t0} ms after SIGTERM`);
   held.cancel();
 });
 
@@ -850,7 +850,7 @@ test('SIGTERM of the entry node: its forwarded waiting consumer gets 503 shuttin
  * other's answer immediate, so a hang is a pair that can't meet (split between two nodes).
  */
 async function retry503(open, codes, ms, what, attemptMs = NODE_TTL_MS + 3000) {
-  const deadline = Date.now() + ms;
+  const deadline = performance.now() + ms;
   for (;;) {
     const req = open();
     let r;
@@ -860,7 +860,7 @@ async function retry503(open, codes, ms, what, attemptMs = NODE_TTL_MS + 3000) {
       req.cancel();
       throw e;
     }
-    if (r.status !== 503 || Date.now() > deadline) return r;
+    if (r.status !== 503 || performance.now() > deadline) return r;
     const text = await readText(r.body);
     assert.ok(codes.includes(r.headers['x-httpipe-error']), `${what}: 503 ${r.headers['x-httpipe-error']}: ${text}`);
     await sleep(100);
@@ -898,7 +898,7 @@ test('a node SIGKILLed: its waiting peers (direct and forwarded) get an error; i
   assert.ok(await stillPending(cons2.response, 10), 'the forwarded consumer waits');
 
   own.nodes[0].proc.kill('SIGKILL');
-  const killed = Date.now();
+  const killed = performance.now();
   const lost1 = (async () => {
     try { return `clean: ${JSON.stringify(await readText(presp1.body))}`; } catch (e) { return `error ${e.code || e.message}`; }
   })();
@@ -911,7 +911,7 @@ test('a node SIGKILLed: its waiting peers (direct and forwarded) get an error; i
   const pair = async (p, producerAt, consumerAt, body) => {
     const presp = await retry503(() => request(`${producerAt}${p}`, { method: 'POST', body }), ['owner-unreachable'], 10_000, `producer at ${producerAt}`);
     assert.equal(presp.status, 200, `producer at ${producerAt}: ${presp.status}`);
-    const served = Date.now() - killed;
+    const served = performance.now() - killed;
     const cresp = await retry503(() => request(`${consumerAt}${p}`), ['owner-unreachable'], 10_000, `consumer at ${consumerAt} (the producer waits at ${producerAt})`);
     assert.equal(cresp.status, 200);
     assert.equal(await readText(cresp.body), body);
@@ -944,7 +944,7 @@ async function clusterToKill(t) {
   /** SIGKILLs the node holding a stream path (the transfer's owner, §13.2), once. */
   const kill = () => {
     killed ??= (async () => {
-      for (const deadline = Date.now() + 5000; Date.now() < deadline; await sleep(20)) {
+      for (const deadline = performance.now() + 5000; performance.now() < deadline; await sleep(20)) {
         for (const [i, url] of own.urls.entries()) {
           const m = await getText(`${url}/metrics`).catch(() => null);
           if (Number(/^httpipe_cluster_paths_held (\d+)$/m.exec(m?.body ?? '')?.[1] ?? 0) > 0) {
@@ -971,8 +971,8 @@ for (const [what, passphrase] of [['plain', undefined], ['age-rt', 'a node died'
         if (at >= data.length) { ctrl.close(); return; }
         // the last quarter waits for the node's death, as in the CLI test below
         if (at === (data.length * 3) / 4) {
-          for (const deadline = Date.now() + 20_000; !c.killed(); await sleep(10)) {
-            if (Date.now() > deadline) throw new Error('no kill within 20 s');
+          for (const deadline = performance.now() + 20_000; !c.killed(); await sleep(10)) {
+            if (performance.now() > deadline) throw new Error('no kill within 20 s');
           }
           await c.killed();
         }
@@ -1025,8 +1025,8 @@ test('CLI: the node serving `httpipe write | read` is SIGKILLed mid-stream; it r
     // writer is still uploading then, so it must resume too (on a loaded machine it could
     // otherwise finish its upload first: CI saw that once; the SDK tests above do the same)
     if (at === (data.length * 3) / 4) {
-      for (const deadline = Date.now() + 20_000; !c.killed(); await sleep(10)) {
-        assert.ok(Date.now() < deadline, `no kill: the reader has ${got} bytes`);
+      for (const deadline = performance.now() + 20_000; !c.killed(); await sleep(10)) {
+        assert.ok(performance.now() < deadline, `no kill: the reader has ${got} bytes`);
       }
       await c.killed();
     }
@@ -1091,16 +1091,16 @@ test('Redis killed and restarted: a slow transfer finishes, new work gets 503 cl
   assert.equal(lastLine(await readText(presp.body)), SUCCESS);
 
   await own.redis.restart();
-  const restarted = Date.now();
+  const restarted = performance.now();
   for (const [p, producerAt, consumerAt] of [[freshPath('redis-back'), B, C], [slow, C, B]]) {
     const body = `after the restart ${p}`;
     const pr = await retry503(() => request(`${producerAt}${p}`, { method: 'POST', body }), ['cluster-unavailable'], 5000, `producer at ${producerAt}`);
     assert.equal(pr.status, 200, `${p}: ${pr.status}`);
-    const cr = await retry503(() => request(`${consumerAt}${p}`), ['cluster-unavailable'], 5000, `consumer at ${consumerAt} (the producer waits at ${producerAt}; first try ${Date.now() - restarted} ms after the restart)`);
+    const cr = await retry503(() => request(`${consumerAt}${p}`), ['cluster-unavailable'], 5000, `consumer at ${consumerAt} (the producer waits at ${producerAt}; first try ${performance.now() - restarted} ms after the restart)`);
     assert.equal(cr.status, 200);
     assert.equal(await readText(cr.body), body);
     assert.equal(lastLine(await readText(pr.body)), SUCCESS);
   }
-  t.diagnostic(`cross-node pairs work again ${Date.now() - restarted} ms after the restart`);
+  t.diagnostic(`cross-node pairs work again ${performance.now() - restarted} ms after the restart`);
   await waitForNodes(own.nodes, 3, 5000);
 });

@@ -240,11 +240,11 @@ async function runRecipe(recipe) {
   const cmd = ['bash', [file]];
   const until = opts.until.map((u) => new RegExp(substitute(u, ports), 'm'));
   const timeoutMs = Number(opts.timeout || 60) * 1000;
-  const t0 = Date.now();
+  const t0 = performance.now();
   const r = await runGroup(cmd[0], cmd[1], { cwd: opts.cwd === 'root' ? ROOT : scratch, env, timeoutMs, until });
   const relayLogs = fs.readdirSync(scratch).filter((f) => f.startsWith('.recipe-relay-'))
     .map((f) => `--- ${f}\n${fs.readFileSync(path.join(scratch, f), 'utf8')}`).join('\n');
-  const report = `${recipe.file || 'README.md'}:${recipe.line} as run (${((Date.now() - t0) / 1000).toFixed(1)} s):\n${code}\n--- output:\n${r.out}\n${relayLogs}`;
+  const report = `${recipe.file || 'README.md'}:${recipe.line} as run (${((performance.now() - t0) / 1000).toFixed(1)} s):\n${code}\n--- output:\n${r.out}\n${relayLogs}`;
   fs.rmSync(scratch, { recursive: true, force: true });
   if (r.timedOut) assert.fail(`timed out after ${timeoutMs / 1000} s${opts.until.length ? ` waiting for ${opts.until.join(', ')}` : ''}\n${report}`);
   assert.equal(r.code, 0, `exit ${r.code}\n${report}`);

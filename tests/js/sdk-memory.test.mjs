@@ -48,12 +48,12 @@ test(`a plain send() of ${TOTAL_MIB} MiB (1 MiB chunks) into a ${RATE / MiB} MB/
   const resp = await fetch(`${relay.http}${p}`);
   const reader = resp.body.getReader();
   let got = 0;
-  const t0 = Date.now();
+  const t0 = performance.now();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     got += value.length;
-    const wait = t0 + (got / RATE) * 1000 - Date.now();
+    const wait = t0 + (got / RATE) * 1000 - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
   const { bytes, peak } = await producer.waitFor((e) => 'peak' in e);

@@ -42,7 +42,7 @@ export function freePort() {
 
 /** Resolves once 127.0.0.1:port accepts a TCP connection, rejects after `ms` or when `dead()`. */
 async function waitForPort(port, ms, dead, what) {
-  const deadline = Date.now() + ms;
+  const deadline = performance.now() + ms;
   for (;;) {
     const ok = await new Promise((resolve) => {
       const s = net.connect(port, '127.0.0.1');
@@ -52,7 +52,7 @@ async function waitForPort(port, ms, dead, what) {
     if (ok) return;
     const why = dead();
     if (why) throw new Error(`${what} exited before it listened: ${why}`);
-    if (Date.now() > deadline) throw new Error(`${what} did not listen on ${port} within ${ms} ms`);
+    if (performance.now() > deadline) throw new Error(`${what} did not listen on ${port} within ${ms} ms`);
     await sleep(30);
   }
 }
@@ -127,13 +127,13 @@ export function healthzNodes(body) {
 
 /** Polls every node's /healthz until each reports `want` live nodes. */
 export async function waitForNodes(nodes, want, ms = 10_000) {
-  const deadline = Date.now() + ms;
+  const deadline = performance.now() + ms;
   let last = [];
   for (;;) {
     last = await Promise.all(nodes.map((n) => getText(`${n.http}/healthz`, 2000)
       .then((r) => `${r.status} ${r.body}`, (e) => `error ${e.message}`)));
     if (last.every((b) => b.startsWith('200 ok\n') && healthzNodes(b.slice(4)) === want)) return;
-    if (Date.now() > deadline) {
+    if (performance.now() > deadline) {
       throw new Error(`the cluster nodes did not all report ${want} nodes within ${ms} ms; /healthz:\n${
         last.map((b, i) => `node ${i} (${nodes[i].http}): ${JSON.stringify(b)}`).join('\n')}`);
     }

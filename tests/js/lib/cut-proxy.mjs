@@ -44,7 +44,7 @@ export async function cutProxy(targetPort) {
 
   const cut = (pair) => {
     stats.cuts += 1;
-    stats.cutAtMs = Date.now();
+    stats.cutAtMs = performance.now();
     pair.client.resetAndDestroy?.() ?? pair.client.destroy();
     pair.server.destroy();
     pairs.delete(pair);

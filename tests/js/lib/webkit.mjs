@@ -190,11 +190,11 @@ export class WebKitPage {
 
   /** Polls `fn(arg)` in the page until truthy; rejects after `timeout` ms. */
   async waitForFunction(fn, arg, { timeout = 30000, polling = 100 } = {}) {
-    const end = Date.now() + timeout;
+    const end = performance.now() + timeout;
     for (;;) {
       const v = await this.evaluate(fn, arg);
       if (v) return v;
-      if (Date.now() > end) throw new Error(`waitForFunction timed out after ${timeout} ms: ${source(fn)}`);
+      if (performance.now() > end) throw new Error(`waitForFunction timed out after ${timeout} ms: ${source(fn)}`);
       await new Promise((r) => setTimeout(r, polling));
     }
   }
