@@ -330,6 +330,35 @@ async fn age_rt_passphrase_and_age_x25519_both_orders() {
     }
 }
 
+// Regression (PROTOCOL.md §12.1 `plain`): an age file sent as it is to a receiver that
+// decrypts it: the receiver's receipt committed to the plaintext, and the sender, which holds
+// no key, failed UNCONFIRMED ("says N bytes arrived, but M were sent") on a complete transfer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_age_file_sent_as_it_is_to_a_receiver_that_decrypts_is_delivered() {
+    let relay = start_relay(&[]);
+    let (secret, public) = httpipe::crypto::generate_x25519().expect("keygen");
+    let plaintext = data((1 << 20) + 99, 11);
+    let recipient: httpipe::crypto::Recipient = public.parse().expect("recipient");
+    let mut enc = httpipe::crypto::Encryptor::new(Format::Age, &[recipient]).expect("encryptor");
+    let mut file = Vec::new();
+    enc.update(&plaintext, &mut file).expect("encrypt");
+    enc.finish(&mut file).expect("finish");
+    for first in [First::Sender, First::Receiver] {
+        let t = target(&relay, "agefile");
+        let so = SendOptions::new(t.clone());
+        let mut ro = ReceiveOptions::new(t);
+        ro.identities = vec![secret.to_string()];
+        let (s, r) = transfer(so, ro, file.clone(), first).await;
+        let rep = s.unwrap_or_else(|e| panic!("{first:?}: send: {e}"));
+        let got = r.unwrap_or_else(|e| panic!("{first:?}: receive: {e}"));
+        assert_eq!(sha(&got.bytes), sha(&plaintext), "{first:?}: decrypted");
+        // the sender's commitment: the bytes it sent, unauthenticated (it holds no key)
+        let receipt = rep.receipt.expect("a receipt");
+        assert_eq!(receipt.bytes, file.len() as u64, "{first:?}");
+        assert!(!receipt.authenticated, "{first:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn segmented_upload_when_forced() {
     let relay = start_relay(&[]);

@@ -360,6 +360,9 @@ pub struct ReceiptPlan {
     /// The producer states its end (its hello said `attest`, §12.2): an `ok` receipt's
     /// meeting checks it.
     pub attest: bool,
+    /// The producer did not encrypt (its hello said `plain`, §12.1): the receipt commits to
+    /// the bytes as they arrived, also from a consumer that decrypts them.
+    pub plain: bool,
 }
 
 impl ReceiptPlan {
@@ -439,6 +442,7 @@ mod tests {
             transfer: "T".into(),
             token: None,
             attest: false,
+            plain: false,
         };
         // a negative one lingers after its caller left (§5.1): its peer may read up to the
         // cut only after this side's process or page is gone; an `ok` one is waited for

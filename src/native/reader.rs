@@ -314,6 +314,7 @@ impl Reader {
     /// passphrase's scrypt may run).
     fn on_chunk(&mut self, chunk: Bytes) -> Result<Option<Bytes>, Error> {
         self.core.on_chunk(&chunk)?;
+        self.receipt.add_wire(&chunk);
         let slow = self.slow_header;
         match self.dec.take() {
             None => {

@@ -20,6 +20,9 @@ pub const RESUME: &str = "resume";
 /// Producer (with `receipt`): it states its end on the transfer's channel (§12.2, "The
 /// producer's end").
 pub const ATTEST: &str = "attest";
+/// Producer (with `receipt`): it sends its stream as it is, not encrypted by it, so a consumer
+/// that decrypts it anyway commits to the bytes as they arrived (§12.1, §12.2).
+pub const PLAIN: &str = "plain";
 /// Producer: it keeps a presence call open on the transfer's presence channel until its
 /// verdict (§12.5).
 pub const PRESENCE: &str = "presence";
@@ -140,6 +143,8 @@ pub struct PeerHello {
     pub resume: bool,
     /// (producer) `attest` with `receipt`: it states its end (§12.2).
     pub attests: bool,
+    /// (producer) `plain` with `receipt`: it did not encrypt the stream (§12.1).
+    pub plain: bool,
     /// (producer) `presence`: it keeps a presence call open until its verdict (§12.5).
     pub presence: bool,
 }
@@ -157,17 +162,22 @@ impl PeerHello {
             decrypts: v1 && item(hello, RECEIPT) == Some(DECRYPTED),
             resume: v1 && item(hello, RESUME).is_some(),
             attests: v1 && item(hello, RECEIPT).is_some() && item(hello, ATTEST).is_some(),
+            plain: v1 && item(hello, RECEIPT).is_some() && item(hello, PLAIN).is_some(),
             presence: v1 && item(hello, PRESENCE).is_some(),
         }
     }
 }
 
-/// A producer's rendezvous hello: `httpipe=1; transfer=ID; presence[; receipt; attest][; resume]` (a
-/// producer that waits for a receipt states its end, §12.2).
-pub fn producer_hello(transfer: &str, receipt: bool, resume: bool) -> String {
+/// A producer's rendezvous hello: `httpipe=1; transfer=ID; presence[; receipt; attest[;
+/// plain]][; resume]` (a producer that waits for a receipt states its end, §12.2, and says
+/// when it did not encrypt, `encrypted` false, §12.1).
+pub fn producer_hello(transfer: &str, receipt: bool, encrypted: bool, resume: bool) -> String {
     let mut h = format!("{VERSION}={VERSION_1}; {TRANSFER}={transfer}; {PRESENCE}");
     if receipt {
         h.push_str(&format!("; {RECEIPT}; {ATTEST}"));
+        if !encrypted {
+            h.push_str(&format!("; {PLAIN}"));
+        }
     }
     if resume {
         h.push_str(&format!("; {RESUME}"));
@@ -261,7 +271,7 @@ mod tests {
 
     #[test]
     fn hellos_round_trip() {
-        let p = PeerHello::parse(&producer_hello("abc_-9", true, false));
+        let p = PeerHello::parse(&producer_hello("abc_-9", true, true, false));
         assert_eq!(
             p,
             PeerHello {
@@ -271,16 +281,24 @@ mod tests {
                 decrypts: false,
                 resume: false,
                 attests: true,
+                plain: false,
                 presence: true,
             }
         );
+        assert!(PeerHello::parse(&producer_hello("T", true, false, false)).plain);
+        // `plain` says what a receipt commits to: nothing without `receipt`
+        assert_eq!(
+            producer_hello("T", false, false, false),
+            "httpipe=1; transfer=T; presence"
+        );
+        assert!(!PeerHello::parse("httpipe=1; transfer=T; plain").plain);
         let c = PeerHello::parse(&consumer_hello(true, false, false));
         assert!(c.v1 && c.receipt && !c.decrypts && c.transfer.is_none() && !c.resume);
         let d = PeerHello::parse(&consumer_hello(true, true, true));
         assert!(d.receipt && d.decrypts && d.resume);
         assert!(!PeerHello::parse(&consumer_hello(false, true, false)).receipt);
         assert_eq!(
-            producer_hello("T", false, true),
+            producer_hello("T", false, true, true),
             "httpipe=1; transfer=T; presence; resume"
         );
         assert!(!c.presence, "a consumer keeps no presence");

@@ -83,11 +83,26 @@ impl Receipt {
         })
     }
 
-    /// Enters a released JavaScript chunk (copied into wasm memory only when it is hashed).
-    fn add(&self, chunk: &js_sys::Uint8Array) {
+    /// Enters a released JavaScript chunk, or (`arrived`) one as it arrived before decryption
+    /// (copied into wasm memory only when the core hashes it).
+    fn enter(&self, chunk: &js_sys::Uint8Array, arrived: bool) {
         if let Ok(mut core) = self.core.try_borrow_mut() {
-            core.add_with(chunk.length() as usize, |buf| chunk.copy_to(buf));
+            core.add_with(chunk.length() as usize, arrived, |buf| chunk.copy_to(buf));
         }
+    }
+
+    /// Enters a JavaScript chunk as it arrived, before decryption (entered by the core only
+    /// when the receipt commits to those bytes).
+    pub fn add_wire(&self, chunk: &js_sys::Uint8Array) {
+        self.enter(chunk, true);
+    }
+
+    /// Whether the receipt commits to the bytes as they arrive though they are decrypted (the
+    /// core's [`ConsumerReceipt::commits_to_wire`]).
+    pub fn commits_to_wire(&self) -> bool {
+        self.core
+            .try_borrow()
+            .is_ok_and(|core| core.commits_to_wire())
     }
 
     /// The stream ended cleanly: the core's `ok` receipt with automatic receipts, sent and
@@ -215,7 +230,7 @@ pub fn with_receipt(stream: ByteStream, receipt: Rc<Receipt>) -> ByteStream {
         let (mut input, guard) = state?;
         match input.next().await {
             Some(Ok(chunk)) => {
-                guard.0.add(&chunk);
+                guard.0.enter(&chunk, false);
                 Some((Ok(chunk), Some((input, guard))))
             }
             Some(Err(e)) => {

@@ -137,15 +137,17 @@ fn released(
         meter: meter.clone(),
         on_progress: p.on_progress.clone(),
     });
-    let mut stream = checked(body, Rc::new(abort), check, resume);
+    let manual = p.receipt.manual();
+    let receipt = Receipt::new(consumer.receipt_plan(), decryptor.clone(), manual);
+    // the wire bytes go to a receipt that commits to them though they are decrypted (§12.1)
+    let wire_receipt = Some(receipt.clone()).filter(|r| r.commits_to_wire());
+    let mut stream = checked(body, Rc::new(abort), check, resume, wire_receipt);
     if let Some(dec) = &decryptor {
         stream = match super::webcrypto::active() {
             Some(w) => super::webcrypto::decrypt_stream(stream, dec.clone(), w),
             None => decrypt_stream(stream, dec.clone()),
         };
     }
-    let manual = p.receipt.manual();
-    let receipt = Receipt::new(consumer.receipt_plan(), decryptor, manual);
     stream = with_receipt(stream, receipt.clone());
     stream = chunks::metered(stream, meter, p.on_progress.clone(), None);
     let out = Object::new();
@@ -202,12 +204,20 @@ struct Body {
     resume: Option<Resume>,
     done: bool,
     stall: StallTimer,
+    /// The receipt, when it commits to the bytes as they arrive (§12.1 `plain`).
+    wire_receipt: Option<Rc<Receipt>>,
 }
 
 /// The response body through the core's [`BodyCheck`]; keeps `abort` (and so the signal
 /// link) alive as long as the stream. With `resume`, a break meets the producer again and
 /// the stream goes on with the rest (§12.3).
-fn checked(body: Input, abort: Rc<Abort>, check: BodyCheck, resume: Option<Resume>) -> ByteStream {
+fn checked(
+    body: Input,
+    abort: Rc<Abort>,
+    check: BodyCheck,
+    resume: Option<Resume>,
+    wire_receipt: Option<Rc<Receipt>>,
+) -> ByteStream {
     let state = Body {
         input: body,
         abort,
@@ -215,6 +225,7 @@ fn checked(body: Input, abort: Rc<Abort>, check: BodyCheck, resume: Option<Resum
         resume,
         done: false,
         stall: StallTimer::default(),
+        wire_receipt,
     };
     futures::stream::unfold(state, |mut b| async move {
         if b.done {
@@ -246,6 +257,9 @@ fn checked(body: Input, abort: Rc<Abort>, check: BodyCheck, resume: Option<Resum
                         if let Err(e) = b.core.on_chunk_with(n, head) {
                             b.done = true;
                             return Some((Err(e), b));
+                        }
+                        if let Some(r) = &b.wire_receipt {
+                            r.add_wire(&chunk);
                         }
                         return Some((Ok(chunk), b));
                     }

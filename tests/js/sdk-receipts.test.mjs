@@ -219,6 +219,22 @@ test('a receiver without keys: refuses the ciphertext (WRONG_KEY), and its recei
   assert.match(u.message, /holds no key/);
 });
 
+// Regression (PROTOCOL.md §12.1 `plain`): an age file sent as it is to a receiver that
+// decrypts it: the receiver's receipt committed to the plaintext, and send() rejected
+// UNCONFIRMED ("says 11 bytes arrived, but 211 were sent") on a complete transfer.
+test('an age file sent as it is, to a receiver that decrypts it: delivered, the receipt on the bytes sent', async () => {
+  const id = sdk.generateIdentity();
+  for (const format of ['age', 'age-rt']) {
+    const file = new Uint8Array(await new Response(new Blob(['hello world']).stream()
+      .pipeThrough(sdk.encryptStream({ recipients: [sdk.identityToRecipient(id)], format }))).arrayBuffer());
+    const path = uniquePath('agefile');
+    const got = sdk.receive({ relay: relay.http, path, identities: [id] }).then((r) => new Response(r.stream).text());
+    const report = await sdk.send(file, { relay: relay.http, path });
+    assert.equal(await got, 'hello world', format);
+    assert.deepEqual([report.receipt.bytes, report.receipt.authenticated], [file.byteLength, false], format);
+  }
+});
+
 test("an empty passphrase is refused on both sides (UNSUPPORTED)", async () => {
   for (const call of [
     () => sdk.send('x', { relay: relay.http, path: uniquePath('empty'), passphrase: '' }),

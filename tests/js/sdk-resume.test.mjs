@@ -91,6 +91,24 @@ for (const [name, c] of Object.entries(CRYPTO)) {
   }
 }
 
+// Regression (PROTOCOL.md §12.1 `plain`, §12.3): an age file sent as it is to a consumer that
+// decrypts it commits its receipt to the bytes as they arrived; a decrypting consumer resumed
+// at its decryptor's last chunk and received the bytes beyond it twice, so its receipt counted
+// them twice (UNCONFIRMED on a complete transfer). It resumes at the bytes it holds, as the
+// producer replays bytes, not chunks.
+test('an age file sent as it is, to a consumer that decrypts it, cut on the consumer\'s side twice: exact, the receipt on the bytes sent', { timeout: 90_000 }, async () => {
+  const { blob, digest } = await blobOf(6 * MiB + 5);
+  for (const format of ['age', 'age-rt']) {
+    const file = new Uint8Array(await new Response(blob.stream()
+      .pipeThrough(sdk.encryptStream({ recipients: [recipient], format }))).arrayBuffer());
+    const cuts = [0.35, 0.7].map((f) => Math.floor(file.byteLength * f) + 12_345);
+    const { got, report, proxy } = await cutTransfer(file, { cuts, side: 'consumer', recv: { identities: [identity] } });
+    assert.equal(got.sha256, digest, format);
+    assert.equal(proxy.stats.cuts, 2, format);
+    assert.deepEqual([report.receipt?.bytes, report.receipt?.authenticated], [file.byteLength, false], format);
+  }
+});
+
 // §12.4: a connection that stops without closing (a tunnel, an address that changed): no side
 // sees a break; both wait STALL_AFTER_S (10 s), meet on the channel and go on as after a break.
 const STALLS = [['plain', 'consumer'], ['age x25519', 'producer'], ['age-rt passphrase', 'consumer']];

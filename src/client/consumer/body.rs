@@ -18,6 +18,9 @@ pub struct BodyCheck {
     /// The stream's first bytes while it is not known whether they begin ciphertext (a
     /// consumer without keys, §11.3 step 5); `None` once known, or when nobody asks.
     start: Option<Vec<u8>>,
+    /// The producer replays bytes, not chunks (it did not encrypt, §12.1 `plain`): a consumer
+    /// resumes at the wire bytes it holds even when it decrypts them (§12.3).
+    resume_at_bytes: bool,
 }
 
 impl BodyCheck {
@@ -29,7 +32,16 @@ impl BodyCheck {
             length,
             seen: 0,
             start: sniff.then(Vec::new),
+            resume_at_bytes: false,
         }
+    }
+
+    /// The same, for a producer that replays bytes, not chunks (`plain`, §12.1): a decrypting
+    /// consumer resumes at the wire bytes it holds, so the bytes it received are received
+    /// once (a receipt that commits to them counts each once).
+    pub(super) fn resuming_at_bytes(mut self, yes: bool) -> Self {
+        self.resume_at_bytes = yes;
+        self
     }
 
     /// True while [`BodyCheck::check_start`] wants the next chunk's first bytes.
@@ -108,8 +120,11 @@ impl BodyCheck {
 /// which the driver holds: a resume's calls outlive a read).
 pub(crate) struct ConsumerBody {
     check: BodyCheck,
-    /// Wire bytes held (the resume offset of a consumer that doesn't decrypt).
+    /// Wire bytes held (the resume offset of a consumer that doesn't decrypt, or whose
+    /// producer replays bytes).
     received: u64,
+    /// The stream's producer replays bytes, not chunks ([`BodyCheck::resuming_at_bytes`]).
+    resume_at_bytes: bool,
     /// When the read under way began waiting for a byte (ms on the driver's clock).
     waiting_since: Option<f64>,
 }
@@ -129,6 +144,7 @@ impl ConsumerBody {
     /// The body the stream starts with.
     pub fn new(check: BodyCheck) -> Self {
         ConsumerBody {
+            resume_at_bytes: check.resume_at_bytes,
             check,
             received: 0,
             waiting_since: None,
@@ -178,7 +194,7 @@ impl ConsumerBody {
         let Some(resumer) = resumer else {
             return ResumeStep::Failed(self.check.on_failure(f));
         };
-        let offset = resume_offset(self.received, dec, true);
+        let offset = resume_offset(self.received, dec.filter(|_| !self.resume_at_bytes), true);
         resumer.on_break(f, &self.check, offset, now_ms)
     }
 
@@ -192,7 +208,7 @@ impl ConsumerBody {
         now_ms: f64,
     ) -> StallStep {
         let since = *self.waiting_since.get_or_insert(now_ms);
-        let offset = resume_offset(self.received, dec, false);
+        let offset = resume_offset(self.received, dec.filter(|_| !self.resume_at_bytes), false);
         resumer.poll_stall(now_ms, since, offset)
     }
 
@@ -208,7 +224,7 @@ impl ConsumerBody {
     ) -> Option<ResumeStep> {
         let step = resumer.on_stall_answer(answer, now_ms)?;
         self.waiting_since = None;
-        resume_offset(self.received, dec, true);
+        resume_offset(self.received, dec.filter(|_| !self.resume_at_bytes), true);
         Some(step)
     }
 

@@ -91,6 +91,8 @@ pub struct Consumer {
     receipt_transfer: Option<String>,
     /// The producer states its end (`attest`, §12.2).
     peer_attests: bool,
+    /// The producer did not encrypt (`plain`, §12.1): a receipt commits to the wire bytes.
+    peer_plain: bool,
     /// The producer's transfer id, when both sides resume (§12.3).
     resume_transfer: Option<String>,
     /// The producer's transfer id, when it keeps presence (§12.5).
@@ -107,6 +109,7 @@ impl Consumer {
             state: State::Start,
             receipt_transfer: None,
             peer_attests: false,
+            peer_plain: false,
             resume_transfer: None,
             presence_transfer: None,
             data_url: None,
@@ -207,6 +210,7 @@ impl Consumer {
         if self.cfg.receipt && peer.receipt {
             self.receipt_transfer = peer.transfer.clone();
             self.peer_attests = peer.attests;
+            self.peer_plain = peer.plain;
         }
         if peer.presence {
             self.presence_transfer = peer.transfer.clone();
@@ -272,6 +276,7 @@ impl Consumer {
             token: self.cfg.token.clone(),
             transfer: self.receipt_transfer.clone()?,
             attest: self.peer_attests,
+            plain: self.peer_plain,
         })
     }
 
@@ -329,7 +334,8 @@ impl Consumer {
             progress_total: if encrypted { self.cfg.size } else { declared },
         };
         // §11.3 step 5: a consumer without keys asks what the stream's start is
-        let check = BodyCheck::new(what, length, !encrypted && !self.cfg.ciphertext);
+        let check = BodyCheck::new(what, length, !encrypted && !self.cfg.ciphertext)
+            .resuming_at_bytes(self.peer_plain);
         self.state = State::Streaming(Some((incoming, check)));
     }
 

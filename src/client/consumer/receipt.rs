@@ -64,18 +64,44 @@ pub(crate) struct ConsumerReceipt {
     reading: Reading,
     /// A receipt was sent (or is on its way).
     sent: bool,
+    /// The receipt commits to the bytes as they arrived though this consumer decrypts them:
+    /// its producer did not encrypt (`plain`, §12.1), so its commitment is its wire bytes and
+    /// it has no key to check a plaintext receipt with (an age file sent as data).
+    to_wire: bool,
 }
 
 impl ConsumerReceipt {
     /// The receipt of a stream that starts now; `decrypts`: the consumer decrypts it.
     pub fn new(plan: Option<ReceiptPlan>, decrypts: bool, manual: bool) -> Self {
-        let ledger = Ledger::new(ledger::consumer_hashes(plan.is_some(), decrypts));
+        let to_wire = decrypts && plan.as_ref().is_some_and(|p| p.plain);
+        let ledger = Ledger::new(ledger::consumer_hashes(
+            plan.is_some(),
+            decrypts && !to_wire,
+        ));
         ConsumerReceipt {
             plan,
             ledger,
             manual,
             reading: Reading::Open,
             sent: false,
+            to_wire,
+        }
+    }
+
+    /// True when the receipt commits to the bytes as they arrived though this consumer
+    /// decrypts them (its producer did not encrypt, §12.1): the driver enters them with
+    /// [`ConsumerReceipt::add_wire`] as well as the plaintext it releases.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
+    pub fn commits_to_wire(&self) -> bool {
+        self.to_wire
+    }
+
+    /// `bytes` arrived from the relay (before decryption): entered only when the receipt
+    /// commits to them ([`ConsumerReceipt::commits_to_wire`]).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))] // the native driver's
+    pub fn add_wire(&mut self, bytes: &[u8]) {
+        if self.to_wire {
+            self.ledger.add(bytes);
         }
     }
 
@@ -85,17 +111,24 @@ impl ConsumerReceipt {
         self.plan.is_some()
     }
 
-    /// `bytes` were released to the application.
+    /// `bytes` were released to the application (not entered when the receipt commits to
+    /// the wire bytes instead).
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))] // the native driver's
     pub fn add(&mut self, bytes: &[u8]) {
-        self.ledger.add(bytes);
+        if !self.to_wire {
+            self.ledger.add(bytes);
+        }
     }
 
-    /// `n` bytes were released, copied by `fill` only when the receipt hashes them (a
-    /// JavaScript chunk is copied into wasm memory only then).
+    /// `n` bytes were released (`arrived` false) or arrived from the relay before decryption
+    /// (`arrived` true: entered only when the receipt commits to those,
+    /// [`ConsumerReceipt::commits_to_wire`]), copied by `fill` only when the receipt hashes
+    /// them (a JavaScript chunk is copied into wasm memory only then).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
-    pub fn add_with(&mut self, n: usize, fill: impl FnOnce(&mut [u8])) {
-        self.ledger.add_with(n, fill);
+    pub fn add_with(&mut self, n: usize, arrived: bool, fill: impl FnOnce(&mut [u8])) {
+        if arrived == self.to_wire {
+            self.ledger.add_with(n, fill);
+        }
     }
 
     /// The stream was read to its verified clean end (`dec`: its decryptor, finished). With
@@ -198,7 +231,8 @@ impl ConsumerReceipt {
         if std::mem::replace(&mut self.sent, true) {
             return None;
         }
-        let dec = dec.filter(|_| outcome == Outcome::Ok);
+        // no plaintext commitment or key for a producer that did not encrypt
+        let dec = dec.filter(|_| outcome == Outcome::Ok && !self.to_wire);
         let (released, key) =
             ledger::consumer_commitment(&self.ledger, dec, outcome, &plan.transfer);
         Some(plan.delivery(outcome, &released, key.as_deref(), now_ms))
@@ -218,6 +252,7 @@ mod tests {
             token: None,
             transfer: "t".repeat(22),
             attest,
+            plain: false,
         })
     }
 
@@ -230,6 +265,45 @@ mod tests {
             .iter()
             .find(|(k, _)| *k == crate::protocol::headers::HELLO);
         hello.map(|(_, v)| v.clone()).unwrap_or_default()
+    }
+
+    // Regression: a producer that sent an age file as it is (no encryption of its own) got
+    // UNCONFIRMED ("says 11 bytes arrived, but 211 were sent") from a consumer that decrypted
+    // it: that consumer's receipt committed to the plaintext. It commits to the wire bytes.
+    #[test]
+    fn a_consumer_that_decrypts_a_plain_producers_stream_commits_to_the_wire_bytes() {
+        use crate::client::receipt::{verify, Committer};
+        let mut plain_plan = plan(false).unwrap();
+        plain_plan.plain = true;
+        let mut r = ConsumerReceipt::new(Some(plain_plan.clone()), true, false);
+        assert!(r.commits_to_wire());
+        r.add_wire(b"age-encryption.org/v1 ...");
+        r.add(b"hello world"); // the plaintext released: not what this receipt commits to
+        let (released, key) = ledger::consumer_commitment(&r.ledger, None, Outcome::Ok, "t");
+        assert!(key.is_none());
+        let mut wire = Committer::new();
+        wire.update(b"age-encryption.org/v1 ...");
+        assert_eq!(released, wire.commitment());
+        // what the producer checks it against: its wire bytes, no key
+        let text = crate::client::receipt::receipt_text(
+            &plain_plan.transfer,
+            Outcome::Ok,
+            &released,
+            None,
+        );
+        let report = verify(&text, &plain_plan.transfer, &wire.commitment(), None).unwrap();
+        assert_eq!((report.bytes, report.authenticated), (25, false));
+        // an encrypting producer (no `plain`): the plaintext, as before; a plain consumer
+        // enters what it releases
+        let mut r = ConsumerReceipt::new(plan(false), true, false);
+        assert!(!r.commits_to_wire());
+        r.add_wire(b"ciphertext");
+        assert_eq!(r.ledger.bytes(), 0);
+        let mut r = ConsumerReceipt::new(Some(plain_plan), false, false);
+        assert!(!r.commits_to_wire());
+        r.add(b"hello");
+        r.add_wire(b"hello");
+        assert_eq!(r.ledger.bytes(), 5);
     }
 
     #[test]

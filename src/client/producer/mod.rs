@@ -428,9 +428,9 @@ impl<T: ByteChunk> Producer<T> {
             c.token.as_deref(),
         )?;
         Ok(match (begin, &c.receipt) {
-            (Begin::Rendezvous(r), Some(rc)) => Begin::Rendezvous(Box::new(
-                (*r).with_hello(producer_hello(&rc.transfer, rc.wait, c.resume_s.is_some())),
-            )),
+            (Begin::Rendezvous(r), Some(rc)) => Begin::Rendezvous(Box::new((*r).with_hello(
+                producer_hello(&rc.transfer, rc.wait, c.encrypted, c.resume_s.is_some()),
+            ))),
             (b, _) => b,
         })
     }

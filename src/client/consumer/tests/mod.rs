@@ -231,6 +231,51 @@ fn the_consumer_body_counts_the_offset_and_the_waiting_read() {
     b.on_end().unwrap();
 }
 
+// Regression (§12.1 `plain`, §12.3): a consumer that decrypts an age file its producer sent
+// as it is resumed at its decryptor's last chunk, received the bytes beyond it twice, and its
+// receipt, which commits to the bytes as they arrived, counted them twice. With `plain` it
+// resumes at the bytes it holds, its decryptor keeping the chunk it holds.
+#[test]
+fn a_decrypting_consumer_of_a_plain_producer_resumes_at_the_bytes_it_holds() {
+    use crate::crypto::{DecryptOptions, Decryptor, Encryptor, Format, Identity, Recipient};
+    let mut enc = Encryptor::new(
+        Format::Age,
+        &[Recipient::passphrase_with_work_factor("pw", 1)],
+    )
+    .unwrap();
+    let mut file = Vec::new();
+    enc.update(&[7u8; 100_000], &mut file).unwrap();
+    enc.finish(&mut file).unwrap();
+    let held = &file[..file.len() - 20_000]; // the second chunk is partly here
+    let offset_after_break = |plain: bool| {
+        let mut r = resuming_consumer(60.0);
+        let mut b = ConsumerBody::new(body_check(false).resuming_at_bytes(plain));
+        let mut dec =
+            Decryptor::new(&[Identity::passphrase("pw")], DecryptOptions::default()).unwrap();
+        b.on_chunk(held).unwrap();
+        dec.update(held, &mut Vec::new()).unwrap();
+        let down = Failure::network(std::io::Error::other("reset"));
+        let ResumeStep::Call(call) = b.on_break(down, Some(&mut r), Some(&mut dec), 0.0) else {
+            panic!("a resume call")
+        };
+        let hello = call
+            .headers
+            .iter()
+            .find(|(k, _)| *k == crate::protocol::headers::HELLO);
+        hello.map(|(_, v)| v.clone()).unwrap_or_default()
+    };
+    assert_eq!(
+        offset_after_break(true),
+        format!("httpipe-resume=1; offset={}", held.len())
+    );
+    let chunk_end = offset_after_break(false);
+    assert_ne!(
+        chunk_end,
+        offset_after_break(true),
+        "an encrypting producer: a chunk's end"
+    );
+}
+
 /// Without a resumer a break is the body's error; a short body is `TRUNCATED`; a keyless
 /// consumer refuses an age start before the chunk that completes it is handed out.
 #[test]

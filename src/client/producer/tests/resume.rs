@@ -15,7 +15,7 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
     };
     assert!(r.headers.contains(&(
         crate::protocol::headers::HELLO,
-        "httpipe=1; transfer=TID; presence; receipt; attest; resume".into()
+        "httpipe=1; transfer=TID; presence; receipt; attest; plain; resume".into()
     )));
     let h = vec![(PEER_HELLO, "httpipe=1; receipt; resume")];
     // the answer names a cluster node (§13.3) ...
