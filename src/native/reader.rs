@@ -25,7 +25,9 @@ use super::receipt::{deliver, send_last_word};
 use super::receive::get_head;
 use super::stall::{StallEvent, StallWatch};
 use super::stop::Stop;
-use crate::client::consumer::{BodyCheck, ConsumerBody, ConsumerReceipt, ResumeStep, Resumer};
+use crate::client::consumer::{
+    BodyCheck, ConsumerBody, ConsumerReceipt, ResumeStep, Resumer, Seen,
+};
 use crate::client::error::{Error, ErrorCode};
 use crate::client::request::Headers;
 use crate::client::stall::StallStep;
@@ -113,7 +115,7 @@ impl Reader {
         }
         self.slow_header = false;
         self.meter.add(out.len());
-        self.receipt.add(&out);
+        self.receipt.add(Seen::Released, &out);
         Some(Bytes::from(out))
     }
 
@@ -314,7 +316,7 @@ impl Reader {
     /// passphrase's scrypt may run).
     fn on_chunk(&mut self, chunk: Bytes) -> Result<Option<Bytes>, Error> {
         self.core.on_chunk(&chunk)?;
-        self.receipt.add_wire(&chunk);
+        self.receipt.add(Seen::Arrived, &chunk);
         let slow = self.slow_header;
         match self.dec.take() {
             None => {
@@ -322,7 +324,7 @@ impl Reader {
                     return Ok(None);
                 }
                 self.meter.add(chunk.len());
-                self.receipt.add(&chunk);
+                self.receipt.add(Seen::Released, &chunk);
                 Ok(Some(chunk))
             }
             Some(mut dec) if slow => {

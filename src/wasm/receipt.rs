@@ -17,7 +17,7 @@ use super::error::into_js;
 use super::http::exchange;
 use super::pagehide::PageHide;
 use super::stop::Abort;
-use crate::client::consumer::{ConsumerReceipt, LastWord, ReceiptWait};
+use crate::client::consumer::{ConsumerReceipt, LastWord, ReceiptWait, Seen};
 use crate::client::delivery::{DeliveryStep, ReceiptDelivery};
 use crate::client::error::Error;
 use crate::client::ledger::{self, ReceiptKey};
@@ -83,18 +83,12 @@ impl Receipt {
         })
     }
 
-    /// Enters a released JavaScript chunk, or (`arrived`) one as it arrived before decryption
-    /// (copied into wasm memory only when the core hashes it).
-    fn enter(&self, chunk: &js_sys::Uint8Array, arrived: bool) {
+    /// Enters a JavaScript chunk `seen` so (copied into wasm memory only when the core hashes
+    /// it: [`ConsumerReceipt::add_with`]).
+    pub fn enter(&self, chunk: &js_sys::Uint8Array, seen: Seen) {
         if let Ok(mut core) = self.core.try_borrow_mut() {
-            core.add_with(chunk.length() as usize, arrived, |buf| chunk.copy_to(buf));
+            core.add_with(seen, chunk.length() as usize, |buf| chunk.copy_to(buf));
         }
-    }
-
-    /// Enters a JavaScript chunk as it arrived, before decryption (entered by the core only
-    /// when the receipt commits to those bytes).
-    pub fn add_wire(&self, chunk: &js_sys::Uint8Array) {
-        self.enter(chunk, true);
     }
 
     /// Whether the receipt commits to the bytes as they arrive though they are decrypted (the
@@ -230,7 +224,7 @@ pub fn with_receipt(stream: ByteStream, receipt: Rc<Receipt>) -> ByteStream {
         let (mut input, guard) = state?;
         match input.next().await {
             Some(Ok(chunk)) => {
-                guard.0.enter(&chunk, false);
+                guard.0.enter(&chunk, Seen::Released);
                 Some((Ok(chunk), Some((input, guard))))
             }
             Some(Err(e)) => {

@@ -24,7 +24,7 @@ use super::receipt::{with_receipt, Receipt};
 use super::stall::{self, StallTimer};
 use super::stop::Abort;
 use crate::client::consumer::{
-    BodyCheck, Consumer, ConsumerBody, Incoming, ResumeStep, Resumer, Step,
+    BodyCheck, Consumer, ConsumerBody, Incoming, ResumeStep, Resumer, Seen, Step,
 };
 use crate::client::error::{Error, ErrorCode, Failure};
 use crate::client::rate::RateMeter;
@@ -259,7 +259,7 @@ fn checked(
                             return Some((Err(e), b));
                         }
                         if let Some(r) = &b.wire_receipt {
-                            r.add_wire(&chunk);
+                            r.enter(&chunk, Seen::Arrived);
                         }
                         return Some((Ok(chunk), b));
                     }

@@ -358,7 +358,7 @@ mod tests;
 
 pub use body::BodyCheck;
 pub(crate) use body::ConsumerBody;
-pub(crate) use receipt::{ConsumerReceipt, LastWord, ReceiptWait};
+pub(crate) use receipt::{ConsumerReceipt, LastWord, ReceiptWait, Seen};
 pub use resumer::{ResumeStep, Resumer};
 
 fn misuse(what: &str) -> Error {

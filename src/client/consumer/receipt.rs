@@ -70,6 +70,16 @@ pub(crate) struct ConsumerReceipt {
     to_wire: bool,
 }
 
+/// How a consumer saw the bytes it enters in its receipt: the receipt commits to one kind
+/// ([`ConsumerReceipt::commits_to_wire`], §12.2) and ignores the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// Released to the application (plaintext when it decrypts).
+    Released,
+    /// Arrived from the relay, before decryption.
+    Arrived,
+}
+
 impl ConsumerReceipt {
     /// The receipt of a stream that starts now; `decrypts`: the consumer decrypts it.
     pub fn new(plan: Option<ReceiptPlan>, decrypts: bool, manual: bool) -> Self {
@@ -89,20 +99,11 @@ impl ConsumerReceipt {
     }
 
     /// True when the receipt commits to the bytes as they arrived though this consumer
-    /// decrypts them (its producer did not encrypt, §12.1): the driver enters them with
-    /// [`ConsumerReceipt::add_wire`] as well as the plaintext it releases.
+    /// decrypts them (its producer did not encrypt, §12.1): the driver enters them
+    /// ([`Seen::Arrived`]) as well as the plaintext it releases ([`Seen::Released`]).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
     pub fn commits_to_wire(&self) -> bool {
         self.to_wire
-    }
-
-    /// `bytes` arrived from the relay (before decryption): entered only when the receipt
-    /// commits to them ([`ConsumerReceipt::commits_to_wire`]).
-    #[cfg_attr(target_arch = "wasm32", allow(dead_code))] // the native driver's
-    pub fn add_wire(&mut self, bytes: &[u8]) {
-        if self.to_wire {
-            self.ledger.add(bytes);
-        }
     }
 
     /// True when the producer waits for this consumer's receipt (§12.1).
@@ -111,22 +112,25 @@ impl ConsumerReceipt {
         self.plan.is_some()
     }
 
-    /// `bytes` were released to the application (not entered when the receipt commits to
-    /// the wire bytes instead).
+    /// Whether bytes `seen` so are the ones this receipt commits to.
+    fn enters(&self, seen: Seen) -> bool {
+        (seen == Seen::Arrived) == self.to_wire
+    }
+
+    /// `bytes` were `seen` (released, or arrived before decryption): entered when the receipt
+    /// commits to bytes seen so.
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))] // the native driver's
-    pub fn add(&mut self, bytes: &[u8]) {
-        if !self.to_wire {
+    pub fn add(&mut self, seen: Seen, bytes: &[u8]) {
+        if self.enters(seen) {
             self.ledger.add(bytes);
         }
     }
 
-    /// `n` bytes were released (`arrived` false) or arrived from the relay before decryption
-    /// (`arrived` true: entered only when the receipt commits to those,
-    /// [`ConsumerReceipt::commits_to_wire`]), copied by `fill` only when the receipt hashes
-    /// them (a JavaScript chunk is copied into wasm memory only then).
+    /// The same for `n` bytes that live elsewhere, copied by `fill` only when the receipt
+    /// hashes them (a JavaScript chunk is copied into wasm memory only then).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the wasm driver's
-    pub fn add_with(&mut self, n: usize, arrived: bool, fill: impl FnOnce(&mut [u8])) {
-        if arrived == self.to_wire {
+    pub fn add_with(&mut self, seen: Seen, n: usize, fill: impl FnOnce(&mut [u8])) {
+        if self.enters(seen) {
             self.ledger.add_with(n, fill);
         }
     }
@@ -277,8 +281,8 @@ mod tests {
         plain_plan.plain = true;
         let mut r = ConsumerReceipt::new(Some(plain_plan.clone()), true, false);
         assert!(r.commits_to_wire());
-        r.add_wire(b"age-encryption.org/v1 ...");
-        r.add(b"hello world"); // the plaintext released: not what this receipt commits to
+        r.add(Seen::Arrived, b"age-encryption.org/v1 ...");
+        r.add(Seen::Released, b"hello world"); // the plaintext released: not what this receipt commits to
         let (released, key) = ledger::consumer_commitment(&r.ledger, None, Outcome::Ok, "t");
         assert!(key.is_none());
         let mut wire = Committer::new();
@@ -297,19 +301,19 @@ mod tests {
         // enters what it releases
         let mut r = ConsumerReceipt::new(plan(false), true, false);
         assert!(!r.commits_to_wire());
-        r.add_wire(b"ciphertext");
+        r.add(Seen::Arrived, b"ciphertext");
         assert_eq!(r.ledger.bytes(), 0);
         let mut r = ConsumerReceipt::new(Some(plain_plan), false, false);
         assert!(!r.commits_to_wire());
-        r.add(b"hello");
-        r.add_wire(b"hello");
+        r.add(Seen::Released, b"hello");
+        r.add(Seen::Arrived, b"hello");
         assert_eq!(r.ledger.bytes(), 5);
     }
 
     #[test]
     fn automatic_receipts_go_at_the_end_and_are_the_verdict_only_when_the_end_is_stated() {
         let mut r = ConsumerReceipt::new(plan(true), false, false);
-        r.add(b"hello");
+        r.add(Seen::Released, b"hello");
         let w = r.on_end(None, 0.0).expect("an ok receipt");
         assert_eq!(w.wait, ReceiptWait::Verdict);
         let mut d = w.delivery;
