@@ -4,7 +4,8 @@
 # HTTPIPE_ALLOW_MISSING_TOOLS=1 to have such tests skipped instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { printf '\n=== %s ===\n' "$*"; }
+SECONDS=0
+step() { printf '\n=== %s === (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 # A hung test must fail the run in minutes, not stall CI until its 90-minute limit: every
 # test step has a ceiling far above its normal time (Rust ~8 min, JS ~10 min on 2 cores).
 bounded() {
@@ -19,20 +20,23 @@ bounded() {
 step "setup"
 scripts/setup.sh full
 
-step "format and lints"
+step "format"
 cargo fmt --all -- --check
+
+# Clippy lints each workspace crate in the compilation its tests need anyway: `cargo clippy` is
+# `cargo check` with clippy-driver as the workspace's rustc, so the same wrapper over `cargo
+# test` lints every target `--all-targets` would (lib, bins, tests, examples; there are no
+# benches) without first checking every dependency on its own (~4 min of a fresh run, wasm32
+# included). CLIPPY_ARGS is how cargo-clippy hands its `-- -D warnings` to the driver.
+clippy_driver=$(command -v clippy-driver) || { echo "clippy-driver missing: rustup component add clippy" >&2; exit 1; }
+linted=(env RUSTC_WORKSPACE_WRAPPER="$clippy_driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
+
+step "Rust lints and tests (clippy -D warnings; SDK core, native client, CLI, crypto vectors, relay integration)"
 # --all-features: the native client (root feature `native`) and the CLI's network part.
-cargo clippy --workspace --all-targets --all-features -- -D warnings
-# The wasm adapter (src/wasm) only compiles for wasm32.
-cargo clippy -p httpipe --lib --target wasm32-unknown-unknown -- -D warnings
-# ...and so do the post-quantum module's exports (xwing/src/exports.rs).
-cargo clippy -p httpipe-xwing --lib --target wasm32-unknown-unknown --features module -- -D warnings
+"${linted[@]}" cargo test --workspace --all-features --no-run
+bounded 1500 "${linted[@]}" cargo test --workspace --all-features
 # the published crate's docs: no broken or private links
 RUSTDOCFLAGS="-D warnings" cargo doc -p httpipe --features native --no-deps --quiet
-
-step "Rust tests (SDK core, native client, CLI, crypto vectors, relay integration)"
-cargo test --workspace --all-features --no-run
-bounded 1500 cargo test --workspace --all-features
 
 step "build SDK (wasm)"
 scripts/build-sdk.sh
@@ -43,8 +47,11 @@ step "wasm binding unit tests (wasm-bindgen-test in Node)"
 # dir of its own whose package.json says commonjs.
 wasm_tmp=$(mktemp -d)
 echo '{ "type": "commonjs" }' > "$wasm_tmp/package.json"
+# Linted as it builds (above): the wasm adapter (src/wasm) only compiles for wasm32.
 TMPDIR="$wasm_tmp" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  bounded 900 cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings
+  bounded 900 "${linted[@]}" cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings
+# ...and so do the post-quantum module's exports (xwing/src/exports.rs).
+cargo clippy -p httpipe-xwing --lib --target wasm32-unknown-unknown --features module -- -D warnings
 scripts/build-www.sh
 
 step "TypeScript types (tests/types: tsc --strict with DOM, WebWorker, ES2022 alone, @types/node, workers-types; deno check)"
