@@ -203,7 +203,10 @@ fn record_len(prefix: &[u8], index: u64) -> Result<usize, Error> {
     Ok(len)
 }
 
-/// Opens one record: non-final, else final (then `done`), else a tag failure.
+/// Opens one record: non-final, else final (then `done`), else a tag failure. An empty record
+/// is tried as final first (PROTOCOL.md §8): writers end with one, so the stream's last record
+/// takes one open, not a failed one before it (which a runtime's cipher may log: BoringSSL's
+/// `BAD_DECRYPT` in workerd). Either order accepts the same records.
 fn open_record(
     sealer: &mut Sealer,
     done: &mut bool,
@@ -211,11 +214,13 @@ fn open_record(
     out: &mut dyn PlainSink,
 ) -> Result<(), Error> {
     let index = sealer.counter();
-    if sealer.open(record, false, out)? {
+    let empty = record.len() == TAG_LEN;
+    if sealer.open(record, empty, out)? {
+        *done = empty;
         return Ok(());
     }
-    if sealer.open(record, true, out)? {
-        *done = true;
+    if sealer.open(record, !empty, out)? {
+        *done = !empty;
         return Ok(());
     }
     Err(Error::ChunkAuth { index })
@@ -263,5 +268,48 @@ impl Reader {
         }
         let upto = planned_upto(jobs.len() >= max, at, self.buf.len(), input.len());
         (jobs, upto)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::aead::PayloadAead;
+    use zeroize::Zeroizing;
+
+    fn sealer() -> Sealer {
+        Sealer::new(PayloadAead::new(Zeroizing::new([7; 32])))
+    }
+
+    /// Records sealed as `(plaintext, last)`, read back in one push.
+    fn read(records: &[(&[u8], bool)]) -> Result<Vec<u8>, Error> {
+        let mut w = sealer();
+        let mut wire = Vec::new();
+        for (pt, last) in records {
+            seal_record(&mut w, pt, *last, &mut wire)?;
+        }
+        let mut r = Reader::new(sealer());
+        let mut out = Vec::new();
+        r.push(&wire, &mut out)?;
+        r.finish()?;
+        Ok(out)
+    }
+
+    #[test]
+    fn empty_records_either_kind_and_a_non_empty_final_one_are_read() {
+        // an empty final record is opened as final first; an empty non-final one then as
+        // non-final (§8 allows both), and a non-empty final record as final second
+        assert_eq!(
+            read(&[(b"ab", false), (b"", false), (b"", true)]).unwrap(),
+            b"ab"
+        );
+        assert_eq!(read(&[(b"", false), (b"cd", true)]).unwrap(), b"cd");
+        assert_eq!(read(&[(b"", true)]).unwrap(), b"");
+        // what follows the final record is refused, as before
+        assert!(matches!(
+            read(&[(b"", true), (b"", false)]),
+            Err(Error::TrailingData)
+        ));
+        assert!(matches!(read(&[(b"ab", false)]), Err(Error::Truncated)));
     }
 }

@@ -1,5 +1,5 @@
 // `wrangler dev` (local workerd from npm) for the Worker tests, on free 127.0.0.1 ports.
-//   const w = await startWrangler(dir, ['--var', 'KEY:value']);  // w.url
+//   const w = await startWrangler(dir, ['--var', 'KEY:value']);  // w.url, w.output()
 //   await w.stop();
 import { spawn } from 'node:child_process';
 import net from 'node:net';
@@ -39,6 +39,8 @@ export async function startWrangler(cwd, extraArgs = []) {
   return {
     url: `http://127.0.0.1:${port}`,
     proc,
+    /** What wrangler and workerd printed so far (stdout and stderr). */
+    output: () => out,
     /** Ends the whole process group (wrangler starts workerd as a child). */
     async stop() {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
