@@ -267,8 +267,9 @@ function errorText(e) {
 
 // `xwing`: the post-quantum module's failure, with its own advice (not the main module's).
 function wasmLoadFailed(where, e, hint = '', xwing = false) {
-  // Deno without --allow-read may not read the package's own .wasm file.
-  const denied = e && (e.name === 'NotCapable' || e.name === 'PermissionDenied');
+  // Deno without --allow-read may not read the package's own .wasm file (said once: newer
+  // Denos' own message names the flag).
+  const denied = e && (e.name === 'NotCapable' || e.name === 'PermissionDenied') && !/--allow-read/.test(errorText(e));
   const deno = denied ? ' (Deno: run with --allow-read, which lets the package read its .wasm file)' : '';
   const text = `could not load ${xwing ? 'the post-quantum module' : 'the wasm module'} from ${where}: ${errorText(e)}${hint}${deno}`;
   const error = new HttpipeError(text, 'WASM_LOAD_FAILED', { cause: e });
@@ -288,8 +289,15 @@ function describe(x, to = 'init()') {
   if (isResponse(x)) return x.url || `the Response given to ${to}`;
   if (typeof WebAssembly === 'object' && x instanceof WebAssembly.Module) return `the WebAssembly.Module given to ${to}`;
   if (x instanceof ArrayBuffer || ArrayBuffer.isView(x)) return `the ${x.byteLength} bytes given to ${to}`;
-  return `${Object.prototype.toString.call(x)} given to ${to}`;
+  return `${describeValue(x)} given to ${to}`;
 }
+
+// What init() and loadPostQuantum() take (undefined: the entry's default location).
+const isModuleInput = (x) => x === undefined || isUrlLike(x) || isResponse(x) || x instanceof ArrayBuffer
+  || ArrayBuffer.isView(x) || (typeof WebAssembly === 'object' && x instanceof WebAssembly.Module);
+
+const describeValue = (x) => (x !== null && typeof x === 'object'
+  ? Object.prototype.toString.call(x) : `${x === null ? '' : `the ${typeof x} `}${String(x).slice(0, 40)}`);
 
 // Fetches or reads `input` (else the entry's default location, `fallback`) as far as
 // `instantiate` needs: a URL becomes a Response (or the entry's `read` gives the bytes: Node and
@@ -300,9 +308,13 @@ async function loadModule(input, fallback, instantiate, xwing = false) {
   const to = xwing ? 'loadPostQuantum()' : 'init()';
   let where = input !== undefined ? `what was given to ${to}` : fallback !== undefined ? describe(fallback, to) : 'httpipe_wasm_bg.wasm';
   let response = null;
+  let source;
+  try { source = await input; } catch (e) { throw wasmLoadFailed(where, e, '', xwing); }
+  if (source === undefined) source = fallback;
+  if (!isModuleInput(source)) {
+    throw new HttpipeError(`${to} takes a URL, a Request, a Response, bytes or a WebAssembly.Module (or a promise of one), not ${describeValue(source)}`, 'UNSUPPORTED');
+  }
   try {
-    let source = await input;
-    if (source === undefined) source = fallback;
     if (source !== undefined) where = describe(source, to);
     if (isUrlLike(source)) source = await wasmState.read(source);
     if (isUrlLike(source)) {

@@ -79,6 +79,10 @@ test('Node: a package without its .wasm → WASM_LOAD_FAILED naming the file (in
     wasmLoadFailed(`${base}/spa/httpipe_wasm_bg.wasm`, 'Content-Type text/html: a web page, not the .wasm file'));
   await assert.rejects(sdk.init(new Uint8Array([1, 2, 3])), wasmLoadFailed('the 3 bytes given to init()', 'CompileError'));
   await assert.rejects(sdk.init(Promise.reject(new Error('no module for you'))), wasmLoadFailed('no module for you'));
+  // what init() can't take is refused as such (UNSUPPORTED), not as a module that failed to load
+  const takes = 'takes a URL, a Request, a Response, bytes or a WebAssembly.Module (or a promise of one), not';
+  await assert.rejects(sdk.init(42), { name: 'HttpipeError', code: 'UNSUPPORTED', message: `init() ${takes} the number 42` });
+  await assert.rejects(sdk.init(Promise.resolve({ wasm: 1 })), { code: 'UNSUPPORTED', message: `init() ${takes} [object Object]` });
   // a failure is not remembered: the next init() tries again
   await sdk.init(`${base}/ok.wasm`);
   assert.match(sdk.generateIdentity(), /^AGE-SECRET-KEY-1/);
@@ -114,6 +118,10 @@ test('Node: a package without its post-quantum module works until a post-quantum
   await assert.rejects(sdk.loadPostQuantum(Promise.reject(new Error('my fetch failed'))), (e) => {
     assert.match(e.message, /^could not load the post-quantum module from what was given to loadPostQuantum\(\): my fetch failed;/);
     return true;
+  });
+  await assert.rejects(sdk.loadPostQuantum(null), {
+    code: 'UNSUPPORTED',
+    message: 'loadPostQuantum() takes a URL, a Request, a Response, bytes or a WebAssembly.Module (or a promise of one), not null',
   });
   // given the module, everything works (and a failure was not remembered)
   await sdk.loadPostQuantum(pathToFileURL(path.join(PKG_DIR, XWING)));
@@ -175,7 +183,7 @@ test('Node: init() with a file: URL reads it from disk', async () => {
   assert.match(sdk.identityToRecipient(sdk.generateIdentity()), /^age1/);
 });
 
-test('Deno: a package without its .wasm → WASM_LOAD_FAILED naming the file', { timeout: 60_000 }, async () => {
+test('Deno: a package without its .wasm → WASM_LOAD_FAILED naming the file; without --allow-read, naming the flag once', { timeout: 60_000 }, async () => {
   const broken = brokenCopy();
   const script = `
     const sdk = await import(${JSON.stringify(pathToFileURL(path.join(broken, 'index.js')).href)});
@@ -192,6 +200,14 @@ test('Deno: a package without its .wasm → WASM_LOAD_FAILED naming the file', {
     assert.ok(out[k], `${k}: ${stdout}`);
     wasmLoadFailed(where)({ name: 'HttpipeError', ...out[k] });
   }
+  // without --allow-read, the flag is named once (Deno's own message names it already)
+  const file = path.join(broken, 'denied.mjs');
+  fs.writeFileSync(file, `const sdk = await import(${JSON.stringify(pathToFileURL(path.join(PKG_DIR, 'index.js')).href)});
+    try { await sdk.init(); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`);
+  const denied = spawnSync(DENO, ['run', '--allow-env', file], { encoding: 'utf8', env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
+  const e = JSON.parse(denied.stdout.trim().split('\n').at(-1));
+  assert.equal(e.code, 'WASM_LOAD_FAILED', denied.stdout + denied.stderr);
+  assert.equal(e.message.split('--allow-read').length, 2, e.message);
 });
 
 test('Chromium: the .wasm missing (404) or answered by an HTML page → WASM_LOAD_FAILED naming its URL; init() works once it is there', { timeout: 120_000 }, async () => {
