@@ -137,7 +137,15 @@ pub(crate) async fn copy_stdin_to_sink<S: Sink>(
         ));
     }
     let mut total = 0u64;
-    while let Some(block) = rx.recv().await {
+    loop {
+        // a quiet input (`tail -f | httpipe write`) must not hide the transfer's end: its
+        // failure (the receiver left, a break not resumed) is taken at once, as `copy_to_sink`
+        // does for a producer command
+        let next = tokio::select! {
+            b = rx.recv() => b,
+            e = sink.failed() => return Err(from_net(&e, Role::Producer)),
+        };
+        let Some(block) = next else { break };
         let block = block.map_err(|e| {
             CliError::generic(format!("reading stdin failed: {e}"), "check the input")
         })?;

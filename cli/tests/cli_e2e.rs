@@ -540,6 +540,41 @@ fn a_quiet_producer_command_learns_that_its_consumer_left() {
     wd.clean_error(5, &["consumer"]);
 }
 
+/// The same for a writer whose stdin goes quiet (`tail -f app.log | httpipe write`): it
+/// learns that its transfer failed when it fails, not at its next input. Regression (a new
+/// user's trial): it waited for that input, however long; its consumer killed and not back
+/// within `--resume 2`, and one that cancelled (SIGTERM, which tells the producer), alike.
+#[cfg(unix)]
+#[test]
+fn a_quiet_stdin_writer_learns_that_its_consumer_left() {
+    let relay = Relay::start();
+    for (signal, says) in [(libc::SIGKILL, "consumer"), (libc::SIGTERM, "cancelled")] {
+        let path = unique_path("quiet-stdin");
+        let mut w = Proc::spawn(
+            "write -u --resume 2 < a pipe that goes quiet",
+            write_cmd(&relay, &path).args(["-u", "-d", "0", "--resume", "2"]),
+            In::Pipe,
+            Out::Null,
+        );
+        w.feed(b"line 1\n");
+        let r = Proc::spawn("read", &mut read_cmd(&relay, &path), In::Null, Out::Capture);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while r.stdout_now().len() < 7 {
+            assert!(Instant::now() < deadline, "{:?} read", r.stdout_now());
+            pause(50);
+        }
+        let t = Instant::now();
+        r.signal(signal);
+        let wd = w.wait(Duration::from_secs(25));
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{signal}: took {:?}",
+            t.elapsed()
+        );
+        wd.clean_error(5, &[says]);
+    }
+}
+
 /// `read | head`: a reader whose stdout closed before the stream's end exited 0, which
 /// says the transfer completed (a new user's trial found it); now exit 1 and one line, and
 /// its sender hears that the receiver left.

@@ -144,6 +144,9 @@ pub fn assert_same_bytes(got: &[u8], want: &[u8], what: &str) {
 pub enum In<'a> {
     Null,
     File(&'a Path),
+    /// A pipe the test writes with [`Proc::feed`]; it stays open (a quiet input) until the
+    /// child is reaped.
+    Pipe,
 }
 
 /// Where a child's stdout goes (stderr is always captured).
@@ -208,12 +211,23 @@ pub struct Done {
 }
 
 impl Proc {
+    /// Writes `data` to the child's stdin ([`In::Pipe`]), leaving it open.
+    pub fn feed(&mut self, data: &[u8]) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("spawned with In::Pipe");
+        stdin
+            .write_all(data)
+            .and_then(|_| stdin.flush())
+            .unwrap_or_else(|e| panic!("{}: writing its stdin: {e}", self.name));
+    }
+
     pub fn spawn(name: &str, cmd: &mut Command, stdin: In<'_>, stdout: Out<'_>) -> Proc {
         match stdin {
             In::Null => cmd.stdin(Stdio::null()),
             In::File(p) => cmd.stdin(Stdio::from(
                 std::fs::File::open(p).unwrap_or_else(|e| panic!("open {}: {e}", p.display())),
             )),
+            In::Pipe => cmd.stdin(Stdio::piped()),
         };
         let capture_out = matches!(stdout, Out::Capture);
         match stdout {
