@@ -20,23 +20,20 @@ bounded() {
 step "setup"
 scripts/setup.sh full
 
-step "format"
+step "format and lints"
 cargo fmt --all -- --check
-
-# Clippy lints each workspace crate in the compilation its tests need anyway: `cargo clippy` is
-# `cargo check` with clippy-driver as the workspace's rustc, so the same wrapper over `cargo
-# test` lints every target `--all-targets` would (lib, bins, tests, examples; there are no
-# benches) without first checking every dependency on its own (~4 min of a fresh run, wasm32
-# included). CLIPPY_ARGS is how cargo-clippy hands its `-- -D warnings` to the driver.
-clippy_driver=$(command -v clippy-driver) || { echo "clippy-driver missing: rustup component add clippy" >&2; exit 1; }
-linted=(env RUSTC_WORKSPACE_WRAPPER="$clippy_driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
-
-step "Rust lints and tests (clippy -D warnings; SDK core, native client, CLI, crypto vectors, relay integration)"
 # --all-features: the native client (root feature `native`) and the CLI's network part.
-"${linted[@]}" cargo test --workspace --all-features --no-run
-bounded 1500 "${linted[@]}" cargo test --workspace --all-features
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+# The wasm adapter (src/wasm) only compiles for wasm32.
+cargo clippy -p httpipe --lib --target wasm32-unknown-unknown -- -D warnings
+# ...and so do the post-quantum module's exports (xwing/src/exports.rs).
+cargo clippy -p httpipe-xwing --lib --target wasm32-unknown-unknown --features module -- -D warnings
 # the published crate's docs: no broken or private links
 RUSTDOCFLAGS="-D warnings" cargo doc -p httpipe --features native --no-deps --quiet
+
+step "Rust tests (SDK core, native client, CLI, crypto vectors, relay integration)"
+cargo test --workspace --all-features --no-run
+bounded 1500 cargo test --workspace --all-features
 
 step "build SDK (wasm)"
 scripts/build-sdk.sh
@@ -47,11 +44,8 @@ step "wasm binding unit tests (wasm-bindgen-test in Node)"
 # dir of its own whose package.json says commonjs.
 wasm_tmp=$(mktemp -d)
 echo '{ "type": "commonjs" }' > "$wasm_tmp/package.json"
-# Linted as it builds (above): the wasm adapter (src/wasm) only compiles for wasm32.
 TMPDIR="$wasm_tmp" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  bounded 900 "${linted[@]}" cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings
-# ...and so do the post-quantum module's exports (xwing/src/exports.rs).
-cargo clippy -p httpipe-xwing --lib --target wasm32-unknown-unknown --features module -- -D warnings
+  bounded 900 cargo test -p httpipe --target wasm32-unknown-unknown --test wasm_bindings
 scripts/build-www.sh
 
 step "TypeScript types (tests/types: tsc --strict with DOM, WebWorker, ES2022 alone, @types/node, workers-types; deno check)"
