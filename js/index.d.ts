@@ -315,7 +315,7 @@ export type InitInput = string | URL | Request | Response | ArrayBuffer | ArrayB
 /**
  * Loads the wasm module. Optional: every async function does it on first use (Node and Deno
  * load it at import). Rejects with WASM_LOAD_FAILED, naming the location it tried; calling it
- * again tries again.
+ * again tries again. Anything but an InitInput rejects with UNSUPPORTED, saying what it takes.
  */
 export declare function init(input?: InitInput | Promise<InitInput>): Promise<void>;
 /**
@@ -324,8 +324,8 @@ export declare function init(input?: InitInput | Promise<InitInput>): Promise<vo
  * Optional: every function that gets such a key loads it first, so a page that never uses
  * one never downloads it. Needed before {@link identityToRecipient} of a post-quantum identity
  * in a browser (that function is synchronous; Node, Deno and workerd load it there). `input`:
- * like init()'s, for a custom location. Rejects with WASM_LOAD_FAILED naming what it tried;
- * calling it again tries again.
+ * like init()'s, for a custom location. Rejects with WASM_LOAD_FAILED naming what it tried
+ * (UNSUPPORTED for anything but an InitInput); calling it again tries again.
  */
 export declare function loadPostQuantum(input?: InitInput | Promise<InitInput>): Promise<void>;
 /**
