@@ -6,7 +6,7 @@
 use crate::client::options::number_text;
 use std::collections::VecDeque;
 
-use super::error::{source_changed, Error, ErrorCode};
+use super::error::{source_changed, unavailable_now, Error, ErrorCode};
 use super::parts::ByteChunk;
 use super::receipt::channel_request;
 use super::request::Request;
@@ -278,6 +278,28 @@ impl ResumeClock {
         let left = ((self.deadline_ms - now_ms + CALL_LATENESS_MS) / 1000.0).floor();
         (left >= 1.0).then(|| left.min(RESUME_CALL_MAX_S))
     }
+
+    /// The resume time ran out (§12.3): the break's `error`, saying for how long it tried
+    /// and what it waited for: `peer_gone` ("the receiver did not come back") once a call
+    /// reached the relay ([`relay_reached`]), else the relay itself.
+    pub fn gave_up(&self, mut error: Error, relay_answered: bool, peer_gone: &str) -> Error {
+        let waited = match relay_answered {
+            true => peer_gone,
+            false => "the relay could not be reached",
+        };
+        error.message = format!(
+            "{} (and {waited} within {} s to resume, PROTOCOL.md §12.3)",
+            error.message,
+            number_text(self.seconds)
+        );
+        error
+    }
+}
+
+/// A resume call answered with HTTP `status` reached the relay, unless a gateway answered
+/// for it that it is unavailable (502–504).
+pub fn relay_reached(status: u16) -> bool {
+    !unavailable_now(status)
 }
 
 /// How late a call may start and still have the whole second it was due: the driver's

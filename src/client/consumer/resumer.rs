@@ -9,7 +9,7 @@ use crate::client::error::{
 use crate::client::options::number_text;
 use crate::client::rendezvous::auth_headers;
 use crate::client::request::{Headers, Request};
-use crate::client::resume::{agree, ResumeClock, ResumePlan};
+use crate::client::resume::{agree, relay_reached, ResumeClock, ResumePlan};
 use crate::client::stall::{self, StallStep, STALL_AFTER_MS};
 use crate::protocol::channel::key_header as channel_key;
 use crate::protocol::headers::{resumed_at, PEER_HELLO, X_PIPING};
@@ -63,6 +63,9 @@ pub struct Resumer {
     /// When the last stall call was answered without a meeting (§12.4: the next one comes
     /// after another `STALL_AFTER_S` without a byte).
     stall_answered_ms: f64,
+    /// One of this break's calls got an HTTP answer ([`relay_reached`]): at the end, the
+    /// sender did not come back, not the relay.
+    relay_answered: bool,
 }
 
 /// Seconds a resumed `GET` waits for the producer's upload to arrive.
@@ -77,6 +80,7 @@ impl Resumer {
             state: ResumeState::Idle,
             resumes: 0,
             stall_answered_ms: f64::NEG_INFINITY,
+            relay_answered: false,
         }
     }
 
@@ -104,16 +108,14 @@ impl Resumer {
         now_ms: f64,
         clock: Option<ResumeClock>,
     ) -> ResumeStep {
-        let clock = clock.unwrap_or_else(|| ResumeClock::start(now_ms, self.seconds));
+        let clock = clock.unwrap_or_else(|| {
+            self.relay_answered = false;
+            ResumeClock::start(now_ms, self.seconds)
+        });
         let Some(t) = clock.call_timeout(now_ms) else {
             self.state = ResumeState::Idle;
-            let mut e = error;
-            e.message = format!(
-                "{} (and the sender did not come back within {} s to resume, PROTOCOL.md §12.3)",
-                e.message,
-                number_text(clock.seconds)
-            );
-            return ResumeStep::Failed(e);
+            let gone = "the sender did not come back";
+            return ResumeStep::Failed(clock.gave_up(error, self.relay_answered, gone));
         };
         let req = self.plan.call(ResumeHello::Ask { offset }, t);
         self.state = ResumeState::Meeting {
@@ -154,6 +156,7 @@ impl Resumer {
         let Some((clock, offset, error)) = self.take() else {
             return ResumeStep::Failed(misuse("a resume answer nobody asked for"));
         };
+        self.relay_answered |= relay_reached(status);
         let what = "meeting the sender again after a break (PROTOCOL.md §12.3)";
         match status {
             200 => match headers
@@ -282,6 +285,7 @@ impl Resumer {
             .as_deref()
             .and_then(ResumeHello::parse)?;
         let clock = ResumeClock::start(now_ms, self.seconds);
+        self.relay_answered = true; // this answer came from the relay
         let error = Error::new(
             ErrorCode::Truncated,
             format!(

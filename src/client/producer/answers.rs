@@ -77,6 +77,7 @@ impl<T: ByteChunk> Producer<T> {
                     phase: ResumePhase::SleepDue(RESUME_RETRY_MS),
                     error: no_receipt(timeout, Some(f)),
                     report,
+                    relay_answered: false,
                 };
             }
             State::AwaitReceipt { .. } => {

@@ -120,7 +120,14 @@ impl<T: ByteChunk> Producer<T> {
                 return self.on_resume_ask(offset);
             }
         }
-        if let State::Resuming { report, error, .. } = &mut self.state {
+        if let State::Resuming {
+            report,
+            error,
+            relay_answered,
+            ..
+        } = &mut self.state
+        {
+            *relay_answered |= relay_reached(status);
             let report = report.take();
             let error = error.clone();
             return self.on_resume_answer(status, text, body, ours, key, report, error);

@@ -24,7 +24,7 @@ use super::presence::{PresenceChannel, PresenceKeeper};
 use super::receipt::{self, Commitment, ReceiptReport};
 use super::rendezvous::{auth_headers, peer_hello, Begin, Rendezvous};
 use super::request::{Headers, Method, Request};
-use super::resume::{agree, ResumeClock, ResumePlan};
+use super::resume::{agree, relay_reached, ResumeClock, ResumePlan};
 use super::stall::{self, StallStep, STALL_RECHECK_MS};
 use super::status::{StatusLog, Verdict};
 use super::transport::{
@@ -157,6 +157,9 @@ enum State<T> {
         error: Error,
         /// The relay had reported success (the consumer's side broke after it).
         report: Option<SendReport>,
+        /// One of the calls got an HTTP answer ([`relay_reached`]): at the end, the receiver
+        /// did not come back, not the relay.
+        relay_answered: bool,
     },
     /// The meeting agreed on this wire offset: tell the adapter.
     Rewind(u64),
@@ -455,6 +458,7 @@ impl<T: ByteChunk> Producer<T> {
                     phase: ResumePhase::Call { issued: false },
                     error: e,
                     report: None,
+                    relay_answered: false,
                 };
             }
             _ => self.fail_final(e),

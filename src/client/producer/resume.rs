@@ -2,18 +2,7 @@
 //! meeting on the transfer's channel, the offer of the replay window, the agreed offset.
 
 use super::*;
-use crate::client::options::number_text;
 use crate::client::resume::ReplayWindow;
-
-/// The resume time ran out (§12.3): the break's error, saying how long it tried.
-pub(super) fn gave_up(mut e: Error, clock: ResumeClock) -> Error {
-    e.message = format!(
-        "{} (and the receiver did not come back within {} s to resume, PROTOCOL.md §12.3)",
-        e.message,
-        number_text(clock.seconds)
-    );
-    e
-}
 
 impl<T: ByteChunk> Producer<T> {
     /// While the sides meet again (§12.3): the next call on the transfer's channel (with the
@@ -27,8 +16,16 @@ impl<T: ByteChunk> Producer<T> {
             ResumePhase::Call { issued: false } => {
                 let Some(t) = clock.call_timeout(self.now_ms) else {
                     let over = std::mem::replace(&mut self.state, State::Finished(None));
-                    if let State::Resuming { error, clock, .. } = over {
-                        self.state = State::Finished(Some(Err(gave_up(error, clock))));
+                    if let State::Resuming {
+                        error,
+                        clock,
+                        relay_answered,
+                        ..
+                    } = over
+                    {
+                        let e =
+                            clock.gave_up(error, relay_answered, "the receiver did not come back");
+                        self.state = State::Finished(Some(Err(e)));
                     }
                     return None;
                 };

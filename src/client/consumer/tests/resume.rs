@@ -251,5 +251,34 @@ fn a_break_resumes_at_the_offset_held() {
         panic!()
     };
     assert_eq!(e.code, ErrorCode::Truncated);
-    assert!(e.message.contains("within 5 s to resume"), "{e}");
+    assert!(
+        e.message
+            .contains("the sender did not come back within 5 s to resume"),
+        "{e}"
+    );
+    // no call reached the relay (failed below HTTP, a gateway's 502): the relay is named
+    let ResumeStep::Call(_) = r.on_break(cut(), &check, Some(5), 0.0) else {
+        panic!()
+    };
+    let ResumeStep::Sleep(_) = r.on_call_failure(Failure::network(Cause {
+        name: String::new(),
+        message: "refused".into(),
+    })) else {
+        panic!()
+    };
+    let ResumeStep::Call(_) = r.on_slept(1000.0) else {
+        panic!()
+    };
+    let ResumeStep::Sleep(_) = r.on_call(502, &NoHeaders, "", 2000.0) else {
+        panic!()
+    };
+    let ResumeStep::Failed(e) = r.on_slept(4900.0) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::Truncated);
+    assert!(
+        e.message
+            .contains("the relay could not be reached within 5 s to resume"),
+        "{e}"
+    );
 }

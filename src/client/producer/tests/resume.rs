@@ -159,7 +159,27 @@ fn a_cut_upload_resumes_at_the_consumers_offset() {
         panic!()
     };
     assert_eq!(e.code, ErrorCode::PeerDisconnected);
-    assert!(e.message.contains("within 3 s to resume"), "{e}");
+    // no call reached the relay: it is the relay that could not be reached (B3)
+    assert!(
+        e.message
+            .contains("the relay could not be reached within 3 s to resume"),
+        "{e}"
+    );
+    // ...and once a call reached it (408: nobody came), it is the receiver
+    let mut p = consumer_left(&mut mem, &h, 3.0, 0, 10);
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_receipt(408, &NoHeaders, "", &none, None);
+    p.observe(2500.0, 0, 10);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(
+        e.message
+            .contains("the receiver did not come back within 3 s to resume"),
+        "{e}"
+    );
     // regression: a resume time of 1 s made no call (polled 10 ms after the break)
     let mut p = consumer_left(&mut mem, &h, 1.0, 0, 10);
     p.observe(10.0, 0, 10);
