@@ -174,6 +174,73 @@ fn commands_on_both_sides_50_mib() {
     );
 }
 
+/// A relay frozen for 20 s mid-transfer (SIGSTOP, then SIGCONT: a VM paused, a process
+/// stopped) thaws with a queue of both sides' stall and resume calls, most of them given up
+/// by their clients; meetings paired from those must not end the transfer. Regression (a new
+/// user's trial, B2): the reader failed "the resumed stream does not start at byte N", the
+/// writer "Another sender has been connected" (exit 1 both); now both resume, exact
+/// (PROTOCOL.md §12.3).
+#[cfg(unix)]
+#[test]
+fn a_relay_frozen_mid_transfer_resumes_both_sides_exactly() {
+    let relay = Relay::start();
+    let dir = tempdir();
+    let d = dir.path();
+    let (sent, received) = (d.join("sent"), d.join("received"));
+    // 64 MiB at ~16 MiB/s: the freeze comes about half-way
+    let producer = script(
+        d,
+        "producer.sh",
+        &format!(
+            "for i in $(seq 64); do head -c 1048576 /dev/urandom; sleep 0.05; done | tee {}",
+            sh_quote(&sent)
+        ),
+    );
+    let path = unique_path("frozen-relay");
+    let pass = ("HTTPIPE_PASSPHRASE", "frozen relay test passphrase");
+    let mut w = Proc::spawn(
+        "write -- producer.sh",
+        write_cmd(&relay, &path)
+            .args(sh_args(&producer))
+            .env(pass.0, pass.1),
+        In::Null,
+        Out::Null,
+    );
+    let mut r = Proc::spawn(
+        "read > received",
+        read_cmd(&relay, &path).env(pass.0, pass.1),
+        In::Null,
+        Out::File(&received),
+    );
+    // mid-transfer: once the reader has written 8 MiB
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(&received).map_or(0, |m| m.len()) < 8 << 20 {
+        assert!(Instant::now() < deadline, "the transfer did not start");
+        pause(20);
+    }
+    relay.signal(libc::SIGSTOP);
+    pause(20_000);
+    relay.signal(libc::SIGCONT);
+    let wd = w.wait(CHILD_TIMEOUT);
+    let rd = r.wait(CHILD_TIMEOUT);
+    for done in [&wd, &rd] {
+        assert_eq!(
+            done.code,
+            Some(0),
+            "{}: {}\nrelay log:\n{}",
+            done.name,
+            done.stderr,
+            relay.log()
+        );
+    }
+    assert_eq!(std::fs::metadata(&sent).expect("sent").len(), 64 << 20);
+    assert_eq!(
+        sha256_file(&received),
+        sha256_file(&sent),
+        "what the reader wrote"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. Producer command fails → producer 6, consumer 5 (never a clean end)
 

@@ -461,6 +461,8 @@ async fn resume(
                         ResumeStep::Resumed(check, at) => {
                             return Ok((resp.bytes_stream().boxed(), check, at))
                         }
+                        // the core dropped this response (another meeting's upload, a 503):
+                        // dropping it closes it
                         next => next,
                     }
                 }

@@ -418,11 +418,13 @@ impl Driver {
         let status = resp.status().as_u16();
         if status != 200 {
             self.end_upload(&cancel);
+            let headers = resp.headers().clone();
             let body = tokio::select! {
                 b = http::read_text(resp) => b.unwrap_or_default(),
                 _ = stop.stopped() => String::new(),
             };
-            return self.producer.on_stream_refused(status, &body);
+            let headers = HeaderView(&headers);
+            return self.producer.on_stream_refused(status, &headers, &body);
         }
         loop {
             let piece = tokio::select! {

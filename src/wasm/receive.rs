@@ -423,7 +423,12 @@ async fn resume_after_break(
                                     .boxed_local();
                                 return Ok((input, check, at));
                             }
-                            next => next,
+                            next => {
+                                // the core dropped this response (another meeting's upload,
+                                // a 503): close it, or the relay would go on sending into it
+                                abort.abort_internal();
+                                next
+                            }
                         }
                     }
                     Err(e) => r.resumer.on_get_failure(abort.failure(&e), now_ms()),

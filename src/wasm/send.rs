@@ -17,7 +17,7 @@ use super::body;
 use super::chunks::{self, concat, BodyWatch, ByteStream, Kept, Shared, SourceFailure, View};
 use super::crypto::{encrypt_stream, encryptor_for};
 use super::error::{into_js, to_js};
-use super::http::{exchange, fetch, runtime_streams, say_last_words, text, upload_cut};
+use super::http::{exchange, fetch, runtime_streams, say_last_words, text, upload_cut, JsHeaders};
 use super::options::Parsed;
 use super::pagehide::ProducerPageNotice;
 use super::receipt::{self, Ledger};
@@ -530,9 +530,11 @@ async fn stream_once(
     };
     if resp.status() != 200 {
         let body = text(&resp, TEXT_LIMIT).await.unwrap_or_default();
-        return producer
-            .borrow_mut()
-            .on_stream_refused(resp.status(), &body);
+        return producer.borrow_mut().on_stream_refused(
+            resp.status(),
+            &JsHeaders(resp.headers()),
+            &body,
+        );
     }
     if let Some(body) = resp.body() {
         let mut log = chunks::raw(body);

@@ -675,6 +675,15 @@ impl Relay {
         t
     }
 
+    /// Sends `sig` to the relay (`SIGSTOP` freezes it, `SIGCONT` thaws it).
+    #[cfg(unix)]
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the pid of our own child, reaped only on drop.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, sig);
+        }
+    }
+
     /// The relay's log so far (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("relay.log")).unwrap_or_default()

@@ -337,10 +337,10 @@ impl Resumer {
             200 => {
                 let at = headers.get(X_PIPING).and_then(|v| resumed_at(&v));
                 if at != Some(offset) {
-                    return ResumeStep::Failed(Error::new(
-                        ErrorCode::RelayError,
-                        format!("{what}: the resumed stream does not start at byte {offset} (X-Piping: httpipe-resume, PROTOCOL.md §12.3)"),
-                    ));
+                    // Another meeting's upload (one whose answer this side never got: a
+                    // relay frozen and thawed answers a queue of calls at once): drop it and
+                    // meet again, the break's clock still running (§12.3).
+                    return self.meet(error, offset, now_ms, Some(clock));
                 }
                 self.resumes += 1;
                 // the start was looked at before the break

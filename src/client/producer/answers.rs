@@ -23,6 +23,7 @@ impl<T: ByteChunk> Producer<T> {
             },
             State::Segmented { seg, phase } if *phase == SegPhase::AwaitPart => {
                 *phase = SegPhase::Ready;
+                let busy = refused_as_busy(headers);
                 let outcome = seg.on_response(status, headers, body);
                 // the latest upload (a resumed transfer opens a new one)
                 if let Some(id) = &seg.upload_id {
@@ -36,6 +37,7 @@ impl<T: ByteChunk> Producer<T> {
                         }
                         self.succeed(Transport::Segmented, state);
                     }
+                    Err(e) if busy => self.on_channel_busy(e),
                     Err(e) => self.fail(e),
                 }
             }

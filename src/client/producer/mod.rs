@@ -54,6 +54,7 @@ mod tests;
 
 pub use config::{producer_headers, Metadata, ReceiptConfig, SendConfig, SendReport};
 use finish::no_receipt;
+use resume::refused_as_busy;
 use segmented::{SegPhase, Segmented};
 pub use stream::FallbackReplay;
 
@@ -78,7 +79,7 @@ pub enum Step {
     /// or [`Producer::on_failure`].
     Rendezvous(Request),
     /// `POST` this with the source as one streaming body; answer with
-    /// [`Producer::on_stream_refused`] (a status other than 200, with its body), then
+    /// [`Producer::on_stream_refused`] (a status other than 200, with its headers and body), then
     /// [`Producer::on_stream_log`] for each piece of the response body and
     /// [`Producer::on_stream_end`]; or [`Producer::on_stream_failed`].
     Stream(Request),
@@ -442,16 +443,23 @@ impl<T: ByteChunk> Producer<T> {
     /// is a cut (`PEER_DISCONNECTED`, `NETWORK`) of an upload under way; anything else ends
     /// the transfer.
     fn fail(&mut self, e: Error) {
+        let cut = matches!(e.code, ErrorCode::PeerDisconnected | ErrorCode::Network);
+        self.fail_or_resume(e, cut);
+    }
+
+    /// Ends the transfer with `e`, or resumes (§12.3) when `broke` says it is a break of an
+    /// upload under way and both sides resume.
+    fn fail_or_resume(&mut self, e: Error, broke: bool) {
         // A segmented upload whose part 0 never got through has not reached the consumer
-        // (it still waits on the stream path): nothing to resume.
+        // (it still waits on the stream path): nothing to resume. A resumed one's consumer
+        // waits on the transfer's channel from the meeting on.
         let uploading = match &self.state {
             State::Streaming { .. } | State::Probing { .. } => true,
-            State::Segmented { seg, .. } => seg.k > 0,
+            State::Segmented { seg, .. } => seg.k > 0 || self.resumes > 0,
             _ => false,
         };
-        let cut = matches!(e.code, ErrorCode::PeerDisconnected | ErrorCode::Network);
         match self.cfg.resume_s {
-            Some(seconds) if uploading && cut && self.resumes() => {
+            Some(seconds) if uploading && broke && self.resumes() => {
                 self.broke = true;
                 self.state = State::Resuming {
                     clock: ResumeClock::start(self.now_ms, seconds),

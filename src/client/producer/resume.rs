@@ -4,7 +4,21 @@
 use super::*;
 use crate::client::resume::ReplayWindow;
 
+/// The relay refused an upload `another-sender` (its `X-Httpipe-Error`, §3.5).
+pub(super) fn refused_as_busy(headers: &dyn Headers) -> bool {
+    headers.get(ERROR_CODE).and_then(|c| Code::parse(&c)) == Some(Code::AnotherSender)
+}
+
 impl<T: ByteChunk> Producer<T> {
+    /// An upload was refused `another-sender` with `e`. A resumed upload's channel still
+    /// holds an earlier upload of ours whose end the relay has not seen yet: a meeting whose
+    /// answer this side never got (a relay frozen and thawed answers a queue of stale calls
+    /// at once). That is a break: meet again (§12.3). Any other upload fails with `e`.
+    pub(super) fn on_channel_busy(&mut self, e: Error) {
+        let resumed = self.resumes > 0;
+        self.fail_or_resume(e, resumed);
+    }
+
     /// While the sides meet again (§12.3): the next call on the transfer's channel (with the
     /// producer's offer, and its end once the source ended), a pause, or the verdict once
     /// the resume time ran out. `None`: poll again.

@@ -46,10 +46,15 @@ impl<T: ByteChunk> Producer<T> {
         )
     }
 
-    /// A [`Step::Stream`] request was answered with a status other than 200 and this body.
-    pub fn on_stream_refused(&mut self, status: u16, body: &str) {
+    /// A [`Step::Stream`] request was answered with a status other than 200, these headers
+    /// and this body.
+    pub fn on_stream_refused(&mut self, status: u16, headers: &dyn Headers, body: &str) {
         let what = self.stream_what();
-        self.fail(classify_response(status, body, &what));
+        let e = classify_response(status, body, &what);
+        match refused_as_busy(headers) {
+            true => self.on_channel_busy(e),
+            false => self.fail(e),
+        }
     }
 
     /// A piece of the streaming upload's status log (§3.2). Returns

@@ -208,11 +208,32 @@ fn a_break_resumes_at_the_offset_held() {
             crate::protocol::channel::channel_id("TID")
         )
     );
-    // a stream that doesn't say where it starts is refused
-    let ResumeStep::Failed(e) = r.on_head(200, &NoHeaders, 1600.0) else {
+    // a stream that doesn't say where it starts, or starts elsewhere (another meeting's
+    // upload: a relay frozen and thawed answers a queue of stale calls, B2), is dropped and
+    // the sides meet again on the break's clock (PROTOCOL.md §12.3)
+    let ResumeStep::Call(call) = r.on_head(200, &NoHeaders, 1600.0) else {
         panic!()
     };
-    assert_eq!(e.code, ErrorCode::RelayError);
+    assert!(call.headers.contains(&(
+        crate::protocol::headers::HELLO,
+        "httpipe-resume=1; offset=70".into()
+    )));
+    let ResumeStep::Get(_) = r.on_call(200, &offer, "", 1700.0) else {
+        panic!()
+    };
+    let elsewhere: &[(&str, &str)] = &[("x-piping", "httpipe-resume=40")];
+    let ResumeStep::Call(_) = r.on_head(200, &elsewhere, 1800.0) else {
+        panic!()
+    };
+    let ResumeStep::Get(_) = r.on_call(200, &offer, "", 1900.0) else {
+        panic!()
+    };
+    // ...until the break's resume time runs out: TRUNCATED, as after any break
+    let ResumeStep::Failed(e) = r.on_head(200, &elsewhere, 5900.0) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::Truncated);
+    assert!(e.message.contains("within 5 s to resume"), "{e}");
     // again, and the stream starts at 70
     let ResumeStep::Call(_) = r.on_break(cut(), &check, Some(70), 2000.0) else {
         panic!()

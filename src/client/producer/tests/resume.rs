@@ -406,3 +406,53 @@ fn a_resume_after_the_relays_success_keeps_its_last_words() {
     );
     assert!(p.failure_notice(&e).is_some(), "the notice too");
 }
+
+/// §12.3: a resumed upload refused `another-sender` (its channel still holds an earlier
+/// upload of ours: a meeting whose answer was lost, as when a relay frozen for 20 s answers
+/// a queue of stale calls at once, B2) is a break: the producer meets the consumer again.
+/// The first upload so refused fails as before: that path is someone else's.
+#[test]
+fn a_resumed_upload_refused_another_sender_meets_again() {
+    let busy: &[(&str, &str)] = &[(ERROR_CODE, "another-sender")];
+    let refusal = "[ERROR] Another sender has been connected on '/p'.\n";
+    let mut mem = OriginMemory::new();
+    let both_resume = [(PEER_HELLO, "httpipe=1; receipt; resume")];
+    let (mut p, _) = streaming_after(&mut mem, &both_resume, 10.0);
+    p.on_stream_refused(400, &busy, refusal);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!("the first upload's refusal is final")
+    };
+    assert_eq!(e.code, ErrorCode::RelayError);
+    // a resumed one: cut, met at 300, then refused
+    let mut p = consumer_left(&mut mem, &both_resume, 10.0, 100, 500);
+    p.observe(1000.0, 100, 500);
+    let none = receipt::Committer::new().commitment();
+    let ask = vec![(PEER_HELLO, "httpipe-resume=1; offset=300")];
+    for _ in 0..2 {
+        let Step::Receipt(_) = p.poll(&mut mem) else {
+            panic!("the producer meets the consumer on the channel")
+        };
+        p.on_receipt(200, &ask, "", &none, None);
+        let Step::ResumeFrom(300) = p.poll(&mut mem) else {
+            panic!()
+        };
+        let Step::Stream(up) = p.poll(&mut mem) else {
+            panic!()
+        };
+        assert!(up.url.contains("?channel="), "{}", up.url);
+        p.on_stream_refused(400, &busy, refusal);
+        assert!(p.is_reconnecting(), "a break, not the end");
+    }
+    // ...until its resume time runs out: the refusal, and who did not come back
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_receipt(408, &NoHeaders, "", &none, None);
+    p.observe(12_000.0, 100, 500);
+    let Step::Failed(e) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::RelayError);
+    assert!(e.message.contains("Another sender"), "{e}");
+    assert!(e.message.contains("did not come back within 10 s"), "{e}");
+}

@@ -237,7 +237,11 @@ fn refusals_of_the_streaming_upload() {
     let Step::Stream(_) = p.poll(&mut mem) else {
         panic!()
     };
-    p.on_stream_refused(400, "[ERROR] Another sender has been connected on '/p'.\n");
+    p.on_stream_refused(
+        400,
+        &NoHeaders,
+        "[ERROR] Another sender has been connected on '/p'.\n",
+    );
     let Step::Failed(e) = p.poll(&mut mem) else {
         panic!()
     };
