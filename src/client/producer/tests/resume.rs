@@ -456,3 +456,68 @@ fn a_resumed_upload_refused_another_sender_meets_again() {
     assert!(e.message.contains("Another sender"), "{e}");
     assert!(e.message.contains("did not come back within 10 s"), "{e}");
 }
+
+/// The same for a segmented upload (WebKit, Firefox): the resumed upload's part 0 refused
+/// `another-sender` is a break; its consumer waits on the channel from the meeting on.
+#[test]
+fn a_resumed_segmented_upload_refused_another_sender_meets_again() {
+    let busy: &[(&str, &str)] = &[(ERROR_CODE, "another-sender")];
+    let refusal = "[ERROR] Another sender has been connected on '/p'.\n";
+    let mut mem = OriginMemory::new();
+    let mut c = with_receipt(cfg(UploadMode::Segmented, true, true));
+    c.resume_s = Some(10.0);
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    let Step::Rendezvous(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_response(
+        200,
+        &vec![(PEER_HELLO, "httpipe=1; receipt; resume")],
+        "http://h:1/p\n",
+    );
+    let Step::NeedSource = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_chunk(b"01234567".to_vec());
+    let Step::Part(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_response(200, &id_header(), "");
+    p.observe(1000.0, 0, 8);
+    let Step::Part(_) = p.poll(&mut mem) else {
+        panic!()
+    };
+    // part 1 hears that the consumer left: a break
+    p.on_response(200, &id_header(), "[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
+    let none = receipt::Committer::new().commitment();
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!("the producer meets the consumer on the channel")
+    };
+    p.on_receipt(
+        200,
+        &vec![(PEER_HELLO, "httpipe-resume=1; offset=4")],
+        "",
+        &none,
+        None,
+    );
+    let Step::ResumeFrom(4) = p.poll(&mut mem) else {
+        panic!()
+    };
+    let Step::NeedSource = p.poll(&mut mem) else {
+        panic!()
+    };
+    p.on_chunk(b"4567".to_vec());
+    let Step::Part(part) = p.poll(&mut mem) else {
+        panic!()
+    };
+    assert!(
+        part.url.contains("channel=") && part.url.contains("part=0"),
+        "{}",
+        part.url
+    );
+    p.on_response(400, &busy, refusal);
+    assert!(p.is_reconnecting(), "a break, not the end");
+    let Step::Receipt(_) = p.poll(&mut mem) else {
+        panic!("it meets the consumer again")
+    };
+}
