@@ -61,6 +61,24 @@ fn consumer_left(
     p
 }
 
+/// A producer uploading by `upload` with receipts and `resume_s`, whose rendezvous was
+/// answered with `hello`.
+fn met_after(
+    mem: &mut OriginMemory,
+    upload: UploadMode,
+    hello: &[(&str, &str)],
+    resume_s: f64,
+) -> Producer<Vec<u8>> {
+    let mut c = with_receipt(cfg(upload, true, true));
+    c.resume_s = Some(resume_s);
+    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
+    let Step::Rendezvous(_) = p.poll(mem) else {
+        panic!()
+    };
+    p.on_response(200, &hello.to_vec(), "http://h:1/p\n");
+    p
+}
+
 /// A streaming producer with receipts and `resume_s`, whose rendezvous was answered with
 /// `hello`: the producer and its upload's request.
 fn streaming_after(
@@ -68,17 +86,25 @@ fn streaming_after(
     hello: &[(&str, &str)],
     resume_s: f64,
 ) -> (Producer<Vec<u8>>, Request) {
-    let mut c = with_receipt(cfg(UploadMode::Stream, true, true));
-    c.resume_s = Some(resume_s);
-    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
-    let Step::Rendezvous(_) = p.poll(mem) else {
-        panic!()
-    };
-    p.on_response(200, &hello.to_vec(), "http://h:1/p\n");
+    let mut p = met_after(mem, UploadMode::Stream, hello, resume_s);
     let Step::Stream(up) = p.poll(mem) else {
         panic!()
     };
     (p, up)
+}
+
+/// A segmented upload's part 0 (8 bytes) answered 200: the request of part 1.
+fn segmented_to_part_one(p: &mut Producer<Vec<u8>>, mem: &mut OriginMemory) -> Request {
+    let Step::NeedSource = p.poll(mem) else {
+        panic!()
+    };
+    p.on_chunk(b"01234567".to_vec());
+    let Step::Part(_) = p.poll(mem) else { panic!() };
+    p.on_response(200, &id_header(), "");
+    let Step::Part(req) = p.poll(mem) else {
+        panic!()
+    };
+    req
 }
 
 /// Rendezvous (the consumer's hello `peer`), then a streaming upload the relay confirms.

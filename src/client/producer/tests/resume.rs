@@ -464,29 +464,10 @@ fn a_resumed_segmented_upload_refused_another_sender_meets_again() {
     let busy: &[(&str, &str)] = &[(ERROR_CODE, "another-sender")];
     let refusal = "[ERROR] Another sender has been connected on '/p'.\n";
     let mut mem = OriginMemory::new();
-    let mut c = with_receipt(cfg(UploadMode::Segmented, true, true));
-    c.resume_s = Some(10.0);
-    let mut p = Producer::<Vec<u8>>::new(c).unwrap();
-    let Step::Rendezvous(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.on_response(
-        200,
-        &vec![(PEER_HELLO, "httpipe=1; receipt; resume")],
-        "http://h:1/p\n",
-    );
-    let Step::NeedSource = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.on_chunk(b"01234567".to_vec());
-    let Step::Part(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.on_response(200, &id_header(), "");
+    let both_resume = [(PEER_HELLO, "httpipe=1; receipt; resume")];
+    let mut p = met_after(&mut mem, UploadMode::Segmented, &both_resume, 10.0);
+    segmented_to_part_one(&mut p, &mut mem);
     p.observe(1000.0, 0, 8);
-    let Step::Part(_) = p.poll(&mut mem) else {
-        panic!()
-    };
     // part 1 hears that the consumer left: a break
     p.on_response(200, &id_header(), "[ERROR:RECEIVER_PREMATURE_DISCONNECT]\n");
     let none = receipt::Committer::new().commitment();

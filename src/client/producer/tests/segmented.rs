@@ -45,17 +45,7 @@ fn an_empty_source_opens_with_part_zero_and_ends_with_an_empty_final_part() {
 fn segmented_at_part_one() -> (Producer<Vec<u8>>, OriginMemory) {
     let mut mem = OriginMemory::new();
     let mut p = Producer::<Vec<u8>>::new(cfg(UploadMode::Segmented, true, false)).unwrap();
-    let Step::NeedSource = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.on_chunk(b"01234567".to_vec());
-    let Step::Part(_) = p.poll(&mut mem) else {
-        panic!()
-    };
-    p.on_response(200, &id_header(), "");
-    let Step::Part(req) = p.poll(&mut mem) else {
-        panic!()
-    };
+    let req = segmented_to_part_one(&mut p, &mut mem);
     assert!(req.url.contains("part=1"));
     (p, mem)
 }
