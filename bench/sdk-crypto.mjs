@@ -95,6 +95,10 @@ const cases = [
   ] : []),
   ['SDK age-rt encrypt, wasm cipher', () => sdkEncrypt('wasm', 'age-rt')],
   ['SDK age encrypt, wasm cipher', () => sdkEncrypt('wasm', 'age')],
+  ...(base ? [
+    [`SDK age-rt encrypt, wasm cipher, ${process.env.BASE_PKG}`, () => sdkEncrypt('wasm', 'age-rt', base)],
+    [`SDK age encrypt, wasm cipher, ${process.env.BASE_PKG}`, () => sdkEncrypt('wasm', 'age', base)],
+  ] : []),
   ...(ageCli ? [[`Debian age CLI (${spawnSync(ageCli, ['--version']).stdout.toString().trim()}), file → /dev/null`, ageCliRun]] : []),
   ...(ageNpm ? [['age-encryption (npm), whole buffer', ageNpmRun]] : []),
 ];

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the README's commands need, skipping what is already there.
 # Usage: scripts/setup.sh [core|full]
-#   core: Rust wasm target, wasm-bindgen-cli (the version in Cargo.lock), npm packages.
+#   core: Rust wasm target, the SDK's wasm toolchain (scripts/wasm-toolchain), wasm-bindgen-cli (the version in Cargo.lock), npm packages.
 #   full: core + Debian packages (chromium, chromium-driver, age, curl, firefox-esr, redis-server,
 #         nginx, webkit2gtk-driver and xvfb: WebKitGTK's MiniBrowser under a virtual display)
 #         + Python venv with the reference clients (zebrastream-io, age-rt) and pandas.
@@ -14,6 +14,16 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   log "adding rustup target wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
+fi
+
+# The toolchain of the SDK's release module (scripts/build-sdk.sh): a pinned nightly with the
+# standard library's source, which the build compiles with panics that abort at once. Stable
+# builds everything else.
+wasm_toolchain=$(cat scripts/wasm-toolchain)
+if ! rustup run "$wasm_toolchain" rustc --version >/dev/null 2>&1 \
+  || [ ! -d "$(rustup run "$wasm_toolchain" rustc --print sysroot)/lib/rustlib/src/rust/library" ]; then
+  log "installing the Rust toolchain $wasm_toolchain with rust-src (the SDK's release build)"
+  rustup toolchain install "$wasm_toolchain" --profile minimal --component rust-src
 fi
 
 # wasm-bindgen-cli pinned to the wasm-bindgen version in Cargo.lock
