@@ -77,9 +77,11 @@ fn start(
 
 // ---- the offer --------------------------------------------------------------------------
 
-/// The producer's metadata, sealed in pipe `c` (§14.3): JSON through miniserde (absent fields
-/// are written as `null`; unknown fields are ignored).
-#[derive(Debug, Clone, Default, PartialEq, Eq, miniserde::Serialize, miniserde::Deserialize)]
+/// The producer's metadata, sealed in pipe `c` (§14.3): JSON written by miniserde (absent
+/// fields as `null`), read by `offer_json` (absent or `null` fields unset, unknown ones
+/// ignored; the tests check it against miniserde's reader).
+#[derive(Debug, Clone, Default, PartialEq, Eq, miniserde::Serialize)]
+#[cfg_attr(test, derive(miniserde::Deserialize))]
 pub struct Offer {
     /// The offer's version (1).
     pub v: u32,
@@ -244,7 +246,7 @@ impl CodeReceiver {
             })?;
         let offer: Offer = std::str::from_utf8(&plain)
             .ok()
-            .and_then(|text| miniserde::json::from_str(text).ok())
+            .and_then(super::offer_json::read_offer)
             .ok_or_else(|| {
                 Error::new(
                     ErrorCode::Unsupported,

@@ -331,7 +331,7 @@ fn answers() {
 
 #[test]
 fn offers_ignore_unknown_fields() {
-    let o: Offer = miniserde::json::from_str(r#"{"v":1,"name":"a","future":true}"#).unwrap();
+    let o = offer_json::read_offer(r#"{"v":1,"name":"a","future":true}"#).unwrap();
     assert_eq!(o, Offer::new(Some("a".into()), None, None));
     assert_eq!(
         miniserde::json::to_string(&Offer::new(
@@ -349,11 +349,11 @@ fn offers_read_absent_and_null_fields_as_unset_and_need_a_version() {
     assert_eq!(written, r#"{"v":1,"name":null,"size":7,"type":null}"#);
     // what versions before miniserde wrote (absent fields) and what they read (null)
     for text in [r#"{"v":1,"size":7}"#, written.as_str()] {
-        let o: Offer = miniserde::json::from_str(text).unwrap();
+        let o = offer_json::read_offer(text).unwrap();
         assert_eq!(o, Offer::new(None, Some(7), None));
     }
     for bad in [r#"{"size":7}"#, r#"{"v":"1"}"#, "[]", "{"] {
-        assert!(miniserde::json::from_str::<Offer>(bad).is_err(), "{bad}");
+        assert_eq!(offer_json::read_offer(bad), None, "{bad}");
     }
 }
 
