@@ -77,11 +77,11 @@ fn start(
 
 // ---- the offer --------------------------------------------------------------------------
 
-/// The producer's metadata, sealed in pipe `c` (§14.3): JSON written by miniserde (absent
-/// fields as `null`), read by `offer_json` (absent or `null` fields unset, unknown ones
-/// ignored; the tests check it against miniserde's reader).
-#[derive(Debug, Clone, Default, PartialEq, Eq, miniserde::Serialize)]
-#[cfg_attr(test, derive(miniserde::Deserialize))]
+/// The producer's metadata, sealed in pipe `c` (§14.3): JSON (`offer_json`: unset fields
+/// written as `null`; absent or `null` fields read as unset, unknown ones ignored). The
+/// miniserde derives are the tests' reference.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(test, derive(miniserde::Serialize, miniserde::Deserialize))]
 pub struct Offer {
     /// The offer's version (1).
     pub v: u32,
@@ -90,7 +90,7 @@ pub struct Offer {
     /// Plaintext bytes.
     pub size: Option<u64>,
     /// The media type.
-    #[serde(rename = "type")]
+    #[cfg_attr(test, serde(rename = "type"))]
     pub content_type: Option<String>,
 }
 
@@ -166,7 +166,7 @@ impl CodeSender {
             return refused(filler());
         }
         let mut c = k.confirm_sender().to_vec();
-        let offer = miniserde::json::to_string(&self.offer).into_bytes();
+        let offer = super::offer_json::write_offer(&self.offer).into_bytes();
         match k
             .offer_cipher()
             .encrypt(Nonce::from_slice(&[0u8; 12]), offer.as_slice())
