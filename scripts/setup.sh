@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the README's commands need, skipping what is already there.
 # Usage: scripts/setup.sh [core|full]
-#   core: Rust wasm target, the SDK's wasm toolchain (scripts/wasm-toolchain), wasm-bindgen-cli (the version in Cargo.lock), npm packages.
+#   core: Rust wasm target, the SDK's wasm toolchain (scripts/wasm-toolchain), wasm-bindgen-cli
+#         (the version in Cargo.lock), npm packages.
 #   full: core + Debian packages (chromium, chromium-driver, age, curl, firefox-esr, redis-server,
 #         nginx, webkit2gtk-driver and xvfb: WebKitGTK's MiniBrowser under a virtual display)
 #         + Python venv with the reference clients (zebrastream-io, age-rt) and pandas.

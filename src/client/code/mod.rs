@@ -11,7 +11,7 @@
 //! - `channel`: the code (§14.1), the channel the sender picks, the channel's pipes.
 //! - `relay`: the requests of the exchange and how to read their answers.
 //! - `spake`: each side's SPAKE2 steps and the sealed offer.
-//! - `offer_json`: the offer's JSON, read.
+//! - `offer_json`: the offer's JSON, written and read.
 //! - `keys`: what HKDF derives from the SPAKE2 key (§14.3).
 //! - `words`: the PGP word list.
 
